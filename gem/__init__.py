@@ -1,0 +1,24 @@
+"""gem: Governed Evolving Memory for AI agents.
+
+    import gem
+    with gem.open() as mem:
+        mem.ingest(gem.Fact("Website Redesign", "deadline", "March 15"))
+        mem.retrieve("deadline of the website redesign").value("Website Redesign", "deadline")
+"""
+from .embed import Embedder, HashingEmbedder
+from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, PolicySyntaxError,
+                     StoreError, StoreLocked, TransitionRejected, UnknownUnit)
+from .memory import Memory, open
+from .model import (AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult,
+                    Provenance, RetrieveResult, TopicView)
+from .resolve import Resolver, TieredResolver
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "open", "Memory", "Fact", "Embedder", "HashingEmbedder", "Resolver", "TieredResolver",
+    "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected",
+    "PolicyError", "PolicySyntaxError", "PolicyCheckError",
+    "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
+    "RetrieveResult", "TopicView",
+]

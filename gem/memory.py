@@ -1,0 +1,325 @@
+"""The public API (design section 7): `gem.open(...)` returns a `Memory`."""
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from . import conditions
+from .embed import Embedder, default_embedder
+from .engine import Engine, Summarizer, utc_now
+from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
+from .model import AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult, \
+    RetrieveResult, TopicView, Violation, as_utc
+from .operators import ingest as ingest_op
+from .operators import retrieve as retrieve_op
+from .policy import PolicySet, default_policy_path, load_sources
+from .reliability import evidence_states
+from .resolve import Resolver, TieredResolver
+from .runtime import add_edge, available_actions, field_evidence
+from .store import open_store
+from .transition import Transition
+from .units import field_id
+
+
+class Memory:
+    """A governed evolving memory on one database. Use `gem.open(...)` to make one."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._closed = False
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def path(self) -> str:
+        return self._engine.store.path
+
+    @property
+    def engine_name(self) -> str:
+        return self._engine.store.engine
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            stop = getattr(self, "stop_maintenance", None)
+            if stop is not None and getattr(self, "_scheduler", None) is not None:
+                stop()
+            self._engine.store.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise GemError("this memory is closed")
+
+    # ------------------------------------------------------------------ operators
+    def ingest(self, facts: Fact | Iterable[Fact], *, actor: str = "api") -> IngestResult:
+        """Integrate one fact or a list of facts, as one transition."""
+        self._check_open()
+        batch = [facts] if isinstance(facts, Fact) else list(facts)
+        for i, fact in enumerate(batch):
+            if not isinstance(fact, Fact):
+                raise InvalidInput(f"facts[{i}] is a {type(fact).__name__}, not a gem.Fact")
+        if not batch:
+            raise InvalidInput("ingest needs at least one fact")
+        summary, t = self._engine.run("ingest", lambda t: ingest_op.ingest(t, batch),
+                                      actor=actor, interaction=True)
+        return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
+                            created_topics=summary["created_topics"], entries=summary["entries"],
+                            corroborations=summary["corroborations"],
+                            flagged=list(t.touched.flagged))
+
+    def retrieve(self, query: str | None = None, topic: str | None = None,
+                 fields: Sequence[str] | None = None, as_of: datetime | None = None,
+                 history: bool = False, include_archived: bool = False, k: int = 5,
+                 *, actor: str = "api") -> RetrieveResult:
+        """Read the memory. A transition: everything returned is reinforced (C6)."""
+        self._check_open()
+        if query is not None and not isinstance(query, str):
+            raise InvalidInput("query must be a string")
+        if topic is not None and (not isinstance(topic, str) or not topic.strip()):
+            raise InvalidInput("topic must be a non-empty string")
+        if isinstance(fields, str):
+            raise InvalidInput("fields must be a list of field names, not a string")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise InvalidInput("k must be a positive integer")
+        request = retrieve_op.Request(
+            query=query.strip() if query else None, topic=topic,
+            fields=None if fields is None else tuple(fields),
+            as_of=None if as_of is None else as_utc(as_of, "as_of"),
+            history=bool(history), include_archived=bool(include_archived), k=k)
+        result, _ = self._engine.run("retrieve", lambda t: retrieve_op.retrieve(t, request),
+                                     actor=actor, interaction=True)
+        return result.model_copy(update={"transition": self._engine.seq})
+
+    def link(self, src: str, dst: str, kind: str = "extension", *, actor: str = "api") -> bool:
+        """Add a typed edge: `extension` (a change on src may entail one on dst) or
+        `association` (retrieval context only). Returns False if it already existed."""
+        self._check_open()
+        if kind not in ("extension", "association"):
+            raise InvalidInput(f"kind must be 'extension' or 'association', got {kind!r}")
+
+        def op(t: Transition) -> bool:
+            directory = self._engine.directory(t)
+            a, b = directory.lookup(src), directory.lookup(dst)
+            for name, tid in ((src, a), (dst, b)):
+                if tid is None:
+                    raise UnknownUnit(f"no topic named {name!r}")
+            return add_edge(t, a, b, kind, source=actor)
+
+        created, _ = self._engine.run("link", op, actor=actor)
+        return created
+
+    # ------------------------------------------------------------------ administrative reads
+    def _read(self, fn: Callable[[Transition], Any]) -> Any:
+        """A side-effect-free read: no salience change, not an interaction, nothing logged."""
+        self._check_open()
+        engine = self._engine
+        with engine.store.reading() as tx:
+            t = Transition(engine, tx, "read", "api", engine.clock(), engine.counters)
+            t.settings = engine.evaluate_settings(t)
+            return fn(t)
+
+    def _topic_id(self, t: Transition, topic: str) -> str | None:
+        if not isinstance(topic, str) or not topic.strip():
+            raise InvalidInput("topic must be a non-empty string")
+        return self._engine.directory(t).lookup(topic)
+
+    def inspect(self, topic: str, field: str | None = None) -> TopicView | FieldView | None:
+        def read(t: Transition) -> TopicView | FieldView | None:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                return None
+            if field is None:
+                return retrieve_op.topic_view(t, tid, flags=True)
+            fid = field_id(tid, field)
+            return None if t.field_row(fid) is None else retrieve_op.field_view(t, fid)
+        return self._read(read)
+
+    def history(self, topic: str, field: str) -> list[HistoryEntry]:
+        """The field's full value history, compressed and retracted entries included."""
+        def read(t: Transition) -> list[HistoryEntry]:
+            fid = self._require_field(t, topic, field)
+            entries = sorted(t.entries(fid), key=lambda e: (e["valid_at"], e["recorded_at"], e["seq"]))
+            return [retrieve_op.history_entry(t, e) for e in entries]
+        return self._read(read)
+
+    def explain(self, topic: str, field: str) -> Explanation:
+        """The evidence chain behind a field's current value, with its reliability R."""
+        def read(t: Transition) -> Explanation:
+            fid = self._require_field(t, topic, field)
+            decay = t.settings["reliability_decay"]
+            states = evidence_states(field_evidence(t, fid), decay)
+            current = t.current_entry(fid)
+            entries = sorted(t.entries(fid), key=lambda e: (e["valid_at"], e["recorded_at"], e["seq"]))
+            return Explanation(
+                topic=t.field_row(fid)["topic_id"], field=field,
+                value=None if current is None else json.loads(current["value"]),
+                entries=[retrieve_op.history_entry(t, e) for e in entries],
+                reliability=states.reliability, decay=decay,
+                states={"action": states.action, "inaction": states.inaction,
+                        "conflict": states.conflict, "ignorance": states.ignorance})
+        return self._read(read)
+
+    def _require_field(self, t: Transition, topic: str, field: str) -> str:
+        tid = self._topic_id(t, topic)
+        if tid is None:
+            raise UnknownUnit(f"no topic named {topic!r}")
+        if not isinstance(field, str) or t.field_row(field_id(tid, field)) is None:
+            raise UnknownUnit(f"topic {topic!r} has no field {field!r}")
+        return field_id(tid, field)
+
+    def transitions(self, since: int = 0) -> list[dict[str, Any]]:
+        """The transition log from `since` on: op, time, actor, units, policies fired, hashes."""
+        def read(t: Transition) -> list[dict[str, Any]]:
+            rows = t.query("MATCH (x:Transition) WHERE x.seq > $s RETURN x.seq, x.op, x.event, "
+                           "x.at, x.actor, x.units, x.policies, x.detail, x.prev_hash, x.hash "
+                           "ORDER BY x.seq", {"s": since})
+            return [{"seq": r[0], "op": r[1], "event": r[2], "at": r[3], "actor": r[4],
+                     "units": json.loads(r[5]), "policies": json.loads(r[6]),
+                     "detail": json.loads(r[7]), "prev_hash": r[8], "hash": r[9]} for r in rows]
+        return self._read(read)
+
+    def audit(self) -> AuditReport:
+        """C1-C6 over the whole state, and the hash chain of the transition log."""
+        def read(t: Transition) -> AuditReport:
+            checked, found = conditions.audit(t)
+            return AuditReport(ok=not found, checked=checked,
+                               violations=[Violation(condition=c, unit=u, detail=d)
+                                           for c, u, d in found],
+                               transitions=self._engine.seq, chain_ok=True)
+        report = self._read(read)
+        chain_ok, broken_at = self._verify_chain()
+        if not chain_ok:
+            extra = Violation(condition="log", unit=str(broken_at),
+                              detail="transition log hash chain is broken here")
+            report = report.model_copy(update={"ok": False, "chain_ok": False,
+                                               "violations": [*report.violations, extra]})
+        return report
+
+    def _verify_chain(self) -> tuple[bool, int | None]:
+        from .engine import GENESIS
+        from .transition import dumps
+        previous = GENESIS
+        for record in self.transitions():
+            body = dumps({"seq": record["seq"], "op": record["op"], "event": record["event"],
+                          "at": record["at"].isoformat(), "actor": record["actor"],
+                          "units": record["units"], "policies": record["policies"],
+                          "detail": record["detail"]})
+            digest = hashlib.sha256((previous + body).encode("utf-8")).hexdigest()
+            if record["prev_hash"] != previous or record["hash"] != digest:
+                return False, record["seq"]
+            previous = record["hash"]
+        return True, None
+
+    # ------------------------------------------------------------------ policies
+    @property
+    def policies(self) -> PolicySet:
+        return self._engine.policies
+
+    def load_policies(self, paths: Sequence[str | Path], *, actor: str = "api") -> PolicySet:
+        """Check, compile and store a new policy set as one transition. A set with any
+        error is refused whole (PolicySyntaxError / PolicyCheckError) and the previous
+        set stays in force."""
+        self._check_open()
+        sources = []
+        for p in paths:
+            path = Path(p)
+            try:
+                sources.append((str(p), path.read_text(encoding="utf-8")))
+            except OSError as exc:
+                raise InvalidInput(f"cannot read policy file {str(p)!r}: {exc.strerror}") from None
+        return self._install(sources, actor)
+
+    def _install(self, sources: list[tuple[str, str]], actor: str) -> PolicySet:
+        policy_set = load_sources(sources, available_actions=available_actions())
+
+        def op(t: Transition) -> None:
+            stored = {r[0]: (r[1], r[2]) for r in t.query(
+                "MATCH (p:Policy) RETURN p.name, p.hash, p.version")}
+            texts = dict(sources)
+            seen = set()
+            for policy in policy_set.policies:
+                text = texts[policy.span.file] if policy.span.file in texts else ""
+                digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+                seen.add(policy.name)
+                old = stored.get(policy.name)
+                if old is None:
+                    t.query("CREATE (:Policy {name: $n, file: $f, source: $s, hash: $h, "
+                            "version: 1, enabled: true, loaded_at: $at})",
+                            {"n": policy.name, "f": policy.span.file, "s": text, "h": digest,
+                             "at": t.now})
+                else:
+                    t.query("MATCH (p:Policy {name: $n}) SET p.file = $f, p.source = $s, "
+                            "p.hash = $h, p.enabled = true, p.loaded_at = $at, "
+                            "p.version = p.version + CASE WHEN p.hash = $h THEN 0 ELSE 1 END",
+                            {"n": policy.name, "f": policy.span.file, "s": text, "h": digest,
+                             "at": t.now})
+            for name in stored:
+                if name not in seen:
+                    t.query("MATCH (p:Policy {name: $n}) SET p.enabled = false", {"n": name})
+            # Files with only settings (no policy) still have to survive a reopen.
+            t.query("MATCH (m:Meta {key: 'policy_sources'}) DELETE m")
+            t.query("CREATE (:Meta {key: 'policy_sources', value: $v})",
+                    {"v": json.dumps(sources)})
+            t.detail["policies"] = sorted(seen)
+            t.detail["files"] = [name for name, _ in sources]
+
+        engine = self._engine
+        previous = engine.policies
+        engine.install_policies(policy_set)  # the new set governs its own load transition
+        try:
+            engine.run("policy", op, actor=actor)
+        except BaseException:
+            if previous is not None:
+                engine.install_policies(previous)
+            raise
+        return policy_set
+
+    def _stored_sources(self) -> list[tuple[str, str]] | None:
+        with self._engine.store.reading() as tx:
+            value = tx.scalar("MATCH (m:Meta {key: 'policy_sources'}) RETURN m.value")
+        return None if value is None else [tuple(x) for x in json.loads(value)]
+
+
+def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,
+         embedder: Embedder | None = None, resolver: Resolver | None = None,
+         clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
+         summarizer: Summarizer | None = None) -> Memory:
+    """Open (or create) a memory. `path=None` makes a temporary database removed on close.
+
+    `policies`: .policy files to govern it; by default the policies stored in the
+    database, or `policies/default.policy` for a new one.
+    """
+    if policies is not None and isinstance(policies, (str, Path)):
+        raise InvalidInput("policies must be a list of paths")
+    store = open_store(None if path is None else str(path), engine)
+    try:
+        system_clock = clock or utc_now
+
+        def checked_clock() -> datetime:
+            return as_utc(system_clock(), "clock()")
+
+        core = Engine(store, embedder or default_embedder(), resolver or TieredResolver(),
+                      checked_clock, summarizer)
+        memory = Memory(core)
+        stored = memory._stored_sources()
+        if policies is not None:
+            memory.load_policies(list(policies))
+        elif stored is not None:
+            core.install_policies(load_sources(stored, available_actions=available_actions()))
+        else:
+            memory.load_policies([default_policy_path()])
+        return memory
+    except BaseException:
+        store.close()
+        raise
+
+
+__all__ = ["Memory", "open", "Fact", "TransitionRejected"]

@@ -1,0 +1,222 @@
+"""The public boundary: what callers pass in and get back (pydantic, validated).
+
+Internals use frozen dataclasses; pydantic stays here so that bad input is rejected
+with one clear `InvalidInput` before any transition starts.
+"""
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field as PydField, ValidationError, field_validator
+
+from .errors import InvalidInput
+
+
+def _json_value(value: Any) -> Any:
+    try:
+        text = json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"value must be JSON-serialisable: {exc}") from exc
+    return json.loads(text)
+
+
+def as_utc(value: datetime, what: str = "time") -> datetime:
+    """Aware datetimes are converted to UTC; naive ones are taken to be UTC already."""
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{what} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+class Fact(BaseModel):
+    """One observation: `topic`'s `field` has `value`, as of `at`, according to `source`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    topic: str
+    field: str
+    value: Any
+    at: datetime | None = None
+    source: str = "api"
+    actor: str = "user"
+    ref: str | None = None
+    confidence: float = 1.0
+    polarity: Literal["+", "-"] = "+"
+
+    def __init__(self, topic: str | None = None, field: str | None = None, value: Any = None,
+                 **kwargs: Any) -> None:
+        try:
+            super().__init__(topic=topic, field=field, value=value, **kwargs)
+        except ValidationError as exc:
+            raise InvalidInput(_describe(exc, "Fact")) from None
+
+    @field_validator("topic", "field", "source", "actor")
+    @classmethod
+    def _non_empty(cls, v: str) -> str:
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError("must be a non-empty string")
+        return v.strip()
+
+    @field_validator("value")
+    @classmethod
+    def _json(cls, v: Any) -> Any:
+        if v is None:
+            raise ValueError("must not be null (use polarity '-' to deny a value)")
+        return _json_value(v)
+
+    @field_validator("confidence")
+    @classmethod
+    def _unit_interval(cls, v: float) -> float:
+        if math.isnan(v) or not 0.0 <= v <= 1.0:
+            raise ValueError("must be within [0, 1]")
+        return float(v)
+
+    @field_validator("at")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return None if v is None else as_utc(v, "at")
+
+
+def _describe(exc: ValidationError, what: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or what
+        parts.append(f"{loc}: {err['msg']}")
+    return f"invalid {what}: " + "; ".join(parts)
+
+
+class Provenance(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    source: str
+    actor: str
+    ref: str | None = None
+    confidence: float
+    polarity: Literal["+", "-"]
+
+
+class Observation(BaseModel):
+    """A corroboration (or denial) recorded against an entry."""
+    model_config = ConfigDict(frozen=True)
+    provenance: Provenance
+    valid_at: datetime
+    recorded_at: datetime
+
+
+class HistoryEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    value: Any
+    valid_at: datetime
+    recorded_at: datetime
+    provenance: Provenance
+    status: Literal["current", "superseded", "retracted"]
+    superseded_by: str | None = None
+    active: bool = True  # False once compression moved it out of the active history
+    observations: list[Observation] = PydField(default_factory=list)
+
+
+class Candidate(BaseModel):
+    """One of the values of a contested field, with its evidence reliability."""
+    model_config = ConfigDict(frozen=True)
+    value: Any
+    provenance: Provenance
+    valid_at: datetime
+    reliability: float
+
+
+class FieldView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    name: str
+    value: Any = None
+    valid_at: datetime | None = None
+    recorded_at: datetime | None = None
+    provenance: Provenance | None = None
+    salience: float
+    last_access: datetime | None = None
+    status: Literal["active", "compressed", "hidden"]
+    contested: bool = False
+    candidates: list[Candidate] | None = None
+    summary: str | None = None
+    history: list[HistoryEntry] | None = None
+
+
+class FlagView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    origin: str | None
+    policy: str | None
+    evidence: dict[str, Any]
+    created_at: datetime
+
+
+class TopicView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    title: str
+    aliases: list[str]
+    summary: str
+    salience: float
+    last_access: datetime | None = None
+    status: Literal["active", "archived"]
+    score: float | None = None
+    fields: dict[str, FieldView]
+    flags: list[FlagView] = PydField(default_factory=list)
+
+
+class RetrieveResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    transition: int
+    query: str | None = None
+    as_of: datetime | None = None
+    topics: list[TopicView]
+
+    def value(self, topic: str, field: str) -> Any:
+        """The current value of `field` on the topic titled (or aliased) `topic`, else None."""
+        from .text import normalise
+        want = normalise(topic)
+        for t in self.topics:
+            if t.id == topic or normalise(t.title) == want or want in (normalise(a) for a in t.aliases):
+                f = t.fields.get(field)
+                return None if f is None else f.value
+        return None
+
+
+class IngestResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    transition: int
+    topics: list[str]                 # topic ids touched, in first-touch order
+    created_topics: list[str]
+    entries: list[str]                # entries created
+    corroborations: int
+    flagged: list[str]                # topics flagged for revision by policies
+
+
+class Explanation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    topic: str
+    field: str
+    value: Any
+    entries: list[HistoryEntry]
+    reliability: float
+    states: dict[str, float]          # action, inaction, conflict, ignorance
+    decay: float
+
+
+class Violation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    condition: str
+    unit: str | None
+    detail: str
+
+
+class AuditReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    ok: bool
+    checked: dict[str, int]           # condition -> units checked
+    violations: list[Violation]
+    transitions: int
+    chain_ok: bool

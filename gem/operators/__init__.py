@@ -1,0 +1,1 @@
+"""The four state-level operators (ingest, revise, forget, retrieve), one module each."""

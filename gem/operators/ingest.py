@@ -1,0 +1,128 @@
+"""Ingest: integrate facts into the existing state (one transition per call).
+
+History semantics (issue "Engine core"): a new value appends an entry and nothing is
+overwritten; re-ingesting the current value corroborates it instead of duplicating
+it; a late-arriving fact (older valid time than the current entry) is kept in the
+history but does not become current; the current value is the non-retracted entry
+with the latest valid time, ties broken by the latest recording.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..model import Fact
+from ..runtime import entry_value
+from .forget import restore_field, restore_topic
+from ..transition import Transition, dumps
+from ..units import EntryRef, FieldRef, TopicRef, field_id
+
+
+def _order(entry: dict[str, Any]) -> tuple:
+    return (entry["valid_at"], entry["recorded_at"], entry["seq"])
+
+
+def settle_current(t: Transition, fid: str) -> dict[str, Any] | None:
+    """Make the latest valid, non-retracted, positive entry current; supersede the rest."""
+    candidates = [e for e in t.entries(fid)
+                  if e["status"] != "retracted" and e["polarity"] == "+"]
+    if not candidates:
+        return None
+    best = max(candidates, key=_order)
+    for entry in candidates:
+        if entry is best:
+            if entry["status"] != "current":
+                t.update("Entry", entry["id"], status="current", superseded_by=None)
+                t.touched.entries[entry["id"]] = None
+        elif entry["status"] == "current":
+            t.supersede(entry, best)
+    return best
+
+
+def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
+    created_topics: list[str] = []
+    new_entries: list[str] = []
+    corroborations = 0
+    directory = t.engine.directory(t)
+    for fact in facts:
+        tid = t.engine.resolver.resolve(fact.topic, directory)
+        if tid is None or t.topic(tid) is None:
+            row = t.new_topic(fact.topic, aliases=[])
+            tid = row["id"]
+            directory.add(row["id"], fact.topic)
+            created_topics.append(tid)
+            t.emit("topic_created", topic=TopicRef(tid))
+        elif t.topic(tid)["status"] == "archived":
+            restore_topic(t, tid)  # new evidence about an archived topic revives it
+        t.touch_topic(tid)
+        fid = field_id(tid, fact.field)
+        created_field = t.field_row(fid) is None
+        if created_field:
+            t.new_field(tid, fact.field)
+        elif t.field_row(fid)["status"] != "active":
+            restore_field(t, fid)
+        t.touch_field(fid, tid)
+        outcome, entry = _record(t, fid, fact)
+        fref = FieldRef(fid, tid, fact.field)
+        eref = EntryRef(entry["id"], fid)
+        if outcome == "corroborated":
+            corroborations += 1
+            t.emit("corroborated", topic=TopicRef(tid), field=fref, entry=eref)
+            continue
+        new_entries.append(entry["id"])
+        if outcome == "created":
+            t.emit("field_created", topic=TopicRef(tid), field=fref, entry=eref,
+                   new_value=entry_value(entry))
+        elif outcome.startswith("updated"):
+            old = t.entry(outcome.split(":", 1)[1])
+            t.touched.changed_topics[tid] = None
+            t.emit("field_updated", topic=TopicRef(tid), field=fref, entry=eref,
+                   old_value=entry_value(old), new_value=entry_value(entry),
+                   updated_field=fact.field)
+            t.emit("superseded", topic=TopicRef(tid), field=fref,
+                   entry=EntryRef(old["id"], fid), by=eref)
+            if old["source"] != entry["source"] and old["valid_at"] == entry["valid_at"]:
+                t.emit("conflict_detected", topic=TopicRef(tid), field=fref, entry=eref,
+                       other=EntryRef(old["id"], fid))
+        t.mark_summary_dirty(tid)
+    for tid in t.touched.topics:
+        t.emit("ingested", topic=TopicRef(tid))
+    return {"created_topics": created_topics, "entries": new_entries,
+            "corroborations": corroborations}
+
+
+def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
+    """Write one fact into the field's history. Returns (outcome, entry)."""
+    provenance = {"source": fact.source, "actor": fact.actor, "ref": fact.ref,
+                  "confidence": fact.confidence, "polarity": fact.polarity}
+    valid_at = fact.at or t.now
+    value = dumps(fact.value)
+    entries = t.entries(fid)
+    current = t.current_entry(fid)
+    if fact.polarity == "-":
+        # A denial is evidence against a value; it never becomes current itself.
+        same = [e for e in entries if e["value"] == value]
+        if same:
+            target = same[-1]
+            t.new_observation(target["id"], provenance, valid_at)
+            return "corroborated", target
+        return "denied", t.new_entry(fid, fact.value, valid_at, provenance, "retracted")
+    if current is not None and current["value"] == value:
+        t.new_observation(current["id"], provenance, valid_at)
+        return "corroborated", current
+    for e in entries:
+        if e["value"] == value and e["valid_at"] == valid_at and e["status"] != "retracted":
+            t.new_observation(e["id"], provenance, valid_at)  # a replayed historical fact
+            return "corroborated", e
+    if current is None:
+        return "created", t.new_entry(fid, fact.value, valid_at, provenance, "current")
+    if (valid_at, t.now) >= (current["valid_at"], current["recorded_at"]):
+        entry = t.new_entry(fid, fact.value, valid_at, provenance, "current")
+        t.supersede(current, entry)
+        return f"updated:{current['id']}", entry
+    # Late-arriving: recorded in the history, superseded by the next newer entry.
+    newer = min((e for e in entries if e["status"] != "retracted" and e["polarity"] == "+"
+                 and _order(e) > (valid_at, t.now, 0)), key=_order)
+    entry = t.new_entry(fid, fact.value, valid_at, provenance, "superseded", newer["id"])
+    t.relate("SUPERSEDED_BY", ("Entry", entry["id"]), ("Entry", newer["id"]), at=t.now)
+    return "late", entry
+

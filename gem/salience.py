@@ -1,0 +1,39 @@
+"""Salience with lazy decay (design section 3).
+
+A unit stores a *strength* x >= 0 and the time it was last touched; its salience is
+s = 1 - exp(-x), in [0, 1). Reinforcing adds to x, which is s <- s + a(1 - s) with
+a = 1 - exp(-amount): the bounded, strictly increasing update of the design. Keeping x
+rather than s is what keeps "strictly increasing" true in floating point: s itself
+rounds to 1.0 after a few hundred reinforcements at a fixed time, x never does.
+Decay is applied on read, s(t) = s * 2^(-(t - t_last) / half_life), so no job
+rewrites every row per tick.
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+_BELOW_ONE = math.nextafter(1.0, 0.0)
+
+
+def salience_of(strength: float) -> float:
+    return min(-math.expm1(-max(strength, 0.0)), _BELOW_ONE)
+
+
+def strength_of(salience: float) -> float:
+    salience = min(max(salience, 0.0), _BELOW_ONE)
+    return -math.log1p(-salience)
+
+
+def decayed_strength(strength: float, last: datetime | None, now: datetime,
+                     half_life: timedelta) -> float:
+    """The strength at `now`, with the design's decay applied to the salience."""
+    if last is None or strength <= 0.0 or now <= last:
+        return max(strength, 0.0)
+    factor = 2.0 ** (-(now - last) / half_life)
+    return -math.log1p(math.expm1(-strength) * factor)  # -ln(1 - s * factor)
+
+
+def salience_at(strength: float, last: datetime | None, now: datetime,
+                half_life: timedelta) -> float:
+    return salience_of(decayed_strength(strength, last, now, half_life))

@@ -1,0 +1,196 @@
+"""One adapter for Kuzu and its maintained fork LadybugDB (same Python API).
+
+Why the process-wide registry: neither engine allows two `Database` objects on one
+path (the second fails at once), and neither allows two concurrent writers. So a
+process holds one `Database` per path, shared by every `GraphStore` opened on it,
+and serialises writes with one re-entrant lock per path: a second writer in the
+same process waits instead of failing. Another process gets `StoreLocked`.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util  # kuzu 0.11.3 calls importlib.util without importing it
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterator
+
+from ..errors import InvalidInput, StoreError, StoreLocked
+from .schema import SCHEMA_VERSION, STATEMENTS
+
+ENGINES = {"kuzu": "kuzu", "ladybug": "ladybug"}
+
+
+def _import_engine(engine: str):
+    if engine not in ENGINES:
+        raise InvalidInput(f"unknown engine {engine!r}; choose one of {sorted(ENGINES)}")
+    other = next(e for e in ENGINES if e != engine)
+    if ENGINES[other] in sys.modules:
+        # Both packages register the same native types; loading the second crashes.
+        raise InvalidInput(f"engine {engine!r} cannot be used in a process that already loaded "
+                           f"{other!r}; use one engine per process")
+    try:
+        return importlib.import_module(ENGINES[engine])
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        extra = "" if engine == "kuzu" else f" (pip install 'gem[{engine}]')"
+        raise InvalidInput(f"engine {engine!r} is not installed{extra}") from exc
+
+
+@dataclass
+class _Shared:
+    module: Any
+    database: Any
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    users: int = 0
+
+
+_registry: dict[tuple[str, str], _Shared] = {}
+_registry_lock = threading.Lock()
+
+
+def _to_db(value: Any) -> Any:
+    """Engines drop timezone offsets on TIMESTAMP, so everything is stored as naive UTC."""
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        return value
+    if isinstance(value, dict):
+        return {k: _to_db(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_db(v) for v in value]
+    return value
+
+
+def _from_db(value: Any) -> Any:
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
+
+
+class Tx:
+    """Statements run one at a time, always with parameters (never values in query text)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def run(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        try:
+            result = self._conn.execute(query, _to_db(params) if params else {})
+        except RuntimeError as exc:
+            raise StoreError(f"{exc} [query: {query}]") from exc
+        rows = []
+        while result.has_next():
+            rows.append([_from_db(v) for v in result.get_next()])
+        return rows
+
+    def one(self, query: str, params: dict[str, Any] | None = None) -> list[Any] | None:
+        rows = self.run(query, params)
+        return rows[0] if rows else None
+
+    def scalar(self, query: str, params: dict[str, Any] | None = None) -> Any:
+        row = self.one(query, params)
+        return row[0] if row else None
+
+
+class GraphStore:
+    """A handle on one database path; many handles in a process share one `Database`."""
+
+    def __init__(self, path: str | None, engine: str = "kuzu") -> None:
+        module = _import_engine(engine)
+        self.engine = engine
+        self._tempdir = None
+        if path is None:
+            self._tempdir = tempfile.mkdtemp(prefix="gem-")
+            path = os.path.join(self._tempdir, "memory.db")
+        self.path = os.path.abspath(os.fspath(path))
+        self._key = (engine, self.path)
+        with _registry_lock:
+            shared = _registry.get(self._key)
+            if shared is None:
+                try:
+                    database = module.Database(self.path)
+                except RuntimeError as exc:
+                    if "lock" in str(exc).lower():
+                        raise StoreLocked(self.path, str(exc).splitlines()[0]) from exc
+                    raise StoreError(f"cannot open {self.path!r}: {exc}") from exc
+                shared = _Shared(module, database)
+                _registry[self._key] = shared
+            shared.users += 1
+        self._shared = shared
+        self._conn = module.Connection(shared.database)
+        self._closed = False
+        with self.transaction() as tx:
+            for statement in STATEMENTS:
+                tx.run(statement)
+            if tx.scalar("MATCH (m:Meta {key: 'schema'}) RETURN m.value") is None:
+                tx.run("CREATE (:Meta {key: 'schema', value: $v})", {"v": SCHEMA_VERSION})
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._shared.lock
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        """BEGIN; COMMIT on success; ROLLBACK on any exception (and re-raise it)."""
+        self._check_open()
+        with self._shared.lock:
+            self._conn.execute("BEGIN TRANSACTION")
+            tx = Tx(self._conn)
+            try:
+                yield tx
+            except BaseException:
+                self._rollback()
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except RuntimeError as exc:
+                self._rollback()
+                raise StoreError(f"commit failed: {exc}") from exc
+
+    @contextmanager
+    def reading(self) -> Iterator[Tx]:
+        """A consistent read: holds the write lock so no transition is half-visible."""
+        self._check_open()
+        with self._shared.lock:
+            yield Tx(self._conn)
+
+    def _rollback(self) -> None:
+        # An error inside a transaction may already have aborted it; then ROLLBACK
+        # itself raises "no active transaction", which is the state we want anyway.
+        try:
+            self._conn.execute("ROLLBACK")
+        except RuntimeError:
+            pass
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"store at {self.path!r} is closed")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with _registry_lock:
+            shared = self._shared
+            shared.users -= 1
+            try:
+                self._conn.close()
+            except Exception:  # pragma: no cover - engine-specific
+                pass
+            if shared.users == 0:
+                _registry.pop(self._key, None)
+                try:
+                    shared.database.close()
+                except Exception:  # pragma: no cover - engine-specific
+                    pass
+        if self._tempdir:
+            shutil.rmtree(self._tempdir, ignore_errors=True)
+
+
+def open_store(path: str | None = None, engine: str = "kuzu") -> GraphStore:
+    return GraphStore(path, engine)

@@ -1,0 +1,399 @@
+"""One transition of the memory state: the proposed M_{t+1}, as the operators write it.
+
+Every write of every operator and policy action goes through a `Transition`, which
+(1) keeps the rows it has read or written in caches that are authoritative for this
+transaction, (2) buffers creates and updates and sends them to the store in UNWIND
+batches (the batch-ingest fast path), flushing before any query the caches cannot
+answer, and (3) records what the postconditions need: touched, changed, flagged and
+accessed units, and the policies that fired.
+"""
+from __future__ import annotations
+
+import base64
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Callable
+
+import numpy as np
+
+from .errors import TransitionRejected
+from .salience import decayed_strength, salience_of
+from .store import Tx
+from .units import EdgeRef, EntryRef, FieldRef, TopicRef, field_id
+
+BATCH = 200  # rows per UNWIND statement; larger batches slow down super-linearly on Kuzu
+
+TOPIC_COLUMNS = ("id", "seq", "title", "aliases", "summary", "embedding", "strength",
+                 "last_access", "status", "scope", "created_at", "updated_at", "annotations")
+FIELD_COLUMNS = ("id", "topic_id", "name", "strength", "last_access", "status", "contested",
+                 "summary", "created_at", "annotations")
+ENTRY_COLUMNS = ("id", "seq", "field_id", "value", "valid_at", "recorded_at", "source", "actor",
+                 "ref", "confidence", "polarity", "status", "superseded_by", "active", "annotations")
+OBSERVATION_COLUMNS = ("id", "seq", "entry_id", "source", "actor", "ref", "confidence",
+                       "polarity", "valid_at", "recorded_at")
+FLAG_COLUMNS = ("id", "seq", "topic_id", "origin_id", "policy", "evidence", "status",
+                "created_at", "cleared_at")
+COLUMNS = {"Topic": TOPIC_COLUMNS, "Field": FIELD_COLUMNS, "Entry": ENTRY_COLUMNS,
+           "Observation": OBSERVATION_COLUMNS, "Flag": FLAG_COLUMNS}
+
+
+def encode_vector(vec: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(vec, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(text: str | None, dim: int) -> np.ndarray:
+    if not text:
+        return np.zeros(dim, dtype=np.float32)
+    return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=_json_default, separators=(",", ":"))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, (TopicRef, EntryRef)):
+        return value.id
+    if isinstance(value, FieldRef):
+        return value.name
+    if isinstance(value, EdgeRef):
+        return {"kind": value.kind, "source": value.source, "target": value.target}
+    if isinstance(value, (set, frozenset, tuple)):
+        return sorted(value, key=str) if isinstance(value, (set, frozenset)) else list(value)
+    return str(value)
+
+
+@dataclass
+class Event:
+    name: str
+    bindings: dict[str, Any]
+    depth: int
+
+
+@dataclass
+class Fired:
+    policy: str
+    event: str
+    action: str
+    args: list[Any]
+    evidence: dict[str, Any]
+
+
+@dataclass
+class Counters:
+    """Id sequences and the interaction count, carried from transition to transition."""
+    topic: int = 0
+    entry: int = 0
+    observation: int = 0
+    flag: int = 0
+    interactions: int = 0
+
+    def next(self, kind: str) -> int:
+        value = getattr(self, kind) + 1
+        setattr(self, kind, value)
+        return value
+
+
+@dataclass
+class Touched:
+    topics: dict[str, None] = field(default_factory=dict)       # ordered set of topic ids
+    fields: dict[str, None] = field(default_factory=dict)
+    entries: dict[str, None] = field(default_factory=dict)
+    changed_topics: dict[str, None] = field(default_factory=dict)  # a field value was updated
+    flagged: dict[str, list[str]] = field(default_factory=dict)    # topic -> flag ids created
+    reevaluated: set[str] = field(default_factory=set)
+    accessed: dict[tuple[str, str], float] = field(default_factory=dict)  # unit -> strength before
+    index_dirty: dict[str, None] = field(default_factory=dict)     # topics whose summary changed
+
+
+class Transition:
+    """The proposed next state, with buffered writes over one store transaction."""
+
+    def __init__(self, engine: Any, tx: Tx, op: str, actor: str, now: datetime,
+                 counters: Counters) -> None:
+        self.engine = engine
+        self.tx = tx
+        self.op = op
+        self.actor = actor
+        self.now = now
+        self.counters = counters
+        self.settings: dict[str, Any] = {}  # set by the engine once the transition exists
+        self.events: deque[Event] = deque()
+        self.touched = Touched()
+        self.fired: list[Fired] = []
+        self.output: Any = None
+        self.detail: dict[str, Any] = {}
+        self._depth = 0
+        self._current_event: Event | None = None
+        self._acted: set[tuple] = set()
+        # caches: authoritative for this transaction once a row is in them
+        self._rows: dict[str, dict[str, dict[str, Any] | None]] = {t: {} for t in COLUMNS}
+        self._entries_of: dict[str, list[dict[str, Any]]] = {}
+        self._fields_of: dict[str, list[str]] = {}
+        self._observations_of: dict[str, list[dict[str, Any]]] = {}
+        # write buffers
+        self._creates: dict[str, dict[str, dict[str, Any]]] = {t: {} for t in COLUMNS}
+        self._sets: dict[tuple[str, str], dict[str, Any]] = {}
+        self._rels: dict[str, list[dict[str, Any]]] = {}
+
+    # ------------------------------------------------------------------ settings
+    @property
+    def half_life(self) -> timedelta:
+        return self.settings["half_life"]
+
+    # ------------------------------------------------------------------ reads
+    def row(self, table: str, key: str) -> dict[str, Any] | None:
+        cache = self._rows[table]
+        if key in cache:
+            return cache[key]
+        cols = COLUMNS[table]
+        values = self.tx.one(
+            f"MATCH (n:{table} {{id: $id}}) RETURN " + ", ".join(f"n.{c}" for c in cols),
+            {"id": key})
+        row = None if values is None else dict(zip(cols, values))
+        cache[key] = row
+        return row
+
+    def topic(self, tid: str) -> dict[str, Any] | None:
+        return self.row("Topic", tid)
+
+    def field_row(self, fid: str) -> dict[str, Any] | None:
+        return self.row("Field", fid)
+
+    def entry(self, eid: str) -> dict[str, Any] | None:
+        return self.row("Entry", eid)
+
+    def field_ids(self, tid: str) -> list[str]:
+        """Ids of the topic's fields, in creation order."""
+        if tid not in self._fields_of:
+            if tid in self._creates["Topic"]:
+                ids: list[str] = []
+            else:
+                self.flush()
+                ids = [r[0] for r in self.tx.run(
+                    "MATCH (t:Topic {id: $id})-[:HAS_FIELD]->(f:Field) RETURN f.id "
+                    "ORDER BY f.created_at, f.id", {"id": tid})]
+            self._fields_of[tid] = ids
+        return self._fields_of[tid]
+
+    def entries(self, fid: str) -> list[dict[str, Any]]:
+        """The field's whole history (active and compressed), in recording order."""
+        if fid not in self._entries_of:
+            rows: list[dict[str, Any]] = []
+            if fid not in self._creates["Field"]:
+                self.flush()
+                cols = ENTRY_COLUMNS
+                for values in self.tx.run(
+                        "MATCH (f:Field {id: $id})-[:HAS_ENTRY]->(e:Entry) RETURN "
+                        + ", ".join(f"e.{c}" for c in cols) + " ORDER BY e.seq", {"id": fid}):
+                    entry = self._rows["Entry"].get(values[0]) or dict(zip(cols, values))
+                    self._rows["Entry"][entry["id"]] = entry
+                    rows.append(entry)
+            self._entries_of[fid] = rows
+        return self._entries_of[fid]
+
+    def observations(self, eid: str) -> list[dict[str, Any]]:
+        if eid not in self._observations_of:
+            rows: list[dict[str, Any]] = []
+            if eid not in self._creates["Entry"]:
+                self.flush()
+                cols = OBSERVATION_COLUMNS
+                rows = [dict(zip(cols, v)) for v in self.tx.run(
+                    "MATCH (o:Observation)-[:CORROBORATES]->(e:Entry {id: $id}) RETURN "
+                    + ", ".join(f"o.{c}" for c in cols) + " ORDER BY o.seq", {"id": eid})]
+            self._observations_of[eid] = rows
+        return self._observations_of[eid]
+
+    def current_entry(self, fid: str) -> dict[str, Any] | None:
+        for entry in reversed(self.entries(fid)):
+            if entry["status"] == "current":
+                return entry
+        return None
+
+    def query(self, text: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """A query over the proposed state that the caches cannot answer."""
+        self.flush()
+        return self.tx.run(text, params)
+
+    # ------------------------------------------------------------------ salience
+    def strength_now(self, row: dict[str, Any]) -> float:
+        return decayed_strength(row["strength"] or 0.0, row["last_access"], self.now, self.half_life)
+
+    def salience_now(self, row: dict[str, Any]) -> float:
+        return salience_of(self.strength_now(row))
+
+    # ------------------------------------------------------------------ writes
+    def create(self, table: str, row: dict[str, Any]) -> dict[str, Any]:
+        full = {c: row.get(c) for c in COLUMNS[table]}
+        self._rows[table][full["id"]] = full
+        self._creates[table][full["id"]] = full
+        return full
+
+    def update(self, table: str, key: str, **props: Any) -> None:
+        row = self.row(table, key)
+        if row is None:
+            raise KeyError(f"{table} {key} does not exist")
+        row.update(props)
+        if key not in self._creates[table]:
+            self._sets.setdefault((table, key), {}).update(props)
+
+    def relate(self, rel: str, src: tuple[str, str], dst: tuple[str, str], **props: Any) -> None:
+        self._rels.setdefault(f"{rel}|{src[0]}|{dst[0]}", []).append(
+            {"a": src[1], "b": dst[1], **props})
+
+    def new_topic(self, title: str, aliases: list[str], scope: str = "default") -> dict[str, Any]:
+        n = self.counters.next("topic")
+        row = self.create("Topic", {
+            "id": f"t{n}", "seq": n, "title": title, "aliases": list(aliases), "summary": title,
+            "embedding": None, "strength": 0.0, "last_access": self.now, "status": "active",
+            "scope": scope, "created_at": self.now, "updated_at": self.now, "annotations": "{}"})
+        self._fields_of[row["id"]] = []
+        self.touch_topic(row["id"])
+        return row
+
+    def new_field(self, tid: str, name: str) -> dict[str, Any]:
+        fid = field_id(tid, name)
+        row = self.create("Field", {
+            "id": fid, "topic_id": tid, "name": name, "strength": 0.0, "last_access": self.now,
+            "status": "active", "contested": False, "summary": None, "created_at": self.now,
+            "annotations": "{}"})
+        self._entries_of[fid] = []
+        self.field_ids(tid).append(fid)
+        self.relate("HAS_FIELD", ("Topic", tid), ("Field", fid))
+        self.touch_field(fid, tid)
+        return row
+
+    def new_entry(self, fid: str, value: Any, valid_at: datetime, provenance: dict[str, Any],
+                  status: str, superseded_by: str | None = None) -> dict[str, Any]:
+        n = self.counters.next("entry")
+        row = self.create("Entry", {
+            "id": f"e{n}", "seq": n, "field_id": fid, "value": dumps(value), "valid_at": valid_at,
+            "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
+            "active": True, "annotations": "{}", **provenance})
+        self.entries(fid).append(row)
+        self._observations_of[row["id"]] = []
+        self.relate("HAS_ENTRY", ("Field", fid), ("Entry", row["id"]))
+        self.touched.entries[row["id"]] = None
+        return row
+
+    def new_observation(self, eid: str, provenance: dict[str, Any], valid_at: datetime) -> dict:
+        n = self.counters.next("observation")
+        row = self.create("Observation", {
+            "id": f"o{n}", "seq": n, "entry_id": eid, "valid_at": valid_at,
+            "recorded_at": self.now, **provenance})
+        self.observations(eid).append(row)
+        self.relate("CORROBORATES", ("Observation", row["id"]), ("Entry", eid))
+        self.touched.entries[eid] = None
+        return row
+
+    def supersede(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.update("Entry", old["id"], status="superseded", superseded_by=new["id"])
+        self.relate("SUPERSEDED_BY", ("Entry", old["id"]), ("Entry", new["id"]), at=self.now)
+        self.touched.entries[old["id"]] = None
+
+    def touch_topic(self, tid: str) -> None:
+        self.touched.topics[tid] = None
+
+    def touch_field(self, fid: str, tid: str) -> None:
+        self.touched.fields[fid] = None
+        self.touched.topics[tid] = None
+
+    def mark_summary_dirty(self, tid: str) -> None:
+        self.touched.index_dirty[tid] = None
+
+    def reinforce(self, table: str, key: str, amount: float) -> None:
+        row = self.row(table, key)
+        if row is None:
+            return
+        self.update(table, key, strength=self.strength_now(row) + max(amount, 0.0),
+                    last_access=self.now)
+
+    def record_access(self, table: str, key: str) -> None:
+        """Remember the salience a retrieved unit had before this transition (for C6)."""
+        unit = (table, key)
+        if unit not in self.touched.accessed:
+            row = self.row(table, key)
+            if row is not None:
+                self.touched.accessed[unit] = self.strength_now(row)
+
+    # ------------------------------------------------------------------ flush
+    def flush(self) -> None:
+        # Rows are grouped by which properties are null: an UNWIND column that is null in
+        # every row has no type, and the engines refuse to store it into a typed column.
+        for table, rows in self._creates.items():
+            groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+            for row in rows.values():
+                names = tuple(c for c in COLUMNS[table] if row[c] is not None)
+                groups.setdefault(names, []).append({c: row[c] for c in names})
+            rows.clear()
+            for names, batch in groups.items():
+                self._unwind(f"UNWIND $rows AS r CREATE (:{table} {{"
+                             + ", ".join(f"{c}: r.{c}" for c in names) + "})", batch)
+        for key, rows in self._rels.items():
+            if not rows:
+                continue
+            rel, src, dst = key.split("|")
+            props = [k for k in rows[0] if k not in ("a", "b")]
+            self._unwind(f"UNWIND $rows AS r MATCH (a:{src} {{id: r.a}}), (b:{dst} {{id: r.b}}) "
+                         f"CREATE (a)-[:{rel}" + (" {" + ", ".join(f"{p}: r.{p}" for p in props)
+                                                    + "}" if props else "") + "]->(b)", rows)
+            rows.clear()
+        sets: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[dict[str, Any]]] = {}
+        for (table, key), props in self._sets.items():
+            values = tuple(sorted(p for p, v in props.items() if v is not None))
+            nulls = tuple(sorted(p for p, v in props.items() if v is None))
+            sets.setdefault((table, values, nulls), []).append(
+                {"id": key, **{p: props[p] for p in values}})
+        self._sets.clear()
+        for (table, values, nulls), rows in sets.items():
+            assignments = [f"n.{p} = r.{p}" for p in values] + [f"n.{p} = NULL" for p in nulls]
+            self._unwind(f"UNWIND $rows AS r MATCH (n:{table} {{id: r.id}}) SET "
+                         + ", ".join(assignments), rows)
+
+    def _unwind(self, statement: str, rows: list[dict[str, Any]]) -> None:
+        for i in range(0, len(rows), BATCH):
+            self.tx.run(statement, {"rows": rows[i:i + BATCH]})
+
+    # ------------------------------------------------------------------ events
+    def emit(self, name: str, **bindings: Any) -> None:
+        bindings.setdefault("timestamp", self.now)
+        self.events.append(Event(name, bindings, self._depth + 1 if self._current_event else 0))
+
+    def run_policies(self) -> None:
+        """Evaluate matching policies on the proposed state, FIFO, with a bounded cascade."""
+        limit = int(self.settings["cascade_depth"])
+        while self.events:
+            event = self.events.popleft()
+            if event.depth > limit:
+                raise TransitionRejected(
+                    "cascade", None,
+                    f"policy cascade deeper than cascade_depth={limit} at event {event.name!r}")
+            for policy in self.engine.policies_for(event.name):
+                self._current_event, self._depth = event, event.depth
+                try:
+                    policy.fire(event.bindings, self.engine.runtime(self))
+                finally:
+                    self._current_event, self._depth = None, 0
+
+    @property
+    def current_event(self) -> Event | None:
+        return self._current_event
+
+    def once(self, *key: Any) -> bool:
+        """True the first time `key` is seen in this transition: actions are idempotent per unit."""
+        if key in self._acted:
+            return False
+        self._acted.add(key)
+        return True
+
+    def record_fired(self, fired: Fired) -> None:
+        self.fired.append(fired)
+
+
+Operator = Callable[[Transition], Any]

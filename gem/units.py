@@ -1,0 +1,53 @@
+"""References to units of the state, as policies and conditions see them.
+
+Small and hashable on purpose: a policy binding or a touched-unit set holds these,
+never live rows, so what a condition reads always comes from the proposed state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TopicRef:
+    id: str
+
+    def __str__(self) -> str:
+        return f"topic {self.id}"
+
+
+@dataclass(frozen=True)
+class FieldRef:
+    id: str
+    topic_id: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"field {self.topic_id}.{self.name}"
+
+
+@dataclass(frozen=True)
+class EntryRef:
+    id: str
+    field_id: str
+
+    def __str__(self) -> str:
+        return f"entry {self.id}"
+
+
+@dataclass(frozen=True)
+class EdgeRef:
+    kind: str          # extension | association | derived
+    source: str
+    target: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} edge {self.source}->{self.target}"
+
+
+def field_id(topic_id: str, name: str) -> str:
+    """Field ids are derived, so a field is found by primary key without a traversal."""
+    return f"{topic_id}/{name}"
+
+
+EDGE_TABLES = {"extension": "EXTENDS", "association": "ASSOCIATES", "derived": "DERIVED_FROM"}
