@@ -175,6 +175,23 @@ class Memory:
             raise UnknownUnit(f"topic {topic!r} has no field {field!r}")
         return field_id(tid, field)
 
+    def stats(self) -> dict[str, Any]:
+        """Sizes of the state: the active footprint (C5) and everything kept behind it."""
+        def read(t: Transition) -> dict[str, Any]:
+            topics = dict(t.query("MATCH (x:Topic) RETURN x.status, count(*)"))
+            fields = dict(t.query("MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) RETURN "
+                                  "CASE WHEN x.status = 'archived' THEN 'archived' "
+                                  "ELSE f.status END, count(*)"))
+            entries = t.query("MATCH (e:Entry) RETURN count(*), "
+                              "sum(CASE WHEN e.active THEN 1 ELSE 0 END)")[0]
+            return {"topics": topics, "fields": fields,
+                    "active_fields": fields.get("active", 0),
+                    "entries": entries[0], "active_entries": int(entries[1] or 0),
+                    "interactions": self._engine.counters.interactions,
+                    "active_bound": self._engine.active_bound(t),
+                    "transitions": self._engine.seq}
+        return self._read(read)
+
     def transitions(self, since: int = 0) -> list[dict[str, Any]]:
         """The transition log from `since` on: op, time, actor, units, policies fired, hashes."""
         def read(t: Transition) -> list[dict[str, Any]]:
