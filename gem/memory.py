@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+import logging
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -13,7 +14,9 @@ from .engine import Engine, Summarizer, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
 from .model import AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult, \
     RetrieveResult, TopicView, Violation, as_utc
+from .operators import forget as forget_op
 from .operators import ingest as ingest_op
+from .operators import revise as revise_op
 from .operators import retrieve as retrieve_op
 from .policy import PolicySet, default_policy_path, load_sources
 from .reliability import evidence_states
@@ -22,6 +25,8 @@ from .runtime import add_edge, available_actions, field_evidence
 from .store import open_store
 from .transition import Transition
 from .units import field_id
+
+log = logging.getLogger("gem")
 
 
 class Memory:
@@ -42,10 +47,8 @@ class Memory:
 
     def close(self) -> None:
         if not self._closed:
+            self.stop_maintenance()
             self._closed = True
-            stop = getattr(self, "stop_maintenance", None)
-            if stop is not None and getattr(self, "_scheduler", None) is not None:
-                stop()
             self._engine.store.close()
 
     def __enter__(self) -> "Memory":
@@ -115,6 +118,93 @@ class Memory:
 
         created, _ = self._engine.run("link", op, actor=actor)
         return created
+
+    def forget(self, *, actor: str = "maintenance") -> dict[str, Any]:
+        """A forgetting pass: the `tick` policies move faded units down the ladder."""
+        self._check_open()
+        _, t = self._engine.run("forget", forget_op.forget, actor=actor, event="tick")
+        return {"transition": self._engine.seq,
+                "attenuated": [f.args[0].id if hasattr(f.args[0], "id") else str(f.args[0])
+                               for f in t.fired if f.action in ("compress", "hide", "archive")]}
+
+    def revise(self, *, actor: str = "maintenance") -> dict[str, Any]:
+        """A revision pass; each repair (merge, conflicts, dependency repair) is its own
+        transition, so one that is rejected does not undo the others."""
+        self._check_open()
+        engine = self._engine
+        report: dict[str, Any] = {"merged": [], "conflicts": [], "flags_evaluated": []}
+        pairs = self._read(lambda t: revise_op.duplicate_pairs(t, t.settings["merge_similarity"]))
+        for keep, away in pairs:
+            engine.run("revise", lambda t: revise_op.merge_topics(t, keep, away),
+                       actor=actor, event="merge")
+            report["merged"].append((keep, away))
+        fids = self._read(revise_op.conflicting_fields)
+        if fids:
+            engine.run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
+                       event="conflicts")
+            report["conflicts"] = fids
+        tids = self._read(revise_op.open_flag_topics)
+        if tids:
+            engine.run("revise", lambda t: revise_op.evaluate_flags(t, tids), actor=actor,
+                       event="dependency_repair")
+            report["flags_evaluated"] = tids
+        return report
+
+    def maintain(self, *, actor: str = "maintenance") -> dict[str, Any]:
+        """One maintenance run: forget, then revise."""
+        return {"forget": self.forget(actor=actor), "revise": self.revise(actor=actor)}
+
+    def restore(self, topic: str, field: str | None = None, *, actor: str = "api") -> bool:
+        """Reverse any forgetting level of a topic (and one of its fields)."""
+        self._check_open()
+
+        def op(t: Transition) -> bool:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                raise UnknownUnit(f"no topic named {topic!r}")
+            fid = None
+            if field is not None:
+                fid = field_id(tid, field)
+                if t.field_row(fid) is None:
+                    raise UnknownUnit(f"topic {topic!r} has no field {field!r}")
+            return forget_op.restore(t, tid, fid)
+
+        changed, _ = self._engine.run("restore", op, actor=actor)
+        return changed
+
+    def start_maintenance(self, every: float | timedelta = 3600.0) -> None:
+        """Run `maintain` in the background every `every` seconds (APScheduler). Runs are
+        serialised with client transitions by the store's write lock; a failing run is
+        logged and retried at the next interval, never half-applied."""
+        from apscheduler.schedulers.background import BackgroundScheduler
+        self._check_open()
+        seconds = every.total_seconds() if isinstance(every, timedelta) else float(every)
+        if seconds <= 0:
+            raise InvalidInput("every must be a positive number of seconds")
+        if getattr(self, "_scheduler", None) is not None:
+            raise GemError("maintenance is already running; stop it first")
+        scheduler = BackgroundScheduler(timezone="UTC")
+        scheduler.add_job(self._maintenance_job, "interval", seconds=seconds,
+                          id="gem-maintenance", max_instances=1, coalesce=True,
+                          next_run_time=datetime.now(timezone.utc))
+        scheduler.start()
+        self._scheduler = scheduler
+        self.maintenance_runs = 0
+        self.maintenance_failures = 0
+
+    def _maintenance_job(self) -> None:
+        try:
+            self.maintain()
+            self.maintenance_runs += 1
+        except Exception:  # logged and retried at the next interval
+            self.maintenance_failures += 1
+            log.exception("gem maintenance run failed; it was rolled back and will be retried")
+
+    def stop_maintenance(self) -> None:
+        scheduler = getattr(self, "_scheduler", None)
+        if scheduler is not None:
+            scheduler.shutdown(wait=True)
+            self._scheduler = None
 
     # ------------------------------------------------------------------ administrative reads
     def _read(self, fn: Callable[[Transition], Any]) -> Any:

@@ -9,7 +9,7 @@ policy set is checked, never at run time.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Callable
 
 import numpy as np
