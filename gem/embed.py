@@ -1,0 +1,235 @@
+"""Embedders: text -> L2-normalised float32 vectors.
+
+The default is a feature-hashing embedder: deterministic on every platform and process, needs
+no model files and no network, so resolver tier 3 and vector search are reproducible in tests
+(design section 5). A sentence-transformers model is an optional extra and is only ever loaded
+from local files.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+import os
+import sys
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from gem.errors import InvalidInput
+from gem.text import tokens
+
+__all__ = [
+    "Embedder",
+    "HashingEmbedder",
+    "SentenceTransformerEmbedder",
+    "default_embedder",
+]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the engine needs from an embedder.
+
+    embed() returns shape (len(texts), dim), float32, each row of unit L2 norm, except an
+    all-zero row for a text with no tokens (there is nothing to be similar to). `name` is stored
+    with the vectors so a database embedded with one model is never searched with another.
+    """
+
+    dim: int
+    name: str
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    # A bare string is a sequence of one-character strings: embedding it "works" and silently
+    # returns one vector per character, so it is refused rather than guessed at.
+    if isinstance(texts, (str, bytes)):
+        raise InvalidInput("embed expects a list of strings, not a single string")
+    out = list(texts)
+    for t in out:
+        if not isinstance(t, str):
+            raise InvalidInput(f"embed expects strings, got {type(t).__name__}")
+    return out
+
+
+def _l2_normalise_rows(m: np.ndarray) -> np.ndarray:
+    # fsum is exactly rounded, so the norm (and hence every stored bit) does not depend on
+    # which SIMD reduction numpy picks on a given CPU; products, sqrt and division are
+    # exactly rounded IEEE operations already.
+    norms = np.sqrt(np.array([math.fsum(r) for r in (m * m).tolist()], dtype=np.float64))
+    norms = norms.reshape(-1, 1)
+    # Zero rows stay zero instead of becoming NaN.
+    np.divide(m, norms, out=m, where=norms > 0)
+    return m
+
+
+# Hashing with a personalisation string namespaces gem's features; changing it (or the
+# feature scheme or weights) changes every vector, so it is tied to the "-v1" in the name.
+_PERSON = b"gem-hash-v1"
+
+_UNIGRAM_WEIGHT = 1.0
+_BIGRAM_WEIGHT = 0.7
+# Each word's character trigrams together carry as much L2 mass as its unigram, whatever the
+# word's length: with a flat per-trigram weight an 11-letter word would outweigh its own
+# unigram several times over and long words would dominate every similarity. Trigrams make
+# "redesign"/"redesigned" and typos close; at 0.5 a two-word typo kept only ~0.09 cosine
+# (noise level at dim 256), at 1.0 it keeps ~0.24 while unrelated pairs stay near 0.
+_TRIGRAM_BLOCK_WEIGHT = 1.0
+
+
+@lru_cache(maxsize=1 << 18)
+def _slot(feature: str, dim: int) -> tuple[int, float]:
+    # Index and sign come from disjoint bytes of the digest so they are independent for any
+    # dim, including ones that are not powers of two.
+    d = hashlib.blake2b(feature.encode("utf-8"), digest_size=8, person=_PERSON).digest()
+    index = int.from_bytes(d[:7], "little") % dim
+    sign = 1.0 if d[7] & 1 else -1.0
+    return index, sign
+
+
+def _features(words: list[str]) -> list[tuple[str, float]]:
+    feats: list[tuple[str, float]] = []
+    for w in words:
+        feats.append(("w\x00" + w, _UNIGRAM_WEIGHT))
+        marked = "<" + w + ">"
+        n_tri = len(marked) - 2  # >= 1 since w is non-empty
+        tri_w = _TRIGRAM_BLOCK_WEIGHT / (n_tri**0.5)
+        for i in range(n_tri):
+            feats.append(("c\x00" + marked[i : i + 3], tri_w))
+    for a, b in zip(words, words[1:]):
+        feats.append(("b\x00" + a + " " + b, _BIGRAM_WEIGHT))
+    return feats
+
+
+class HashingEmbedder:
+    """Signed feature hashing of word unigrams, word bigrams and boundary-marked character
+    trigrams, L2-normalised.
+
+    Deterministic across processes and platforms (blake2b, never Python's salted hash()).
+    Similarity is lexical: it finds shared words, word pairs and word pieces, not synonyms.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidInput(f"HashingEmbedder dim must be a positive int, got {dim!r}")
+        self.dim = dim
+        self.name = f"hashing-{dim}-v1"
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self.dim})"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        texts = _check_texts(texts)
+        dim = self.dim
+        flat_index: list[int] = []
+        values: list[float] = []
+        for row, text in enumerate(texts):
+            base = row * dim
+            for feature, weight in _features(tokens(text)):
+                index, sign = _slot(feature, dim)
+                flat_index.append(base + index)
+                values.append(sign * weight)
+        # One bincount over all rows sums colliding features in float64 before the cast, so
+        # the result does not depend on accumulation order in float32.
+        acc = np.bincount(
+            np.asarray(flat_index, dtype=np.int64),
+            weights=np.asarray(values, dtype=np.float64),
+            minlength=len(texts) * dim,
+        ).astype(np.float64, copy=False)  # bincount of nothing is int64
+        m = _l2_normalise_rows(acc.reshape(len(texts), dim))
+        return m.astype(np.float32)
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded from local files only.
+
+    `model` is a directory holding the model, or the name of a model already in the local
+    Hugging Face cache. Nothing is ever downloaded: if the model is not available locally,
+    InvalidInput is raised.
+    """
+
+    def __init__(self, model: str, *, device: str | None = None) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidInput("SentenceTransformerEmbedder needs a model path or cached name")
+        offline_vars = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        saved = {k: os.environ.get(k) for k in offline_vars}
+        # huggingface_hub reads HF_HUB_OFFLINE when it is first imported, so the variables
+        # must be set before the lazy import below, not only around the load.
+        os.environ.update(offline_vars)
+        try:
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as e:
+                raise InvalidInput(
+                    "SentenceTransformerEmbedder needs the optional dependency "
+                    "sentence-transformers: pip install gem[sentence]"
+                ) from e
+            self._model = self._load(SentenceTransformer, model, device)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        dim = self._model.get_sentence_embedding_dimension()
+        if not dim:
+            dim = int(self._encode(["dimension probe"]).shape[1])
+        self.dim = int(dim)
+        self.model = model
+        self.name = f"sentence-transformers:{model}"
+
+    @staticmethod
+    def _load(cls, model: str, device: str | None):
+        kwargs: dict = {"device": device}
+        local_dir = Path(model).expanduser()
+        is_dir = local_dir.is_dir()
+        params = inspect.signature(cls).parameters
+        if "local_files_only" in params:
+            kwargs["local_files_only"] = True
+        elif not is_dir:
+            # Without local_files_only the only guard left is the environment, and it is too
+            # late for that if huggingface_hub was imported (online) before we set it.
+            consts = sys.modules.get("huggingface_hub.constants")
+            if consts is not None and not getattr(consts, "HF_HUB_OFFLINE", False):
+                raise InvalidInput(
+                    f"model {model!r}: this sentence-transformers version cannot be told to "
+                    "stay offline; pass the path of a local model directory instead"
+                )
+        try:
+            return cls(str(local_dir) if is_dir else model, **kwargs)
+        except Exception as e:  # the library raises OSError, ValueError, HF errors...
+            raise InvalidInput(
+                f"could not load sentence-transformers model {model!r} from local files "
+                f"(gem never downloads models; the model must be available locally as a "
+                f"directory or in the Hugging Face cache): {e}"
+            ) from e
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self.model!r})"
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        out = self._model.encode(
+            texts, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        texts = _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        m = self._encode(texts)
+        # The Embedder contract gives a zero row for a text without tokens; a neural model
+        # would return some vector for "" or "!!!", which would then match arbitrary topics.
+        empty = [i for i, t in enumerate(texts) if not tokens(t)]
+        if empty:
+            m[empty] = 0.0
+        return m
+
+
+def default_embedder() -> Embedder:
+    return HashingEmbedder(256)

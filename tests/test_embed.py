@@ -1,0 +1,188 @@
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gem.embed
+from gem.embed import (
+    Embedder,
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+    default_embedder,
+)
+from gem.errors import InvalidInput
+
+TEXTS = [
+    "Website Redesign deadline March 15",
+    "lunch preferences pizza",
+    "",
+    "Ana prefers vegetarian food",
+]
+
+
+def cos(a, b):
+    return float(np.dot(a, b))
+
+
+def test_shape_dtype_and_protocol():
+    e = HashingEmbedder(64)
+    assert isinstance(e, Embedder)
+    assert e.dim == 64 and e.name == "hashing-64-v1"
+    m = e.embed(TEXTS)
+    assert m.shape == (4, 64) and m.dtype == np.float32
+    assert e.embed([]).shape == (0, 64)
+
+
+@pytest.mark.parametrize("dim", [1, 7, 256, 1000])
+def test_dim_honoured_and_rows_normalised(dim):
+    m = HashingEmbedder(dim).embed(TEXTS)
+    assert m.shape == (4, dim)
+    norms = np.linalg.norm(m, axis=1)
+    np.testing.assert_allclose(norms[[0, 1, 3]], 1.0, rtol=1e-6)
+
+
+def test_zero_row_for_text_without_tokens():
+    m = HashingEmbedder().embed(["", "   ", "!!! ---", "ok"])
+    assert not m[:3].any()
+    assert np.linalg.norm(m[3]) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_deterministic_within_process_and_case_insensitive():
+    e = HashingEmbedder()
+    a = e.embed(TEXTS)
+    assert np.array_equal(a, HashingEmbedder().embed(TEXTS))
+    assert np.array_equal(e.embed(["WEBSITE redesign!"]), e.embed(["website redesign"]))
+
+
+def test_deterministic_across_processes():
+    # A different PYTHONHASHSEED in the child proves nothing depends on Python's hash().
+    code = (
+        "import sys, numpy as np\n"
+        "from gem.embed import HashingEmbedder\n"
+        "m = HashingEmbedder(256).embed(sys.argv[1:])\n"
+        "sys.stdout.write(m.astype('<f4').tobytes().hex())\n"
+    )
+    # The child must import this same checkout whether or not gem is installed.
+    root = str(Path(gem.embed.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": path}
+    out = subprocess.run(
+        [sys.executable, "-c", code, *TEXTS], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    child = np.frombuffer(bytes.fromhex(out), dtype="<f4").reshape(len(TEXTS), 256)
+    assert np.array_equal(child, HashingEmbedder(256).embed(TEXTS))
+
+
+def test_known_vector_is_stable():
+    # Pins the feature scheme: if this changes, stored embeddings are invalid and the
+    # embedder's name version must be bumped.
+    v = HashingEmbedder(16).embed(["website redesign"])[0]
+    assert v.astype("<f4").tobytes().hex() == (
+        "19d2303fc02813be00000000c02813be4519cd3e5dacc2bec028133ec028133e"
+        "a1a7093e18b17bbea1a709be00000000c02813bea1a709be0000000000000000"
+    )
+
+
+def test_similarity_ordering():
+    e = HashingEmbedder()
+    q, rel, unrel = e.embed(
+        ["deadline of the website redesign", "Website Redesign deadline March 15", "lunch preferences pizza"]
+    )
+    assert cos(q, rel) > cos(q, unrel) + 0.3
+
+    pairs = [
+        # (query, related, unrelated)
+        ("Ana's food preferences", "Ana prefers vegetarian food", "server migration to Kubernetes"),
+        ("kubernetes migration status", "server migration to Kubernetes", "Ana prefers vegetarian food"),
+        ("redesigned website", "website redesign", "quarterly tax filing"),  # morphology via trigrams
+        ("budget for Q3 marketing", "marketing budget Q3 approved", "marketing team offsite"),
+    ]
+    for query, related, unrelated in pairs:
+        a, b, c = e.embed([query, related, unrelated])
+        assert cos(a, b) > cos(a, c), (query, related, unrelated)
+
+
+def test_typo_is_close():
+    e = HashingEmbedder()
+    a, b, c = e.embed(["Website Redesign", "Webiste Redesgin", "Lunch Order"])
+    assert cos(a, b) > 0.2 and cos(a, b) > cos(a, c) + 0.1
+
+
+def test_bad_inputs():
+    with pytest.raises(InvalidInput):
+        HashingEmbedder(0)
+    with pytest.raises(InvalidInput):
+        HashingEmbedder(True)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        HashingEmbedder().embed("a single string")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        HashingEmbedder().embed(["ok", 3])  # type: ignore[list-item]
+
+
+def test_default_embedder():
+    e = default_embedder()
+    assert isinstance(e, HashingEmbedder) and e.dim == 256 and e.name == "hashing-256-v1"
+
+
+def test_sentence_embedder_without_the_extra(monkeypatch):
+    # None in sys.modules makes the import fail as if the package were not installed.
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    with pytest.raises(InvalidInput, match=r"pip install gem\[sentence\]"):
+        SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+
+
+_HAS_ST = importlib.util.find_spec("sentence_transformers") is not None
+
+
+@pytest.mark.skipif(not _HAS_ST, reason="sentence_transformers is not installed")
+def test_sentence_embedder_never_downloads(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
+    with pytest.raises(InvalidInput, match="locally"):
+        SentenceTransformerEmbedder("gem-test/model-that-is-not-cached")
+    with pytest.raises(InvalidInput, match="locally"):
+        SentenceTransformerEmbedder(str(tmp_path / "no-such-model-dir"))
+
+
+class _FakeSentenceTransformer:
+    """Stands in for the library to check gem's wrapper: what it passes, what it enforces."""
+
+    seen: list = []
+
+    def __init__(self, model_name_or_path, device=None, local_files_only=False):
+        type(self).seen.append(
+            (model_name_or_path, local_files_only, os.environ.get("HF_HUB_OFFLINE"))
+        )
+        if model_name_or_path == "not-cached":
+            raise OSError("We couldn't connect to the Hub and the files are not in the cache")
+
+    def get_sentence_embedding_dimension(self):
+        return 4
+
+    def encode(self, texts, convert_to_numpy, normalize_embeddings, show_progress_bar):
+        assert convert_to_numpy and normalize_embeddings
+        return np.tile(np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32), (len(texts), 1))
+
+
+def test_sentence_wrapper_loads_offline_only(monkeypatch):
+    import types
+
+    fake = types.ModuleType("sentence_transformers")
+    fake.SentenceTransformer = _FakeSentenceTransformer
+    monkeypatch.setitem(sys.modules, "sentence_transformers", fake)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    _FakeSentenceTransformer.seen.clear()
+
+    e = SentenceTransformerEmbedder("some/cached-model")
+    assert _FakeSentenceTransformer.seen == [("some/cached-model", True, "1")]
+    assert "HF_HUB_OFFLINE" not in os.environ  # restored after the load
+    assert isinstance(e, Embedder) and e.dim == 4 and "some/cached-model" in e.name
+    m = e.embed(["hello", "", "..."])
+    assert m.shape == (3, 4) and m.dtype == np.float32
+    assert np.linalg.norm(m[0]) == pytest.approx(1.0) and not m[1:].any()
+
+    with pytest.raises(InvalidInput, match="locally"):
+        SentenceTransformerEmbedder("not-cached")
