@@ -109,8 +109,8 @@ def restore(t: Transition, tid: str, fid: str | None) -> bool:
 def enforce_bound(t: Transition) -> None:
     """C5: past beta(n), attenuate the least salient active fields in this same transition.
 
-    Fields this transition read or wrote are the ones the caller is using right now; they
-    go last. If hiding every other candidate cannot restore the bound, C5 rejects.
+    Fields this transition read or wrote are the ones the caller is using right now and are
+    never the victims. If hiding every other field cannot restore the bound, C5 rejects.
     """
     from ..conditions import active_field_count
     bound = t.engine.active_bound(t)
@@ -122,14 +122,14 @@ def enforce_bound(t: Transition) -> None:
     rows = t.query("MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) WHERE x.status = 'active' AND "
                    "f.status = 'active' RETURN f.id, f.strength, f.last_access")
     in_use = set(t.touched.fields)
-    ranked = sorted(rows, key=lambda r: (r[0] in in_use,
-                                         t.salience_now({"strength": r[1], "last_access": r[2]}),
-                                         r[0]))
-    for fid, _, _ in ranked[:excess]:
+    candidates = sorted((r for r in rows if r[0] not in in_use),
+                        key=lambda r: (t.salience_now({"strength": r[1], "last_access": r[2]}), r[0]))
+    victims = [r[0] for r in candidates[:excess]]
+    for fid in victims:
         t.update("Field", fid, status="hidden")
         t.mark_summary_dirty(t.field_row(fid)["topic_id"])
         _attenuated(t, fid, "hidden")
-    t.detail["c5_attenuated"] = [r[0] for r in ranked[:excess]]
+    t.detail["c5_attenuated"] = victims
 
 
 # ---------------------------------------------------------------------- policy actions

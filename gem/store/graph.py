@@ -24,13 +24,15 @@ from ..errors import InvalidInput, StoreError, StoreLocked
 from .schema import SCHEMA_VERSION, STATEMENTS
 
 ENGINES = {"kuzu": "kuzu", "ladybug": "ladybug"}
+# The native extension each package loads (ladybug loads its own lazily, at first use).
+_NATIVE = {"kuzu": "kuzu._kuzu", "ladybug": "ladybug._lbug"}
 
 
 def _import_engine(engine: str):
     if engine not in ENGINES:
         raise InvalidInput(f"unknown engine {engine!r}; choose one of {sorted(ENGINES)}")
     other = next(e for e in ENGINES if e != engine)
-    if ENGINES[other] in sys.modules:
+    if _NATIVE[other] in sys.modules:
         # Both packages register the same native types; loading the second crashes.
         raise InvalidInput(f"engine {engine!r} cannot be used in a process that already loaded "
                            f"{other!r}; use one engine per process")

@@ -1,0 +1,24 @@
+"""The store-facing tests again on the other engine, in a subprocess (the two engines
+cannot be loaded into one process)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+@pytest.mark.skipif(os.environ.get("GEM_TEST_ENGINE", "kuzu") != "kuzu",
+                    reason="runs once, from the default-engine session")
+def test_store_ingest_retrieve_and_transition_tests_pass_on_ladybug():
+    pytest.importorskip("ladybug")
+    env = {**os.environ, "GEM_TEST_ENGINE": "ladybug"}
+    files = ["test_store.py", "test_ingest.py", "test_retrieve.py", "test_transition.py"]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *[str(HERE / f) for f in files]],
+                          env=env, capture_output=True, text=True, timeout=900, cwd=HERE.parent)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

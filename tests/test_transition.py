@@ -1,0 +1,119 @@
+"""Atomic transitions: anything raised after the writes leaves no trace, and each of the
+conditions C1-C6 is shown able to reject a deliberately broken transition."""
+from __future__ import annotations
+
+import pytest
+
+import gem
+from conftest import snapshot
+
+
+@pytest.fixture
+def seeded(mem, clock):
+    mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15"),
+                gem.Fact("Launch Milestones", "launch", "March 20")])
+    mem.link("Website Redesign", "Launch Milestones")
+    clock.advance(days=1)
+    return mem
+
+
+def break_with(mem, hook):
+    mem._engine._test_hook = hook
+
+
+class Boom(Exception):
+    pass
+
+
+def test_an_exception_after_the_writes_rolls_everything_back(seeded, clock):
+    before = snapshot(seeded)
+
+    def explode(t):
+        raise Boom("after the writes")
+
+    break_with(seeded, explode)
+    with pytest.raises(Boom):
+        seeded.ingest([gem.Fact("Website Redesign", "deadline", "April 20"),
+                       gem.Fact("Brand New Topic", "colour", "teal")])
+    with pytest.raises(Boom):
+        seeded.retrieve("deadline")
+    assert snapshot(seeded) == before
+    break_with(seeded, None)
+    seeded.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
+    assert seeded.inspect("Website Redesign", "deadline").value == "April 20"
+    assert seeded.audit().ok
+
+
+def _field(t, mem, topic="Website Redesign", name="deadline"):
+    return mem.inspect(topic).id + "/" + name
+
+
+BROKEN = {
+    # C1: an old entry claims to be current next to the real one
+    "C1": ("ingest", lambda mem: lambda t: t.update(
+        "Entry", t.entries(_field(t, mem))[0]["id"], status="current", superseded_by=None)),
+    # C2: a superseded link on the current entry
+    "C2": ("ingest", lambda mem: lambda t: t.update(
+        "Entry", t.current_entry(_field(t, mem))["id"], superseded_by="e1")),
+    # C3: the dependent's flag is forgotten
+    "C3": ("ingest", lambda mem: lambda t: t.touched.flagged.clear()),
+    # C4: provenance loses its source
+    "C4": ("ingest", lambda mem: lambda t: t.update(
+        "Entry", t.current_entry(_field(t, mem))["id"], source="")),
+    # C6: the retrieved field's reinforcement is undone
+    "C6": ("retrieve", lambda mem: lambda t: t.update(
+        "Field", _field(t, mem), strength=0.0)),
+}
+
+
+@pytest.mark.parametrize("condition", sorted(BROKEN))
+def test_each_condition_can_reject(seeded, condition):
+    op, make = BROKEN[condition]
+    before = snapshot(seeded)
+    break_with(seeded, make(seeded))
+    with pytest.raises(gem.TransitionRejected) as info:
+        if op == "ingest":
+            seeded.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
+        else:
+            seeded.retrieve(topic="Website Redesign", fields=["deadline"])
+    assert info.value.condition == condition
+    assert info.value.detail
+    assert snapshot(seeded) == before
+    break_with(seeded, None)
+    assert seeded.audit().ok
+
+
+def test_c5_rejects_when_attenuation_cannot_restore_the_bound(tmp_path, clock):
+    from conftest import ENGINE
+    policy = tmp_path / "tight.policy"
+    default = gem.memory.default_policy_path()
+    policy.write_text(open(default).read() + "\nSET active_bound = 1\n")
+    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE, policies=[str(policy)]) as mem:
+        mem.ingest(gem.Fact("A", "x", 1))
+        mem.ingest(gem.Fact("B", "y", 2))  # the bound hides the least salient field, A.x
+        assert mem.inspect("A", "x").status == "hidden"
+        assert mem.stats()["active_fields"] == 1
+        before = snapshot(mem)
+        # Both fields of one transition are in use: hiding others is not enough.
+        with pytest.raises(gem.TransitionRejected) as info:
+            mem.ingest([gem.Fact("C", "z", 3), gem.Fact("C", "w", 4)])
+        assert info.value.condition == "C5"
+        assert snapshot(mem) == before
+
+
+def test_rejection_names_condition_unit_and_detail():
+    err = gem.TransitionRejected("C3", "t7", "not flagged")
+    assert (err.condition, err.unit, err.detail) == ("C3", "t7", "not flagged")
+    assert str(err) == "C3 on t7: not flagged"
+    assert isinstance(err, gem.GemError)
+
+
+def test_the_transition_log_is_a_hash_chain(seeded):
+    log = seeded.transitions()
+    assert all(a["hash"] == b["prev_hash"] for a, b in zip(log, log[1:]))
+    assert seeded.audit().chain_ok
+    with seeded._engine.store.transaction() as tx:
+        tx.run("MATCH (x:Transition {seq: 2}) SET x.actor = 'mallory'")
+    report = seeded.audit()
+    assert not report.ok and not report.chain_ok
+    assert report.violations[-1].unit == "2"
