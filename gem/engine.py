@@ -130,10 +130,10 @@ class Engine:
         return t._directory
 
     # ------------------------------------------------------------------ policies
-    def install_policies(self, policies: PolicySet) -> None:
+    def install_policies(self, policies: PolicySet | None) -> None:
         self.policies = policies
         by_event: dict[str, list[Any]] = {}
-        for policy in policies.policies:
+        for policy in policies.policies if policies is not None else ():
             for event in policy.events:
                 by_event.setdefault(event, []).append(policy)
         self._by_event = by_event
@@ -154,7 +154,8 @@ class Engine:
         return values
 
     def active_bound(self, t: Transition) -> float | None:
-        if self.policies is None or "active_bound" not in self.policies.settings:
+        """beta(n) of C5, from the policies; None when no bound is set."""
+        if self.policies is None:
             return None
         return self.policies.settings["active_bound"](self.runtime(t))
 

@@ -348,35 +348,27 @@ class Memory:
         policy_set = load_sources(sources, available_actions=available_actions())
 
         def op(t: Transition) -> None:
-            stored = {r[0]: (r[1], r[2]) for r in t.query(
-                "MATCH (p:Policy) RETURN p.name, p.hash, p.version")}
-            texts = dict(sources)
-            seen = set()
+            stored = {r[0] for r in t.query("MATCH (p:Policy) RETURN p.name")}
             for policy in policy_set.policies:
-                text = texts[policy.span.file] if policy.span.file in texts else ""
-                digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-                seen.add(policy.name)
-                old = stored.get(policy.name)
-                if old is None:
+                params = {"n": policy.name, "f": policy.span.file, "s": policy.source,
+                          "h": policy.source_hash, "at": t.now}
+                if policy.name not in stored:
                     t.query("CREATE (:Policy {name: $n, file: $f, source: $s, hash: $h, "
-                            "version: 1, enabled: true, loaded_at: $at})",
-                            {"n": policy.name, "f": policy.span.file, "s": text, "h": digest,
-                             "at": t.now})
+                            "version: 1, enabled: true, loaded_at: $at})", params)
                 else:
-                    t.query("MATCH (p:Policy {name: $n}) SET p.file = $f, p.source = $s, "
-                            "p.hash = $h, p.enabled = true, p.loaded_at = $at, "
-                            "p.version = p.version + CASE WHEN p.hash = $h THEN 0 ELSE 1 END",
-                            {"n": policy.name, "f": policy.span.file, "s": text, "h": digest,
-                             "at": t.now})
-            for name in stored:
-                if name not in seen:
-                    t.query("MATCH (p:Policy {name: $n}) SET p.enabled = false", {"n": name})
-            # Files with only settings (no policy) still have to survive a reopen.
+                    t.query("MATCH (p:Policy {name: $n}) SET p.version = p.version + "
+                            "CASE WHEN p.hash = $h AND p.enabled THEN 0 ELSE 1 END, "
+                            "p.file = $f, p.source = $s, p.hash = $h, p.enabled = true, "
+                            "p.loaded_at = $at", params)
+            names = {p.name for p in policy_set.policies}
+            for name in stored - names:
+                t.query("MATCH (p:Policy {name: $n}) SET p.enabled = false", {"n": name})
+            # The files themselves are kept too: settings live outside any policy.
             t.query("MATCH (m:Meta {key: 'policy_sources'}) DELETE m")
             t.query("CREATE (:Meta {key: 'policy_sources', value: $v})",
-                    {"v": json.dumps(sources)})
-            t.detail["policies"] = sorted(seen)
-            t.detail["files"] = [name for name, _ in sources]
+                    {"v": json.dumps([[s.file, s.text] for s in policy_set.sources])})
+            t.detail["policies"] = sorted(names)
+            t.detail["policy_set_hash"] = policy_set.hash
 
         engine = self._engine
         previous = engine.policies
@@ -384,8 +376,7 @@ class Memory:
         try:
             engine.run("policy", op, actor=actor)
         except BaseException:
-            if previous is not None:
-                engine.install_policies(previous)
+            engine.install_policies(previous)
             raise
         return policy_set
 
