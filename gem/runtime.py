@@ -255,6 +255,10 @@ def _propagate(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], pol
 
 
 def flag_topic(rt: PolicyRuntime, target: Any, evidence: dict[str, Any], policy: str) -> None:
+    """Flag `target` for revision. `WITH evidence = {...}` is the flag's evidence (Listing 1);
+    without it, the whole WITH record is."""
+    if isinstance(evidence.get("evidence"), dict):
+        evidence = evidence["evidence"]
     t = rt.t
     if not isinstance(target, TopicRef) or t.topic(target.id) is None:
         return

@@ -3,8 +3,6 @@ failure modes, C5 over a long stream, and the scheduler (issue: Revision and for
 from __future__ import annotations
 
 import time
-from datetime import timedelta
-
 import pytest
 
 import gem
@@ -261,4 +259,3 @@ def test_explain_gives_the_evidence_chain(mem, clock):
     assert 0 < e.reliability <= 1 and abs(sum(e.states.values()) - 1) < 1e-9
     with pytest.raises(gem.UnknownUnit):
         mem.explain("Website Redesign", "nope")
-    _ = timedelta

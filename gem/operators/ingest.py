@@ -118,6 +118,8 @@ def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
     if (valid_at, t.now) >= (current["valid_at"], current["recorded_at"]):
         entry = t.new_entry(fid, fact.value, valid_at, provenance, "current")
         t.supersede(current, entry)
+        if valid_at > current["valid_at"] and t.field_row(fid)["contested"]:
+            t.update("Field", fid, contested=False)  # a newer claim ends the old dispute
         return f"updated:{current['id']}", entry
     # Late-arriving: recorded in the history, superseded by the next newer entry.
     newer = min((e for e in entries if e["status"] != "retracted" and e["polarity"] == "+"

@@ -61,7 +61,7 @@ def conflicting_fields(t: Transition) -> list[str]:
         "MATCH (f:Field)-[:HAS_ENTRY]->(a:Entry), (f)-[:HAS_ENTRY]->(b:Entry) "
         "WHERE a.status = 'current' AND b.id <> a.id AND b.status <> 'retracted' "
         "AND b.valid_at = a.valid_at AND b.value <> a.value AND b.source <> a.source "
-        "AND f.status <> 'hidden' AND NOT f.contested RETURN DISTINCT f.id ORDER BY f.id")
+        "AND f.status <> 'hidden' RETURN DISTINCT f.id ORDER BY f.id")
     return [r[0] for r in rows]
 
 
@@ -173,7 +173,10 @@ def promote_fields(t: Transition, tid: str, names: list[str], title: str) -> str
 
 
 def settle_conflicts(t: Transition, fids: list[str]) -> None:
+    """Put each conflict to the policies again, on today's evidence: a contested field is
+    un-contested first and stays so only if a policy contests it again."""
     for fid in fids:
+        t.update("Field", fid, contested=False)
         current = t.current_entry(fid)
         f = field_ref(t, fid)
         others = [e for e in t.entries(fid) if e["id"] != current["id"]
