@@ -1,0 +1,91 @@
+"""A readable account of a policy set: which events trigger which policies, and
+which actions can cascade into which further events and policies.
+
+Works on parsed (not necessarily checked) trees, so it can explain a file that
+does not check yet; unknown events and actions are listed as such.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Sequence
+
+from . import ast as A
+from . import catalogue as C
+from .checker import cascade_edges, describe_cycle, unbounded_cycles
+from .fmt import fmt_expr
+
+
+def explain(tree: A.PolicyFile | Sequence[A.PolicyFile]) -> str:
+    files = (tree,) if isinstance(tree, A.PolicyFile) else tuple(tree)
+    policies = sorted((p for f in files for p in f.policies), key=lambda p: (-p.priority, p.name))
+    settings = [s for f in files for s in f.settings]
+    out: list[str] = []
+
+    by_event: dict[str, list[A.Policy]] = defaultdict(list)
+    for p in policies:
+        for ev in p.events:
+            by_event[ev].append(p)
+    out.append("Events and the policies they trigger (in firing order):")
+    if not by_event:
+        out.append("  (no policies)")
+    for ev in sorted(by_event):
+        note = "" if ev in C.EVENTS else "  (unknown event)"
+        out.append(f"  {ev}{note}")
+        for p in by_event[ev]:
+            prio = f" [priority {p.priority}]" if p.priority else ""
+            when = f" WHEN {fmt_expr(p.condition)}" if p.condition is not None else ""
+            actions = ", ".join(a.name for a in p.actions)
+            out.append(f"    -> {p.name}{prio}:{when} DO {actions}")
+
+    edges = cascade_edges(policies)
+    out.append("")
+    out.append("Cascades (action -> event it may emit -> policies that event triggers):")
+    lines = []
+    for p in policies:
+        for a in dict.fromkeys(a.name for a in p.actions):
+            sig = C.ACTIONS.get(a)
+            if sig is None:
+                lines.append(f"  {p.name}: {a} (unknown action)")
+            elif sig.aborts:
+                lines.append(f"  {p.name}: {a} aborts the transition")
+            elif not sig.emits:
+                lines.append(f"  {p.name}: {a} emits no event")
+            else:
+                for ev in sorted(sig.emits):
+                    listeners = ", ".join(q.name for q in by_event.get(ev, [])) or "no policy"
+                    lines.append(f"  {p.name}: {a} -> {ev} -> {listeners}")
+    out.extend(lines or ["  (none)"])
+
+    out.append("")
+    out.append("Loops:")
+    unbounded = unbounded_cycles(edges)
+    bounded = [e for e in edges if e.bounded and any(e.target in q.events for q in policies)]
+    for path in unbounded:
+        out.append("  UNBOUNDED: " + describe_cycle(path))
+    for e in bounded:
+        out.append(f"  bounded: '{e.policy}' -[{e.action}]-> {e.target} acts on an element of dependent_topic, "
+                   "so each step reaches a new topic")
+    if not unbounded and not bounded:
+        out.append("  none")
+
+    out.append("")
+    out.append("Settings:")
+    given = {s.name: s for s in settings}
+    for name, sig in C.SETTINGS.items():
+        if name in given:
+            out.append(f"  {name} = {fmt_expr(given[name].expr)}")
+        else:
+            out.append(f"  {name} = {_default(sig.default)} (default)")
+    for name in given:
+        if name not in C.SETTINGS:
+            out.append(f"  {name} = {fmt_expr(given[name].expr)} (unknown setting)")
+    return "\n".join(out) + "\n"
+
+
+def _default(value) -> str:
+    if value is None:
+        return "none"
+    if hasattr(value, "total_seconds"):
+        seconds = int(value.total_seconds())
+        return f"{seconds // 86400}d" if seconds % 86400 == 0 else f"{seconds}s"
+    return repr(value)
