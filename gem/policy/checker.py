@@ -672,10 +672,9 @@ def _cycle_from(start: str, graph, comp: set[str]) -> list[CascadeEdge]:
 
 
 def describe_cycle(path: list[CascadeEdge]) -> str:
-    parts = []
-    for e in path:
-        parts.append(f"'{e.policy}' -[{e.action}]-> {e.target}")
-    return " -> ".join(parts)
+    parts = [f"'{e.policy}' -[{e.action}]-> {e.target}" for e in path]
+    # Close the loop on the policy the first event triggers, so the cycle reads whole.
+    return " -> ".join(parts) + f" -> '{path[0].policy}'"
 
 
 def _pass_cascades(ctx: _Context) -> None:

@@ -476,3 +476,9 @@ __all__ = [
     "PolicyRuntime", "CompiledExpr", "CompiledPolicy", "CompiledAction", "PolicySet", "Source",
     "compile", "load", "load_sources", "load_text", "truth", "equal", "member", "PolicyError",
 ]
+
+
+def _load(texts: list[tuple[str, str]], available_actions: Iterable[str] | None = None) -> PolicySet:
+    # Kept for gem.memory, which imported this private helper ((text, name) pairs)
+    # before load_sources became public; new code should call load_sources.
+    return load_sources([(name, text) for text, name in texts], available_actions)

@@ -159,7 +159,12 @@ class _Recovery:
 
     def _add(self, e: UnexpectedInput) -> None:
         self._positions.add(getattr(e, "pos_in_stream", None))
-        self.diagnostics.append(self.describe(e))
+        d = self.describe(e)
+        prev = self.diagnostics[-1] if self.diagnostics else None
+        if (d.code == "gem_unclosed_paren" and prev is not None and prev.message == "unterminated string"
+                and (prev.line, prev.col) > (d.line, d.col)):
+            return  # the string swallowed the ')': one mistake, one diagnostic
+        self.diagnostics.append(d)
 
     def _bad_characters(self, e: UnexpectedCharacters) -> None:
         pos = e.pos_in_stream
@@ -272,7 +277,12 @@ class _Recovery:
         wanted = _describe_expected(expected)
         if wanted:
             message += f"; expected {wanted}"
-        return at("gem_syntax", message, span, self.text)
+        hint = None
+        if tok.value in ("=", "!=", "<", "<=", ">", ">=", "IN"):
+            hint = "comparisons do not chain: write a < b AND b < c"
+        elif tok.type == "WHERE":
+            hint = "inside AND, OR or NOT, put EXISTS ... WHERE ... in parentheses"
+        return at("gem_syntax", message, span, self.text, hint)
 
     def _token_span(self, tok: Token) -> A.Span:
         if tok.type == "$END" or getattr(tok, "line", None) is None:

@@ -1,0 +1,250 @@
+"""The parser: Listing 1, literals, precedence, comments, syntax diagnostics, fuzzing."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lark import Lark
+
+from gem.errors import PolicyError, PolicySyntaxError
+from gem.policy import ast as A
+from gem.policy import default_policy_path, grammar_path, parse
+from gem.policy.parser import data_file
+
+LISTING_1 = """POLICY propagate-on-change
+ON field_updated
+WHEN EXISTS dependent_topic
+DO flag_for_revision(dependent_topic)
+WITH evidence = {updated_field, timestamp}
+"""
+
+
+def syntax_error(text: str, file: str = "t.policy") -> str:
+    with pytest.raises(PolicySyntaxError) as info:
+        parse(text, file)
+    return str(info.value)
+
+
+# ---- the grammar itself -------------------------------------------------------------------
+
+
+def test_grammar_builds_in_strict_mode_without_conflicts_or_collisions():
+    pytest.importorskip("interegular")  # strict mode needs it to compare terminals
+    Lark(grammar_path().read_text(), parser="lalr", lexer="basic", propagate_positions=True,
+         maybe_placeholders=True, strict=True)
+
+
+def test_grammar_and_default_policy_come_from_the_package_or_the_checkout():
+    repo = Path(__file__).resolve().parents[2]
+    assert grammar_path().read_text() == (repo / "grammar" / "policy.lark").read_text()
+    assert default_policy_path().read_text() == (repo / "policies" / "default.policy").read_text()
+    assert data_file("grammar", "policy.lark").name == "policy.lark"
+
+
+# ---- Listing 1 and the shape of the tree ------------------------------------------------
+
+
+def test_listing_1_parses_exactly_as_written():
+    tree = parse(LISTING_1, "listing1.policy")
+    assert tree == A.PolicyFile(
+        settings=(),
+        policies=(
+            A.Policy(
+                name="propagate-on-change",
+                priority=0,
+                events=("field_updated",),
+                condition=A.Exists("dependent_topic", None, None),
+                actions=(A.ActionCall("flag_for_revision", (A.Name("dependent_topic"),)),),
+                with_=(A.WithItem("evidence", A.SetLit((A.Name("updated_field"), A.Name("timestamp")))),),
+            ),
+        ),
+    )
+    p = tree.policies[0]
+    assert p.span == A.Span("listing1.policy", 1, 1, 5, 43)
+    assert p.name_span == A.Span("listing1.policy", 1, 8, 1, 27)
+    assert p.event_spans == (A.Span("listing1.policy", 2, 4, 2, 17),)
+    assert p.actions[0].name_span.col == 4 and p.with_[0].key_span.line == 5
+
+
+def test_spans_do_not_take_part_in_equality():
+    assert parse(LISTING_1, "a") == parse("\n\n" + LISTING_1.replace("\n", "   \n"), "b")
+
+
+def test_settings_priorities_several_events_and_actions():
+    tree = parse('SET half_life = 2w\nPOLICY p-2 PRIORITY -5 ON tick OR commit DO reject("no"), contest(x) '
+                 "WITH a = 1, b = [1, 2]")
+    assert tree.settings == (A.Setting("half_life", A.Duration(1209600, "2w")),)
+    p = tree.policies[0]
+    assert (p.name, p.priority, p.events) == ("p-2", -5, ("tick", "commit"))
+    assert [a.name for a in p.actions] == ["reject", "contest"]
+    assert p.with_[1] == A.WithItem("b", A.ListLit((A.Literal(1, "number"), A.Literal(2, "number"))))
+
+
+def value(text: str):
+    return parse(f"SET x = {text}").settings[0].expr
+
+
+def test_literals():
+    assert value("42") == A.Literal(42, "number")
+    assert value("2.5") == A.Literal(2.5, "number")
+    assert value("1e3") == A.Literal(1000.0, "number")
+    assert value('"a \\"b\\" \\u00e9"') == A.Literal('a "b" é', "string")
+    assert value("true") == A.Literal(True, "bool") and value("null") == A.Literal(None, "null")
+    assert value("30d") == A.Duration(30 * 86400, "30d")
+    assert value("1d12h") == A.Duration(36 * 3600, "1d12h")
+    assert value("15m").seconds == 900 and value("45s").seconds == 45
+    assert value("2026-03-15") == A.DateLit(datetime(2026, 3, 15, tzinfo=timezone.utc), "2026-03-15")
+    assert value("2026-03-15T10:00:00Z").value == datetime(2026, 3, 15, 10, tzinfo=timezone.utc)
+    assert value("2026-03-15T12:00+02:00").value == datetime(2026, 3, 15, 10, tzinfo=timezone.utc)
+    assert value("{a: 1, \"b c\": x}") == A.RecordLit((("a", A.Literal(1, "number")), ("b c", A.Name("x"))))
+    assert value("{}") == A.RecordLit(())
+    assert value("{a, b.c}") == A.SetLit((A.Name("a"), A.Attr(A.Name("b"), "c")))
+    assert value("[]") == A.ListLit(())
+
+
+def test_precedence_and_associativity():
+    one, two = A.Literal(1, "number"), A.Literal(2, "number")
+    assert value("a - b - c") == A.Binary("-", A.Binary("-", A.Name("a"), A.Name("b")), A.Name("c"))
+    assert value("a + b * c") == A.Binary("+", A.Name("a"), A.Binary("*", A.Name("b"), A.Name("c")))
+    assert value("a.b.c") == A.Attr(A.Attr(A.Name("a"), "b"), "c")
+    assert value("-x.y") == A.Unary("-", A.Attr(A.Name("x"), "y"))
+    assert value("NOT a = 1 AND b OR c") == A.Binary(
+        "OR", A.Binary("AND", A.Unary("NOT", A.Compare("=", A.Name("a"), one)), A.Name("b")), A.Name("c"))
+    assert value("x IN {1, 2}") == A.In(A.Name("x"), A.SetLit((one, two)))
+    assert value("f(x, g())") == A.Call("f", (A.Name("x"), A.Call("g", ())))
+
+
+def test_exists_forms():
+    assert value("EXISTS f IN topic.fields WHERE f.salience < 1 AND f.name = \"x\"") == A.Exists(
+        "f", A.Attr(A.Name("topic"), "fields"),
+        A.Binary("AND", A.Compare("<", A.Attr(A.Name("f"), "salience"), A.Literal(1, "number")),
+                 A.Compare("=", A.Attr(A.Name("f"), "name"), A.Literal("x", "string"))))
+    # Without WHERE, EXISTS is an operand of AND / NOT like any condition.
+    assert value("EXISTS a AND NOT EXISTS b IN xs") == A.Binary(
+        "AND", A.Exists("a", None, None), A.Unary("NOT", A.Exists("b", A.Name("xs"), None)))
+    assert value("x AND (EXISTS y WHERE z)") == A.Binary("AND", A.Name("x"), A.Exists("y", None, A.Name("z")))
+
+
+def test_hyphens_belong_to_policy_names_only():
+    assert parse("POLICY a-b-c ON tick DO x()").policies[0].name == "a-b-c"
+    assert value("a-b") == A.Binary("-", A.Name("a"), A.Name("b"))
+    assert value("a - b") == value("a-b")
+
+
+def test_comments_are_kept_with_the_item_below_them():
+    tree = parse("# about x\nSET x = 1  # one\n\n# first\n\n# about p\nPOLICY p ON tick DO y()\n# the end\n")
+    assert tree.settings[0].comments == ("# about x",)
+    assert tree.settings[0].trailing_comment == "# one"
+    assert tree.policies[0].comments == ("# first", "", "# about p")
+    assert tree.trailing_comments == ("# the end",)
+
+
+def test_empty_and_comment_only_files_parse():
+    assert parse("") == A.PolicyFile((), ())
+    assert parse("# nothing yet\n").trailing_comments == ("# nothing yet",)
+
+
+# ---- syntax diagnostics: each named mistake, exact text -------------------------------
+
+
+def test_gem_syntax():
+    assert syntax_error("POLICY p ON tick DO x() @") == (
+        "t.policy:1:25: gem_syntax: unexpected character '@'\n"
+        "POLICY p ON tick DO x() @\n"
+        "                        ^"
+    )
+
+
+def test_gem_missing_do():
+    assert syntax_error("POLICY late\nON field_updated\nWHEN true\n\nPOLICY q ON tick DO x()\n") == (
+        "t.policy:1:1: gem_missing_do: policy 'late' has no DO clause\n"
+        "POLICY late\n"
+        "^^^^^^\n"
+        "hint: every policy needs DO <action>(...) after ON and WHEN"
+    )
+    assert "gem_missing_do: policy 'p' has no DO clause" in syntax_error("POLICY p ON tick\n")
+
+
+def test_gem_with_before_do():
+    assert syntax_error('POLICY p\nON tick\nWITH a = 1\nDO reject("x")\n') == (
+        "t.policy:3:1: gem_with_before_do: WITH must come after DO\n"
+        "WITH a = 1\n"
+        "^^^^\n"
+        "hint: write DO <action>(...) first, then WITH key = value"
+    )
+
+
+def test_gem_unclosed_paren():
+    assert syntax_error('POLICY p\nON tick\nWHEN (1 < 2\nDO reject("x")\n') == (
+        "t.policy:3:6: gem_unclosed_paren: '(' is never closed\n"
+        "WHEN (1 < 2\n"
+        "     ^\n"
+        "hint: add ')' before 'DO'"
+    )
+    assert "'[' is never closed" in syntax_error("SET x = [1, 2")
+
+
+def test_named_messages_for_other_common_mistakes():
+    assert syntax_error("POLICY p on tick DO x()").endswith(
+        "gem_syntax: unexpected name 'on'\nPOLICY p on tick DO x()\n         ^^\n"
+        "hint: keywords are upper-case: did you mean 'ON'?")
+    assert "gem_syntax: missing ON clause" in syntax_error("POLICY p DO x()")
+    assert "unterminated string" in syntax_error('POLICY p ON tick DO reject("abc\n')
+    assert "comparisons do not chain" in syntax_error("SET x = 1 < 2 < 3")
+    assert "put EXISTS ... WHERE ... in parentheses" in syntax_error("SET x = a AND EXISTS y WHERE b")
+    assert "spaces are not allowed around '-'" in syntax_error("POLICY a - b ON tick DO x()")
+    assert "invalid date '2026-13-45'" in syntax_error("SET x = 2026-13-45")
+    assert "invalid escape" in syntax_error('SET x = "\\q"')
+
+
+def test_several_syntax_errors_are_reported_at_once_sorted_by_position():
+    text = ("POLICY a ON tick WHEN 1 + DO x()\n"
+            "POLICY b ON tick WHEN (x DO y()\n"
+            "POLICY c ON DO z()\n"
+            "POLICY d ON tick DO ok()\n")
+    with pytest.raises(PolicySyntaxError) as info:
+        parse(text, "t.policy")
+    found = [(d.line, d.code) for d in info.value.diagnostics]
+    assert found == [(1, "gem_syntax"), (2, "gem_unclosed_paren"), (3, "gem_syntax")]
+
+
+def test_at_most_ten_diagnostics():
+    with pytest.raises(PolicySyntaxError) as info:
+        parse("\n".join(f"POLICY p{i} ON tick DO x() @" for i in range(30)))
+    assert len(info.value.diagnostics) == 10
+    assert [d.line for d in info.value.diagnostics] == list(range(1, 11))
+
+
+def test_deep_nesting_is_a_syntax_error_not_a_crash():
+    assert "nested too deeply" in syntax_error("SET x = " + "[" * 300 + "1" + "]" * 300)
+    assert parse("SET x = " + "(" * 300 + "1" + ")" * 300)  # parentheses add no depth
+
+
+# ---- fuzzing: nothing but PolicySyntaxError ------------------------------------------------
+
+_PIECES = ["POLICY", "ON", "OR", "WHEN", "DO", "WITH", "SET", "AND", "NOT", "IN", "EXISTS", "WHERE",
+           "PRIORITY", "p", "a-b", "tick", "(", ")", "{", "}", "[", "]", ",", ":", ".", "=", "<", "+", "-",
+           "1", "2.5", "30d", "2026-01-01", '"s"', '"', "true", "null", "\n", "# c\n", "@", "f(x)"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=80))
+def test_random_text_raises_only_policy_syntax_error(text):
+    try:
+        parse(text, "fuzz")
+    except PolicySyntaxError as e:
+        assert 1 <= len(e.diagnostics) <= 10
+        assert str(e)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES), max_size=40).map(" ".join))
+def test_random_token_soup_raises_only_policy_syntax_error(text):
+    try:
+        parse(text, "fuzz")
+    except PolicyError as e:
+        assert isinstance(e, PolicySyntaxError)
+        assert all(d.render().startswith("fuzz:") for d in e.diagnostics)
