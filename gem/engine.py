@@ -105,6 +105,26 @@ class Engine:
                               decode_vector(emb, self.embedder.dim), status,
                               title_vecs[i] if title_vecs is not None else None)
 
+    def sync(self) -> None:
+        """Catch up with transitions another handle on this database committed.
+
+        Several `Memory` handles in one process share the database and its write lock but
+        each derives its own indexes; under the lock, one query tells whether the log
+        moved on without us, and if so everything derived is rebuilt from the database.
+        """
+        with self.store.reading() as tx:
+            last = tx.scalar("MATCH (x:Transition) RETURN max(x.seq)")
+            if (last or 0) == self.seq:
+                return
+            stored = tx.scalar("MATCH (m:Meta {key: 'policy_sources'}) RETURN m.value")
+        self._load_derived_state()
+        if stored is not None:
+            from .policy import load_sources
+            from .runtime import available_actions
+            sources = [tuple(x) for x in json.loads(stored)]
+            if self.policies is None or [(s.file, s.text) for s in self.policies.sources] != sources:
+                self.install_policies(load_sources(sources, available_actions=available_actions()))
+
     def _index_topic(self, tid: str, title: str, aliases: list[str], summary: str,
                      embedding: np.ndarray, status: str, title_vec: np.ndarray | None) -> None:
         for name in self._names_of.pop(tid, ()):
@@ -163,6 +183,7 @@ class Engine:
     def run(self, op: str, operator: Callable[[Transition], Any], *, actor: str = "api",
             interaction: bool = False, event: str | None = None) -> Any:
         with self.store.lock:
+            self.sync()
             now = self.clock()
             counters = replace(self.counters)
             if interaction:

@@ -212,6 +212,7 @@ class Memory:
         self._check_open()
         engine = self._engine
         with engine.store.reading() as tx:
+            engine.sync()
             t = Transition(engine, tx, "read", "api", engine.clock(), engine.counters)
             t.settings = engine.evaluate_settings(t)
             return fn(t)

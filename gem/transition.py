@@ -240,6 +240,8 @@ class Transition:
         if row is None:
             raise KeyError(f"{table} {key} does not exist")
         row.update(props)
+        if table == "Topic":
+            self.touched.topics[key] = None  # its names, status and summary feed derived state
         if key not in self._creates[table]:
             self._sets.setdefault((table, key), {}).update(props)
 

@@ -9,11 +9,11 @@ import gem
 from conftest import ENGINE, T0
 
 
-class AlwaysNew:
-    """A resolver that never matches, to make duplicate topics on purpose."""
+class ExactOnly:
+    """A resolver with the exact-title tier only, to make duplicate topics on purpose."""
 
     def resolve(self, name, topics):
-        return None
+        return topics.exact(name)
 
 
 def policy_file(tmp_path, extra: str, name: str = "test.policy") -> str:
@@ -24,7 +24,7 @@ def policy_file(tmp_path, extra: str, name: str = "test.policy") -> str:
 
 # ---------------------------------------------------------------------- merge
 def test_duplicate_topics_merge_losslessly(tmp_path, clock):
-    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE, resolver=AlwaysNew()) as mem:
+    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE, resolver=ExactOnly()) as mem:
         mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15", at=T0, source="a"),
                     gem.Fact("Launch", "date", "March 20")])
         clock.advance(days=1)

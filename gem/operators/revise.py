@@ -121,6 +121,7 @@ def merge_topics(t: Transition, keep: str, away: str, reason: str = "duplicate")
 def move_entries(t: Transition, src: str, dst: str) -> None:
     """Re-home every entry of field `src` under field `dst`, then settle which is current."""
     moving = list(t.entries(src))
+    target = t.entries(dst)  # loaded before any entry is re-linked, so none is listed twice
     for e in moving:
         t.query("MATCH (:Field {id: $f})-[r:HAS_ENTRY]->(:Entry {id: $e}) DELETE r",
                 {"f": src, "e": e["id"]})
@@ -128,8 +129,8 @@ def move_entries(t: Transition, src: str, dst: str) -> None:
         t.relate("HAS_ENTRY", ("Field", dst), ("Entry", e["id"]))
         t.touched.entries[e["id"]] = None
     t.entries(src).clear()
-    t.entries(dst).extend(moving)
-    t.entries(dst).sort(key=lambda e: e["seq"])
+    target.extend(moving)
+    target.sort(key=lambda e: e["seq"])
     settle_current(t, dst)
     # An entry can only be superseded by one that is newer in valid time; after
     # interleaving two histories, re-link the ones whose successor moved out of order.
