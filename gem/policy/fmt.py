@@ -77,6 +77,17 @@ def _number(v) -> str:
     return str(v)
 
 
+def _exists_where(e: A.Expr) -> bool:
+    return isinstance(e, A.Exists) and e.where is not None
+
+
+def _is_tail(e: A.Expr, op: str) -> bool:
+    """Can `e` be the unparenthesised right operand of `op` (grammar: and_tail / or_tail)?"""
+    if _exists_where(e):
+        return True
+    return op == "OR" and isinstance(e, A.Binary) and e.op == "AND" and _exists_where(e.right)
+
+
 def _fmt(e: A.Expr) -> tuple[int, str]:
     if isinstance(e, A.Literal):
         if e.kind == "bool":
@@ -101,6 +112,10 @@ def _fmt(e: A.Expr) -> tuple[int, str]:
         return _UNARY, f"- {inner}" if inner.startswith("-") else f"-{inner}"
     if isinstance(e, A.Binary):
         level = _BINARY_LEVEL[e.op]
+        if e.op in ("AND", "OR") and _is_tail(e.right, e.op):
+            # `a AND EXISTS x WHERE b`: the WHERE runs to the end, so the whole chain
+            # may only stand where a complete expression is expected.
+            return _EXISTS_WHERE, f"{fmt_expr(e.left, level)} {e.op} {_fmt(e.right)[1]}"
         # Left-associative: the right operand must bind strictly tighter.
         return level, f"{fmt_expr(e.left, level)} {e.op} {fmt_expr(e.right, level + 1)}"
     if isinstance(e, A.Compare):

@@ -281,7 +281,7 @@ class _Recovery:
         if tok.value in ("=", "!=", "<", "<=", ">", ">=", "IN"):
             hint = "comparisons do not chain: write a < b AND b < c"
         elif tok.type == "WHERE":
-            hint = "inside AND, OR or NOT, put EXISTS ... WHERE ... in parentheses"
+            hint = "WHERE runs to the end of the condition, so here put EXISTS ... WHERE ... in parentheses"
         return at("gem_syntax", message, span, self.text, hint)
 
     def _token_span(self, tok: Token) -> A.Span:
