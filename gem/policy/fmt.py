@@ -81,11 +81,16 @@ def _exists_where(e: A.Expr) -> bool:
     return isinstance(e, A.Exists) and e.where is not None
 
 
+def _where_tail(e: A.Expr) -> bool:
+    # grammar: where_tail
+    return _exists_where(e) or (isinstance(e, A.Unary) and e.op == "NOT" and _exists_where(e.operand))
+
+
 def _is_tail(e: A.Expr, op: str) -> bool:
     """Can `e` be the unparenthesised right operand of `op` (grammar: and_tail / or_tail)?"""
-    if _exists_where(e):
+    if _where_tail(e):
         return True
-    return op == "OR" and isinstance(e, A.Binary) and e.op == "AND" and _exists_where(e.right)
+    return op == "OR" and isinstance(e, A.Binary) and e.op == "AND" and _where_tail(e.right)
 
 
 def _fmt(e: A.Expr) -> tuple[int, str]:
@@ -107,6 +112,8 @@ def _fmt(e: A.Expr) -> tuple[int, str]:
         return _POSTFIX, f"{e.func}({_args(e.args)})"
     if isinstance(e, A.Unary):
         if e.op == "NOT":
+            if _exists_where(e.operand):
+                return _EXISTS_WHERE, f"NOT {_fmt(e.operand)[1]}"
             return _NOT, f"NOT {fmt_expr(e.operand, _NOT)}"
         inner = fmt_expr(e.operand, _UNARY)
         return _UNARY, f"- {inner}" if inner.startswith("-") else f"-{inner}"

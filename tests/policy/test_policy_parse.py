@@ -129,6 +129,7 @@ def test_exists_forms():
     # As the last operand of a top-level AND / OR chain, WHERE runs to the end.
     assert value("x AND EXISTS y WHERE z OR w") == A.Binary(
         "AND", A.Name("x"), A.Exists("y", None, A.Binary("OR", A.Name("z"), A.Name("w"))))
+    assert value("NOT EXISTS y WHERE z") == A.Unary("NOT", A.Exists("y", None, A.Name("z")))
     assert value("v OR x AND EXISTS y WHERE z") == A.Binary(
         "OR", A.Name("v"), A.Binary("AND", A.Name("x"), A.Exists("y", None, A.Name("z"))))
 
@@ -199,7 +200,7 @@ def test_named_messages_for_other_common_mistakes():
     assert "gem_syntax: missing ON clause" in syntax_error("POLICY p DO x()")
     assert "unterminated string" in syntax_error('POLICY p ON tick DO reject("abc\n')
     assert "comparisons do not chain" in syntax_error("SET x = 1 < 2 < 3")
-    assert "put EXISTS ... WHERE ... in parentheses" in syntax_error("SET x = NOT EXISTS y WHERE b")
+    assert "put EXISTS ... WHERE ... in parentheses" in syntax_error("SET x = NOT NOT EXISTS y WHERE b")
     assert "spaces are not allowed around '-'" in syntax_error("POLICY a - b ON tick DO x()")
     assert "invalid date '2026-13-45'" in syntax_error("SET x = 2026-13-45")
     assert "invalid escape" in syntax_error('SET x = "\\q"')
