@@ -1,0 +1,76 @@
+"""Compiled policies in the real engine: rejection, the cascade bound, refused policy sets."""
+from __future__ import annotations
+
+import pytest
+from conftest import ENGINE, snapshot
+
+import gem
+from gem.errors import PolicyCheckError, PolicySyntaxError, TransitionRejected
+from gem.policy import default_policy_path
+
+
+def write(tmp_path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_listing_1_end_to_end_flags_extension_dependents_only(mem, clock):
+    mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15"),
+                gem.Fact("Launch Milestones", "launch date", "March 20"),
+                gem.Fact("Brand Colors", "primary", "blue")])
+    mem.link("Website Redesign", "Launch Milestones", kind="extension")
+    mem.link("Website Redesign", "Brand Colors", kind="association")
+    clock.advance(days=7)
+    mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
+    flags = mem.inspect("Launch Milestones").flags
+    assert len(flags) == 1 and flags[0].evidence["updated_field"] == "deadline"
+    assert mem.inspect("Brand Colors").flags == []
+
+
+def test_reject_on_commit_rolls_the_transition_back_completely(tmp_path, clock):
+    guard = write(tmp_path, "guard.policy",
+                  'POLICY no-secrets ON commit WHEN EXISTS t IN touched WHERE t.title = "Secret" '
+                  'DO reject("secrets are not stored")\n')
+    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE,
+                  policies=[str(default_policy_path()), guard]) as mem:
+        mem.ingest(gem.Fact("Public", "x", 1))
+        before = snapshot(mem)
+        with pytest.raises(TransitionRejected, match="secrets are not stored"):
+            mem.ingest([gem.Fact("Public", "y", 2), gem.Fact("Secret", "code", "1234")])
+        assert snapshot(mem) == before
+        assert mem.inspect("Secret") is None
+
+
+def test_cascades_past_cascade_depth_reject_the_transition(tmp_path, clock):
+    chain = write(tmp_path, "chain.policy",
+                  "SET cascade_depth = 2\n"
+                  "POLICY propagate-on-change ON field_updated WHEN EXISTS dependent_topic "
+                  "DO flag_for_revision(dependent_topic)\n"
+                  "POLICY pass-it-on ON flagged WHEN EXISTS dependent_topic DO propagate(dependent_topic)\n")
+    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE, policies=[chain]) as mem:
+        names = [f"T{i}" for i in range(6)]
+        mem.ingest([gem.Fact(n, "v", 0) for n in names])
+        for a, b in zip(names, names[1:]):
+            mem.link(a, b, kind="extension")
+        before = snapshot(mem)
+        with pytest.raises(TransitionRejected, match="cascade_depth=2"):
+            mem.ingest(gem.Fact("T0", "v", 1))
+        assert snapshot(mem) == before
+        # A short chain stays within the bound.
+        mem.ingest(gem.Fact("T4", "v", 1))
+        assert len(mem.inspect("T5").flags) == 1
+
+
+def test_a_refused_policy_set_leaves_the_old_one_in_force(tmp_path, clock):
+    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE) as mem:
+        names = [p.name for p in mem.policies.policies]
+        before = snapshot(mem)
+        bad_syntax = write(tmp_path, "bad.policy", "POLICY p ON tick WITH a = 1 DO x()\n")
+        with pytest.raises(PolicySyntaxError, match="gem_with_before_do"):
+            mem.load_policies([bad_syntax])
+        bad_check = write(tmp_path, "loop.policy", "POLICY a ON flagged DO flag_for_revision(topic)\n")
+        with pytest.raises(PolicyCheckError, match="gem_cascade_loop"):
+            mem.load_policies([str(default_policy_path()), bad_check])
+        assert [p.name for p in mem.policies.policies] == names
+        assert snapshot(mem) == before
