@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 from ..errors import PolicyCheckError
 from . import ast as A
 from . import catalogue as C
-from .catalogue import ANY, BOOL, DURATION, NULL, NUMBER, RECORD, TEXT, TIME, VALUE, Type
+from .catalogue import ANY, BOOL, DURATION, NULL, NUMBER, TEXT, TIME, VALUE, Type
 from .diagnostics import Diagnostic, at, did_you_mean, finish
 
 # ---- results ---------------------------------------------------------------------------

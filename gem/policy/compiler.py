@@ -23,7 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from ..errors import InvalidInput, PolicyError, PolicySyntaxError
+from ..errors import InvalidInput, PolicySyntaxError
 from . import ast as A
 from . import catalogue as C
 from .checker import CheckedPolicies, check, positive_exists
@@ -474,7 +474,7 @@ def load_sources(sources: Sequence[tuple[str, str]], available_actions: Iterable
 
 __all__ = [
     "PolicyRuntime", "CompiledExpr", "CompiledPolicy", "CompiledAction", "PolicySet", "Source",
-    "compile", "load", "load_sources", "load_text", "truth", "equal", "member", "PolicyError",
+    "compile", "load", "load_sources", "load_text", "truth", "equal", "member",
 ]
 
 

@@ -1,7 +1,7 @@
 """The parser: Listing 1, literals, precedence, comments, syntax diagnostics, fuzzing."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
