@@ -58,35 +58,43 @@ def c2_transition_soundness(t: Transition, fids: Iterable[str]) -> Iterator[Viol
 
 def c3_dependency_consistency(t: Transition) -> Iterator[Violation]:
     """Every EXTENDS dependent of a changed topic is flagged or re-evaluated in this transition."""
+    t.prefetch_dependents(list(t.touched.changed_topics))
     for tid in t.touched.changed_topics:
-        for (dependent,) in t.query("MATCH (:Topic {id: $id})-[:EXTENDS]->(b:Topic) "
-                                    "RETURN DISTINCT b.id", {"id": tid}):
+        for dependent in t.dependents(tid):
             if dependent not in t.touched.flagged and dependent not in t.touched.reevaluated:
                 yield ("C3", dependent, f"depends on {tid} over an extension edge, which changed, "
                                         "but was neither flagged nor re-evaluated")
 
 
-def c4_provenance(t: Transition, eids: Iterable[str]) -> Iterator[Violation]:
-    """Every entry keeps a complete provenance chain."""
+def c4_provenance(t: Transition, eids: Iterable[str],
+                  observations: Iterable[dict[str, Any]]) -> Iterator[Violation]:
+    """Every entry and observation keeps a complete provenance chain."""
     for eid in eids:
         e = t.entry(eid)
         if e is None:
             yield ("C4", eid, "entry vanished")
             continue
-        for obs in [e, *t.observations(eid)]:
-            if not obs["source"] or not obs["actor"]:
-                yield ("C4", obs["id"], "provenance lacks a source or an actor")
-            if obs["confidence"] is None or not 0.0 <= obs["confidence"] <= 1.0:
-                yield ("C4", obs["id"], f"confidence {obs['confidence']!r} is outside [0, 1]")
-            if obs["polarity"] not in ("+", "-"):
-                yield ("C4", obs["id"], f"polarity {obs['polarity']!r} is not + or -")
-            if obs["valid_at"] is None or obs["recorded_at"] is None:
-                yield ("C4", obs["id"], "valid or recorded time missing")
+        yield from _provenance(e)
         if e["superseded_by"] and t.entry(e["superseded_by"]) is None:
             yield ("C4", eid, f"superseded_by {e['superseded_by']} does not exist")
         field = t.field_row(e["field_id"])
         if field is None or t.topic(field["topic_id"]) is None:
             yield ("C4", eid, "entry is not reachable from a topic")
+    for obs in observations:
+        yield from _provenance(obs)
+        if t.entry(obs["entry_id"]) is None:
+            yield ("C4", obs["id"], "observation of an entry that does not exist")
+
+
+def _provenance(row: dict[str, Any]) -> Iterator[Violation]:
+    if not row["source"] or not row["actor"]:
+        yield ("C4", row["id"], "provenance lacks a source or an actor")
+    if row["confidence"] is None or not 0.0 <= row["confidence"] <= 1.0:
+        yield ("C4", row["id"], f"confidence {row['confidence']!r} is outside [0, 1]")
+    if row["polarity"] not in ("+", "-"):
+        yield ("C4", row["id"], f"polarity {row['polarity']!r} is not + or -")
+    if row["valid_at"] is None or row["recorded_at"] is None:
+        yield ("C4", row["id"], "valid or recorded time missing")
 
 
 def c5_bounded_active_state(t: Transition) -> Iterator[Violation]:
@@ -118,15 +126,16 @@ def c6_retrieval_adaptation(t: Transition) -> Iterator[Violation]:
 def check_transition(t: Transition) -> None:
     """Run C1-C6 on what this transition touched; the first violation rejects it."""
     fids = list(t.touched.fields)
-    for violation in _all(t, fids, list(t.touched.entries)):
+    for violation in _all(t, fids, list(t.touched.entries), t.new_observations):
         raise TransitionRejected(*violation)
 
 
-def _all(t: Transition, fids: list[str], eids: list[str]) -> Iterator[Violation]:
+def _all(t: Transition, fids: list[str], eids: list[str],
+         observations: list[dict[str, Any]]) -> Iterator[Violation]:
     yield from c1_query_soundness(t, fids)
     yield from c2_transition_soundness(t, fids)
     yield from c3_dependency_consistency(t)
-    yield from c4_provenance(t, eids)
+    yield from c4_provenance(t, eids, observations)
     yield from c5_bounded_active_state(t)
     yield from c6_retrieval_adaptation(t)
 
@@ -135,10 +144,15 @@ def audit(t: Transition) -> tuple[dict[str, int], list[Violation]]:
     """All six conditions over the whole state, read through a transition that writes nothing."""
     fids = [r[0] for r in t.query("MATCH (f:Field) RETURN f.id ORDER BY f.id")]
     eids = [r[0] for r in t.query("MATCH (e:Entry) RETURN e.id ORDER BY e.seq")]
+    t.prefetch("Topic", [r[0] for r in t.query("MATCH (x:Topic) RETURN x.id")])
+    t.prefetch("Field", fids)
+    t.prefetch_entries(fids)
+    t.prefetch_observations(eids)
+    observations = [o for e in eids for o in t.observations(e)]
     violations = list(c1_query_soundness(t, fids))
     violations += c2_transition_soundness(t, fids)
     violations += c3_history(t)
-    violations += c4_provenance(t, eids)
+    violations += c4_provenance(t, eids, observations)
     violations += c5_bounded_active_state(t)
     violations += c6_history(t)
     checked = {"C1": len(fids), "C2": len(fids), "C3": _count(t, "MATCH ()-[e:EXTENDS]->() "),

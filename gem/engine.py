@@ -25,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import conditions
+from .cache import StateCache
 from .embed import Embedder
 from .errors import GemError
 from .index import LexicalIndex, VectorIndex
@@ -72,10 +73,12 @@ class Engine:
         self._by_event: dict[str, list[Any]] = {}
         self.checks_enabled = True
         self._test_hook: Callable[[Transition], None] | None = None
+        self.cache = StateCache()
         self._load_derived_state()
 
     # ------------------------------------------------------------------ derived state
     def _load_derived_state(self) -> None:
+        self.cache.clear()
         self.lexical = LexicalIndex()
         self.vectors = VectorIndex(self.embedder.dim)
         self.title_vectors = VectorIndex(self.embedder.dim)
@@ -100,6 +103,7 @@ class Engine:
         self.counters = Counters(**json.loads(last[2])) if last else Counters()
         titles = [r[1] for r in rows]
         title_vecs = self.embedder.embed(titles) if titles else None
+        self._seen = self.store.commit_count
         for i, (tid, title, aliases, summary, emb, status) in enumerate(rows):
             self._index_topic(tid, title, aliases or [], summary or "",
                               decode_vector(emb, self.embedder.dim), status,
@@ -108,14 +112,14 @@ class Engine:
     def sync(self) -> None:
         """Catch up with transitions another handle on this database committed.
 
-        Several `Memory` handles in one process share the database and its write lock but
-        each derives its own indexes; under the lock, one query tells whether the log
-        moved on without us, and if so everything derived is rebuilt from the database.
+        Several `Memory` handles in one process share the database and its write lock,
+        but each derives its own indexes and counters. Under the lock, the store's commit
+        count tells whether anyone else committed since this engine last looked; if so,
+        everything derived is rebuilt from the database (the single source of truth).
         """
+        if self.store.commit_count == self._seen:
+            return
         with self.store.reading() as tx:
-            last = tx.scalar("MATCH (x:Transition) RETURN max(x.seq)")
-            if (last or 0) == self.seq:
-                return
             stored = tx.scalar("MATCH (m:Meta {key: 'policy_sources'}) RETURN m.value")
         self._load_derived_state()
         if stored is not None:
@@ -214,16 +218,17 @@ class Engine:
         dirty = list(t.touched.index_dirty)
         if not dirty:
             return
+        t.prefetch_fields_of(dirty)
+        t.prefetch_entries([f for tid in dirty for f in t.field_ids(tid)])
         texts = []
         for tid in dirty:
-            row = t.topic(tid)
             values = {}
             for fid in t.field_ids(tid):
                 f = t.field_row(fid)
                 current = t.current_entry(fid)
                 if f["status"] != "hidden" and current is not None:
                     values[f["name"]] = entry_value(current)
-            texts.append(self.summarizer(row["title"], values))
+            texts.append(self.summarizer(t.topic(tid)["title"], values))
         vectors = self.embedder.embed(texts)
         for tid, text, vec in zip(dirty, texts, vectors):
             t.update("Topic", tid, summary=text, embedding=encode_vector(vec), updated_at=t.now)
@@ -251,6 +256,8 @@ class Engine:
         return {"seq": seq, "hash": digest}
 
     def _after_commit(self, t: Transition, counters: Counters, record: dict[str, Any]) -> None:
+        self._seen = self.store.commit_count
+        self.cache.absorb(t)
         self.counters = counters
         self.seq, self.last_hash = record["seq"], record["hash"]
         reindex = [tid for tid in {**t.detail.get("_reindex", {}), **t.touched.topics}
@@ -261,27 +268,30 @@ class Engine:
         for tid in reindex:
             row = t.topic(tid)
             self._index_topic(tid, row["title"], list(row["aliases"] or []), row["summary"] or "",
-                              decode_vector(row["embedding"], self.embedder.dim), row["status"],
+                              decode_vector(row.get("embedding"), self.embedder.dim), row["status"],
                               title_vecs.get(tid))
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, k: int, include_archived: bool,
                floor: float) -> list[tuple[str, float]]:
-        """Fuse BM25 (normalised by the best hit) with embedding cosine; salience breaks ties."""
-        lexical = dict(self.lexical.search(query))
+        """Fuse BM25 (normalised by the best hit) with embedding cosine over the best
+        candidates of each. Returns every candidate above the floor, best first, scores
+        rounded so that equal relevance compares equal (the caller breaks ties)."""
+        pool = max(50, 10 * k)
+        lexical = dict(self.lexical.search(query, pool))
         best = max(lexical.values(), default=0.0)
         qvec = self.embedder.embed([query])[0]
-        dense = dict(self.vectors.search(qvec)) if np.any(qvec) and len(self.vectors) else {}
+        dense = dict(self.vectors.search(qvec, pool)) if np.any(qvec) and len(self.vectors) else {}
         scored = []
         for tid in set(lexical) | set(dense):
             if not include_archived and self.status.get(tid) == "archived":
                 continue
             lex = lexical.get(tid, 0.0) / best if best > 0 else 0.0
-            score = 0.5 * lex + 0.5 * max(dense.get(tid, 0.0), 0.0)
+            score = round(0.5 * lex + 0.5 * max(dense.get(tid, 0.0), 0.0), 9)
             if score >= floor:
                 scored.append((tid, score))
-        scored.sort(key=lambda x: (-round(x[1], 9), x[0]))
-        return scored[:k]
+        scored.sort(key=lambda x: (-x[1], x[0]))
+        return scored
 
     def most_salient(self, t: Transition, k: int, include_archived: bool) -> list[tuple[str, None]]:
         rows = t.query("MATCH (x:Topic) WHERE x.status = 'active' OR $all "
@@ -300,7 +310,8 @@ class Directory:
         self.t = t
         self._names: dict[str, str] = {}
         self._norms: dict[str, str] = {}
-        self._new: list[tuple[str, np.ndarray]] = []
+        self._new = VectorIndex(engine.embedder.dim)
+        self._vectors: dict[str, np.ndarray] = {}
 
     def exact(self, name: str) -> str | None:
         return self._names.get(name) or self.engine.by_name.get(name)
@@ -308,21 +319,28 @@ class Directory:
     def normalised(self, norm: str) -> str | None:
         return self._norms.get(norm) or self.engine.by_norm.get(norm)
 
+    def _vector(self, name: str) -> np.ndarray:
+        if name not in self._vectors:
+            self._vectors[name] = self.engine.embedder.embed([name])[0]
+        return self._vectors[name]
+
     def similar(self, name: str, k: int = 5) -> list[tuple[str, float]]:
-        vec = self.engine.embedder.embed([name])[0]
+        vec = self._vector(name)
         if not np.any(vec):
             return []
-        hits = list(self.engine.title_vectors.search(vec, k)) if len(self.engine.title_vectors) else []
-        hits += [(tid, float(np.dot(v, vec))) for tid, v in self._new]
+        hits = []
+        for index in (self.engine.title_vectors, self._new):
+            if len(index):
+                hits += index.search(vec, k)
         hits.sort(key=lambda x: (-x[1], x[0]))
         return hits[:k]
 
     def add(self, tid: str, title: str) -> None:
         self._names.setdefault(title, tid)
         self._norms.setdefault(normalise(title), tid)
-        vec = self.engine.embedder.embed([title])[0]
+        vec = self._vector(title)
         if np.any(vec):
-            self._new.append((tid, vec))
+            self._new.upsert(tid, vec)
 
     def lookup(self, name: str) -> str | None:
         """Explicit lookup by id, exact title or alias, or normalised title."""

@@ -157,12 +157,9 @@ class PolicyRuntime:
             if not isinstance(topic, TopicRef):
                 return []
             if name == "dependent_topic":
-                rows = t.query("MATCH (a:Topic {id: $id})-[:EXTENDS]->(b:Topic) "
-                               "RETURN DISTINCT b.id ORDER BY b.id", {"id": topic.id})
-            else:
-                rows = t.query("MATCH (a:Topic {id: $id})-[:ASSOCIATES]-(b:Topic) "
-                               "WHERE b.id <> $id RETURN DISTINCT b.id ORDER BY b.id",
-                               {"id": topic.id})
+                return [TopicRef(b) for b in t.dependents(topic.id)]
+            rows = t.query("MATCH (a:Topic {id: $id})-[:ASSOCIATES]-(b:Topic) "
+                           "WHERE b.id <> $id RETURN DISTINCT b.id ORDER BY b.id", {"id": topic.id})
             return [TopicRef(r[0]) for r in rows]
         if name == "active_fields":
             rows = t.query("MATCH (t:Topic)-[:HAS_FIELD]->(f:Field) WHERE t.status = 'active' "
@@ -212,9 +209,7 @@ class PolicyRuntime:
     def _vector(self, x: Any) -> np.ndarray:
         engine = self.t.engine
         if isinstance(x, TopicRef):
-            row = self.t.topic(x.id)
-            return decode_vector(row["embedding"], engine.embedder.dim) if row else \
-                np.zeros(engine.embedder.dim, dtype=np.float32)
+            return decode_vector(self.t.topic_embedding(x.id), engine.embedder.dim)
         return engine.embedder.embed([str(x)])[0]
 
     # -------------------------------------------------------------- actions

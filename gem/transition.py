@@ -35,6 +35,9 @@ OBSERVATION_COLUMNS = ("id", "seq", "entry_id", "source", "actor", "ref", "confi
                        "polarity", "valid_at", "recorded_at")
 FLAG_COLUMNS = ("id", "seq", "topic_id", "origin_id", "policy", "evidence", "status",
                 "created_at", "cleared_at")
+# Read lazily: a topic's embedding is large and only `similarity()` reads it back; the
+# vector index already holds every committed one.
+LAZY = {"embedding"}
 COLUMNS = {"Topic": TOPIC_COLUMNS, "Field": FIELD_COLUMNS, "Entry": ENTRY_COLUMNS,
            "Observation": OBSERVATION_COLUMNS, "Flag": FLAG_COLUMNS}
 
@@ -137,6 +140,14 @@ class Transition:
         self._entries_of: dict[str, list[dict[str, Any]]] = {}
         self._fields_of: dict[str, list[str]] = {}
         self._observations_of: dict[str, list[dict[str, Any]]] = {}
+        self._dependents: dict[str, list[str]] = {}
+        self._created: set[str] = set()   # ids created in this transaction, flushed or not
+        self._observed: set[str] = set()  # entries given observations without loading them
+        self._fields_pending: set[str] = set()  # topics given fields without loading them
+        self.edges_reset = False                # edges were deleted: cached dependents are void
+        self.dependents_dropped: set[str] = set()
+        self._cache = engine.cache
+        self.new_observations: list[dict[str, Any]] = []
         # write buffers
         self._creates: dict[str, dict[str, dict[str, Any]]] = {t: {} for t in COLUMNS}
         self._sets: dict[tuple[str, str], dict[str, Any]] = {}
@@ -149,16 +160,9 @@ class Transition:
 
     # ------------------------------------------------------------------ reads
     def row(self, table: str, key: str) -> dict[str, Any] | None:
-        cache = self._rows[table]
-        if key in cache:
-            return cache[key]
-        cols = COLUMNS[table]
-        values = self.tx.one(
-            f"MATCH (n:{table} {{id: $id}}) RETURN " + ", ".join(f"n.{c}" for c in cols),
-            {"id": key})
-        row = None if values is None else dict(zip(cols, values))
-        cache[key] = row
-        return row
+        if key not in self._rows[table]:
+            self.prefetch(table, [key])
+        return self._rows[table][key]
 
     def topic(self, tid: str) -> dict[str, Any] | None:
         return self.row("Topic", tid)
@@ -169,46 +173,174 @@ class Transition:
     def entry(self, eid: str) -> dict[str, Any] | None:
         return self.row("Entry", eid)
 
+    # Loaders flush only when a write was made under a unit whose list was never loaded
+    # (_fields_pending, _observed); otherwise a cache miss means nothing is pending there.
     def field_ids(self, tid: str) -> list[str]:
         """Ids of the topic's fields, in creation order."""
         if tid not in self._fields_of:
-            if tid in self._creates["Topic"]:
-                ids: list[str] = []
-            else:
-                self.flush()
-                ids = [r[0] for r in self.tx.run(
-                    "MATCH (t:Topic {id: $id})-[:HAS_FIELD]->(f:Field) RETURN f.id "
-                    "ORDER BY f.created_at, f.id", {"id": tid})]
-            self._fields_of[tid] = ids
+            self.prefetch_fields_of([tid])
         return self._fields_of[tid]
 
     def entries(self, fid: str) -> list[dict[str, Any]]:
         """The field's whole history (active and compressed), in recording order."""
         if fid not in self._entries_of:
-            rows: list[dict[str, Any]] = []
-            if fid not in self._creates["Field"]:
-                self.flush()
-                cols = ENTRY_COLUMNS
-                for values in self.tx.run(
-                        "MATCH (f:Field {id: $id})-[:HAS_ENTRY]->(e:Entry) RETURN "
-                        + ", ".join(f"e.{c}" for c in cols) + " ORDER BY e.seq", {"id": fid}):
-                    entry = self._rows["Entry"].get(values[0]) or dict(zip(cols, values))
-                    self._rows["Entry"][entry["id"]] = entry
-                    rows.append(entry)
-            self._entries_of[fid] = rows
+            self.prefetch_entries([fid])
         return self._entries_of[fid]
 
     def observations(self, eid: str) -> list[dict[str, Any]]:
         if eid not in self._observations_of:
-            rows: list[dict[str, Any]] = []
-            if eid not in self._creates["Entry"]:
-                self.flush()
-                cols = OBSERVATION_COLUMNS
-                rows = [dict(zip(cols, v)) for v in self.tx.run(
-                    "MATCH (o:Observation)-[:CORROBORATES]->(e:Entry {id: $id}) RETURN "
-                    + ", ".join(f"o.{c}" for c in cols) + " ORDER BY o.seq", {"id": eid})]
-            self._observations_of[eid] = rows
+            if eid in self._observed:
+                self.flush()  # observations were added to this entry without loading it
+            self.prefetch_observations([eid])
         return self._observations_of[eid]
+
+    def prefetch(self, table: str, keys: list[str]) -> None:
+        """Load rows by primary key: one statement per key for a few, one scan for many
+        (measured: UNWIND into a key match is slower than both on Kuzu and LadybugDB)."""
+        cache = self._rows[table]
+        missing = []
+        committed = self._cache.rows.get(table, {})
+        for key in dict.fromkeys(keys):
+            if key in cache:
+                continue
+            if key in committed:
+                row = committed[key]
+                cache[key] = None if row is None else dict(row)
+            else:
+                missing.append(key)
+        if not missing:
+            return
+        cols = [c for c in COLUMNS[table] if c not in LAZY]
+        returns = ", ".join(f"n.{c}" for c in cols)
+        if len(missing) > 16:
+            found = self.tx.run(f"MATCH (n:{table}) WHERE n.id IN $ids RETURN {returns}",
+                                {"ids": missing})
+        else:
+            found = [r for key in missing for r in self.tx.run(
+                f"MATCH (n:{table} {{id: $id}}) RETURN {returns}", {"id": key})]
+        for values in found:
+            cache[values[0]] = dict(zip(cols, values))
+        for key in missing:
+            cache.setdefault(key, None)
+
+    def topic_embedding(self, tid: str) -> str | None:
+        row = self.topic(tid)
+        if row is not None and "embedding" not in row:
+            row["embedding"] = self.tx.scalar("MATCH (n:Topic {id: $id}) RETURN n.embedding",
+                                              {"id": tid})
+        return None if row is None else row["embedding"]
+
+    def _take(self, table: str, key: str) -> dict[str, Any]:
+        """This transaction's copy of a committed row (the cache always holds the rows of
+        the lists it holds)."""
+        if key not in self._rows[table]:
+            self._rows[table][key] = dict(self._cache.rows[table][key])
+        return self._rows[table][key]
+
+    def prefetch_fields_of(self, tids: list[str]) -> None:
+        missing = [t for t in dict.fromkeys(tids) if t not in self._fields_of]
+        if any(t in self._fields_pending for t in missing):
+            self.flush()
+        for tid in list(missing):
+            if tid in self._cache.fields_of and tid not in self._fields_pending:
+                self._fields_of[tid] = list(self._cache.fields_of[tid])
+                missing.remove(tid)
+        for tid in missing:
+            self._fields_of[tid] = []
+        missing = [t for t in missing if t not in self._created]
+        if not missing:
+            return
+        cols = FIELD_COLUMNS
+        cache = self._rows["Field"]
+        for values in self._children("Topic", "HAS_FIELD", "Field", cols, missing,
+                                     "ORDER BY f.created_at, f.id"):
+            row = cache.get(values[1]) or dict(zip(cols, values[1:]))
+            cache[row["id"]] = row
+            self._fields_of[values[0]].append(row["id"])
+
+    def prefetch_entries(self, fids: list[str]) -> None:
+        missing = [f for f in dict.fromkeys(fids) if f not in self._entries_of]
+        for fid in list(missing):
+            if fid in self._cache.entries_of:
+                self._entries_of[fid] = [self._take("Entry", e) for e in self._cache.entries_of[fid]]
+                missing.remove(fid)
+        for fid in missing:
+            self._entries_of[fid] = []
+        missing = [f for f in missing if f not in self._created]
+        if not missing:
+            return
+        cols = ENTRY_COLUMNS
+        cache = self._rows["Entry"]
+        for values in self._children("Field", "HAS_ENTRY", "Entry", cols, missing, "ORDER BY f.seq"):
+            row = cache.get(values[1]) or dict(zip(cols, values[1:]))
+            cache[row["id"]] = row
+            self._entries_of[values[0]].append(row)
+
+    def prefetch_observations(self, eids: list[str]) -> None:
+        missing = [e for e in dict.fromkeys(eids) if e not in self._observations_of]
+        for eid in list(missing):
+            if eid in self._cache.observations_of and eid not in self._observed:
+                self._observations_of[eid] = [self._take("Observation", o)
+                                              for o in self._cache.observations_of[eid]]
+                missing.remove(eid)
+        for eid in missing:
+            self._observations_of[eid] = []
+        missing = [e for e in missing if e not in self._created]
+        if not missing:
+            return
+        cols = OBSERVATION_COLUMNS
+        for values in self._children("Entry", "CORROBORATES", "Observation", cols, missing,
+                                     "ORDER BY f.seq", reverse=True):
+            row = self._rows["Observation"].get(values[1]) or dict(zip(cols, values[1:]))
+            self._rows["Observation"][row["id"]] = row
+            self._observations_of[values[0]].append(row)
+
+    def dependents(self, tid: str) -> list[str]:
+        """Direct EXTENDS successors of a topic in the proposed state."""
+        if tid not in self._dependents:
+            self.prefetch_dependents([tid])
+        return self._dependents[tid]
+
+    def edges_changed(self) -> None:
+        """Forget cached dependents after edges were deleted or re-pointed."""
+        self._dependents.clear()
+        self.edges_reset = True
+
+    def prefetch_dependents(self, tids: list[str]) -> None:
+        missing = [t for t in dict.fromkeys(tids) if t not in self._dependents]
+        if not self.edges_reset:
+            for tid in list(missing):
+                if tid in self._cache.dependents and tid not in self.dependents_dropped:
+                    self._dependents[tid] = list(self._cache.dependents[tid])
+                    missing.remove(tid)
+        if not missing:
+            return
+        self.flush()  # edges may be pending
+        for tid in missing:
+            self._dependents[tid] = []
+        for a, b in self._children("Topic", "EXTENDS", "Topic", ("id",), missing, "ORDER BY f.id"):
+            if b not in self._dependents[a]:
+                self._dependents[a].append(b)
+
+    def _children(self, parent: str, rel: str, child: str, cols: tuple[str, ...], ids: list[str],
+                  order: str, reverse: bool = False) -> list[list[Any]]:
+        """Rows (parent id, *child cols) over one relationship, for many parents.
+
+        Measured on Kuzu and LadybugDB: a 1-hop from one key is fast, but UNWIND of many
+        keys into a 1-hop scans the whole table; `WHERE p.id IN $ids` scans once for all.
+        So a few parents go one statement each, many go in one scanning statement.
+        """
+        arrow = f"(p:{parent})<-[:{rel}]-(f:{child})" if reverse else \
+            f"(p:{parent})-[:{rel}]->(f:{child})"
+        returns = "p.id, " + ", ".join(f"f.{c}" for c in cols)
+        if len(ids) > 16:
+            return self.tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {returns} {order}",
+                               {"ids": ids})
+        rows: list[list[Any]] = []
+        for key in ids:
+            rows += self.tx.run(f"MATCH {arrow} WHERE p.id = $id RETURN {returns} {order}",
+                                {"id": key})
+        return rows
 
     def current_entry(self, fid: str) -> dict[str, Any] | None:
         for entry in reversed(self.entries(fid)):
@@ -231,6 +363,7 @@ class Transition:
     # ------------------------------------------------------------------ writes
     def create(self, table: str, row: dict[str, Any]) -> dict[str, Any]:
         full = {c: row.get(c) for c in COLUMNS[table]}
+        self._created.add(full["id"])
         self._rows[table][full["id"]] = full
         self._creates[table][full["id"]] = full
         return full
@@ -246,6 +379,9 @@ class Transition:
             self._sets.setdefault((table, key), {}).update(props)
 
     def relate(self, rel: str, src: tuple[str, str], dst: tuple[str, str], **props: Any) -> None:
+        if rel == "EXTENDS":
+            self._dependents.pop(src[1], None)
+            self.dependents_dropped.add(src[1])
         self._rels.setdefault(f"{rel}|{src[0]}|{dst[0]}", []).append(
             {"a": src[1], "b": dst[1], **props})
 
@@ -266,7 +402,10 @@ class Transition:
             "status": "active", "contested": False, "summary": None, "created_at": self.now,
             "annotations": "{}"})
         self._entries_of[fid] = []
-        self.field_ids(tid).append(fid)
+        if tid in self._fields_of:
+            self._fields_of[tid].append(fid)
+        else:
+            self._fields_pending.add(tid)  # loading the list later must flush first
         self.relate("HAS_FIELD", ("Topic", tid), ("Field", fid))
         self.touch_field(fid, tid)
         return row
@@ -289,7 +428,11 @@ class Transition:
         row = self.create("Observation", {
             "id": f"o{n}", "seq": n, "entry_id": eid, "valid_at": valid_at,
             "recorded_at": self.now, **provenance})
-        self.observations(eid).append(row)
+        if eid in self._observations_of:
+            self._observations_of[eid].append(row)
+        else:
+            self._observed.add(eid)
+        self.new_observations.append(row)
         self.relate("CORROBORATES", ("Observation", row["id"]), ("Entry", eid))
         self.touched.entries[eid] = None
         return row
@@ -359,6 +502,13 @@ class Transition:
                          + ", ".join(assignments), rows)
 
     def _unwind(self, statement: str, rows: list[dict[str, Any]]) -> None:
+        if len(rows) <= 4 and " MATCH " in statement:
+            # A few rows that match by key go one statement each: UNWIND into a key match
+            # scans the table (measured), a plain key match does not.
+            single = statement.replace("UNWIND $rows AS r ", "").replace("r.", "$")
+            for row in rows:
+                self.tx.run(single, row)
+            return
         for i in range(0, len(rows), BATCH):
             self.tx.run(statement, {"rows": rows[i:i + BATCH]})
 

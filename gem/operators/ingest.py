@@ -42,21 +42,18 @@ def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
     created_topics: list[str] = []
     new_entries: list[str] = []
     corroborations = 0
-    directory = t.engine.directory(t)
-    for fact in facts:
-        tid = t.engine.resolver.resolve(fact.topic, directory)
-        if tid is None or t.topic(tid) is None:
-            row = t.new_topic(fact.topic, aliases=[])
-            tid = row["id"]
-            directory.add(row["id"], fact.topic)
-            created_topics.append(tid)
-            t.emit("topic_created", topic=TopicRef(tid))
-        elif t.topic(tid)["status"] == "archived":
+    hosts = _resolve_hosts(t, facts, created_topics)
+    # One statement each for every row the batch will read, instead of one per fact.
+    t.prefetch("Topic", list(hosts.values()))
+    fids = [field_id(hosts[f.topic], f.field) for f in facts]
+    t.prefetch("Field", fids)
+    t.prefetch_entries([fid for fid in fids if t.field_row(fid) is not None])
+    for fact, fid in zip(facts, fids):
+        tid = hosts[fact.topic]
+        if t.topic(tid)["status"] == "archived":
             restore_topic(t, tid)  # new evidence about an archived topic revives it
         t.touch_topic(tid)
-        fid = field_id(tid, fact.field)
-        created_field = t.field_row(fid) is None
-        if created_field:
+        if t.field_row(fid) is None:
             t.new_field(tid, fact.field)
         elif t.field_row(fid)["status"] != "active":
             restore_field(t, fid)
@@ -84,10 +81,29 @@ def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
                 t.emit("conflict_detected", topic=TopicRef(tid), field=fref, entry=eref,
                        other=EntryRef(old["id"], fid))
         t.mark_summary_dirty(tid)
+    t.prefetch_dependents(list(t.touched.changed_topics))
     for tid in t.touched.topics:
         t.emit("ingested", topic=TopicRef(tid))
     return {"created_topics": created_topics, "entries": new_entries,
             "corroborations": corroborations}
+
+
+def _resolve_hosts(t: Transition, facts: Sequence[Fact], created: list[str]) -> dict[str, str]:
+    """The host topic of each distinct topic name, in order of first mention; a name no
+    resolver tier matches becomes a new topic that later names in the batch can match."""
+    directory = t.engine.directory(t)
+    hosts: dict[str, str] = {}
+    for fact in facts:
+        if fact.topic in hosts:
+            continue
+        tid = t.engine.resolver.resolve(fact.topic, directory)
+        if tid is None or (tid not in t.engine.status and t.topic(tid) is None):
+            tid = t.new_topic(fact.topic, aliases=[])["id"]
+            directory.add(tid, fact.topic)
+            created.append(tid)
+            t.emit("topic_created", topic=TopicRef(tid))
+        hosts[fact.topic] = tid
+    return hosts
 
 
 def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:

@@ -39,10 +39,14 @@ def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResu
         tid = engine.directory(t).lookup(req.topic)
         ranked = [] if tid is None else [(tid, None)]
     elif req.query:
-        ranked = engine.search(req.query, req.k, req.include_archived,
-                               floor=t.settings["relevance_floor"])
+        ranked = _top_k(t, engine.search(req.query, req.k, req.include_archived,
+                                         floor=t.settings["relevance_floor"]), req.k)
     else:
         ranked = engine.most_salient(t, req.k, req.include_archived)
+    ids = [tid for tid, _ in ranked]
+    t.prefetch("Topic", ids)
+    t.prefetch_fields_of(ids)
+    t.prefetch_entries([f for tid in ids for f in t.field_ids(tid)])
 
     selected: list[tuple[str, float | None, list[str]]] = []
     for tid, score in ranked:
@@ -65,6 +69,17 @@ def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResu
         return RetrieveResult(transition=0, query=req.query, as_of=req.as_of, topics=views)
 
     return finish
+
+
+def _top_k(t: Transition, ranked: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
+    """The k best, equal relevance broken by salience (then id, for determinism)."""
+    if len(ranked) <= k:
+        return ranked
+    cut = ranked[k - 1][1]
+    pool = [r for r in ranked if r[1] >= cut]
+    t.prefetch("Topic", [tid for tid, _ in pool])
+    pool.sort(key=lambda r: (-r[1], -t.salience_now(t.topic(r[0])), r[0]))
+    return pool[:k]
 
 
 def _wanted_fields(t: Transition, tid: str, req: Request) -> list[str]:

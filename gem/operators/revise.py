@@ -100,6 +100,7 @@ def merge_topics(t: Transition, keep: str, away: str, reason: str = "duplicate")
             new_src, new_dst = (keep if src == away else src), (keep if dst == away else dst)
             t.query(f"MATCH (x:Topic {{id: $s}})-[r:{table}]->(y:Topic {{id: $d}}) DELETE r",
                     {"s": src, "d": dst})
+            t.edges_changed()
             if new_src != new_dst:
                 add_edge(t, new_src, new_dst, kind, source=f"merge:{away}")
     t.query("MATCH (g:Flag)-[r:FLAGS]->(:Topic {id: $b}) WITH g, r DELETE r",
