@@ -10,17 +10,14 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from .errors import TransitionRejected
+from .operators.ingest import history_order
 from .transition import Transition
 
 Violation = tuple[str, str | None, str]
 
 
-def _order(e: dict[str, Any]) -> tuple:
-    return (e["valid_at"], e["recorded_at"], e["seq"])
-
-
 def c1_query_soundness(t: Transition, fids: Iterable[str]) -> Iterator[Violation]:
-    """The current value is the latest valid, non-superseded, non-retracted entry."""
+    """The current value is the latest stated, non-superseded, non-retracted entry."""
     for fid in fids:
         entries = t.entries(fid)
         current = [e for e in entries if e["status"] == "current"]
@@ -30,7 +27,7 @@ def c1_query_soundness(t: Transition, fids: Iterable[str]) -> Iterator[Violation
                 yield ("C1", fid, f"entry {current[0]['id']} is current but the field has no "
                                   "positive, unretracted entry")
             continue
-        best = max(candidates, key=_order)
+        best = max(candidates, key=history_order)
         if len(current) != 1:
             yield ("C1", fid, f"{len(current)} current entries (expected exactly one)")
         elif current[0]["id"] != best["id"]:
@@ -52,7 +49,7 @@ def c2_transition_soundness(t: Transition, fids: Iterable[str]) -> Iterator[Viol
                 if by is None:
                     yield ("C2", e["id"], "superseded entry does not link to the entry that "
                                           "superseded it")
-                elif _order(by) < _order(e):
+                elif history_order(by) < history_order(e):
                     yield ("C2", e["id"], f"superseded by {by['id']}, which is older")
 
 

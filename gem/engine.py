@@ -294,8 +294,9 @@ class Engine:
         return scored
 
     def most_salient(self, t: Transition, k: int, include_archived: bool) -> list[tuple[str, None]]:
-        rows = t.query("MATCH (x:Topic) WHERE x.status = 'active' OR $all "
-                       "RETURN x.id, x.strength, x.last_access", {"all": include_archived})
+        statuses = ["active", "archived"] if include_archived else ["active"]
+        rows = t.query("MATCH (x:Topic) WHERE x.status IN $statuses "
+                       "RETURN x.id, x.strength, x.last_access", {"statuses": statuses})
         ranked = sorted(rows, key=lambda r: (-t.salience_now({"strength": r[1], "last_access": r[2]}),
                                              r[0]))
         return [(r[0], None) for r in ranked[:k]]

@@ -75,7 +75,7 @@ class Memory:
                                       actor=actor, interaction=True)
         return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
                             created_topics=summary["created_topics"], entries=summary["entries"],
-                            corroborations=summary["corroborations"],
+                            corroborations=summary["corroborations"], denials=summary["denials"],
                             flagged=list(t.touched.flagged))
 
     def retrieve(self, query: str | None = None, topic: str | None = None,
@@ -274,7 +274,7 @@ class Memory:
                                   "CASE WHEN x.status = 'archived' THEN 'archived' "
                                   "ELSE f.status END, count(*)"))
             entries = t.query("MATCH (e:Entry) RETURN count(*), "
-                              "sum(CASE WHEN e.active THEN 1 ELSE 0 END)")[0]
+                              "sum(CASE WHEN e.active = true THEN 1 ELSE 0 END)")[0]  # kuzu 0.11.3 miscounts a bare boolean in CASE
             return {"topics": topics, "fields": fields,
                     "active_fields": fields.get("active", 0),
                     "entries": entries[0], "active_entries": int(entries[1] or 0),

@@ -111,6 +111,7 @@ class HistoryEntry(BaseModel):
     id: str
     value: Any
     valid_at: datetime
+    asserted_at: datetime             # its latest statement (re-statements move it forward)
     recorded_at: datetime
     provenance: Provenance
     status: Literal["current", "superseded", "retracted"]
@@ -191,7 +192,8 @@ class IngestResult(BaseModel):
     topics: list[str]                 # topic ids touched, in first-touch order
     created_topics: list[str]
     entries: list[str]                # entries created
-    corroborations: int
+    corroborations: int               # re-statements added to an existing entry
+    denials: int = 0                  # denials (polarity "-") added to an existing entry
     flagged: list[str]                # topics flagged for revision by policies
 
 

@@ -56,8 +56,8 @@ def field_evidence(t: Transition, fid: str,
     """The evidence sequence F of the field's current value (design section 6).
 
     Observations of the same value count with their own polarity. Observations of another
-    value count against it only when they claim the same or a later valid time: an older
-    value that was superseded is history, not a contradiction. `assume_current` assesses a
+    value count against it only when they claim the same or a later time than its latest
+    statement: an older value that was superseded is history, not a contradiction. `assume_current` assesses a
     candidate of a contested field instead of the current value.
     """
     current = assume_current or t.current_entry(fid)
@@ -69,7 +69,7 @@ def field_evidence(t: Transition, fid: str,
         for obs in [entry, *t.observations(entry["id"])]:
             if same:
                 polarity = obs["polarity"]
-            elif obs["polarity"] == "+" and obs["valid_at"] >= current["valid_at"]:
+            elif obs["polarity"] == "+" and obs["valid_at"] >= current["asserted_at"]:
                 polarity = "-"
             else:
                 continue
@@ -134,6 +134,10 @@ class PolicyRuntime:
                 return TopicRef(t.field_row(obj.field_id)["topic_id"])
             return row.get(name)
         if isinstance(obj, EdgeRef):
+            if name == "created_at":
+                rows = t.query(f"MATCH (:Topic {{id: $a}})-[r:{EDGE_TABLES[obj.kind]}]->"
+                               "(:Topic {id: $b}) RETURN r.created_at", {"a": obj.source, "b": obj.target})
+                return rows[0][0] if rows else None
             return {"kind": obj.kind, "source": TopicRef(obj.source),
                     "target": TopicRef(obj.target)}.get(name)
         if isinstance(obj, dict):
@@ -218,7 +222,13 @@ class PolicyRuntime:
         event = self.t.current_event
         self.t.record_fired(Fired(policy, event.name if event else "", action_name,
                                   list(args), dict(evidence)))
-        ACTIONS[action_name](self, list(args), dict(evidence), policy)
+        try:
+            ACTIONS[action_name](self, list(args), dict(evidence), policy)
+        except (TypeError, ValueError, InvalidInput) as exc:
+            # A policy that checked clean met a value it cannot act on (null, wrong type,
+            # a self-edge): the transition is refused as a policy failure, never a crash.
+            raise TransitionRejected("policy", policy,
+                                     f"{action_name}({', '.join(map(str, args))}) failed: {exc}") from None
 
     @property
     def event_topic(self) -> TopicRef | None:

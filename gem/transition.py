@@ -29,7 +29,8 @@ TOPIC_COLUMNS = ("id", "seq", "title", "aliases", "summary", "embedding", "stren
                  "last_access", "status", "scope", "created_at", "updated_at", "annotations")
 FIELD_COLUMNS = ("id", "topic_id", "name", "strength", "last_access", "status", "contested",
                  "summary", "created_at", "annotations")
-ENTRY_COLUMNS = ("id", "seq", "field_id", "value", "valid_at", "recorded_at", "source", "actor",
+ENTRY_COLUMNS = ("id", "seq", "field_id", "value", "valid_at", "asserted_at", "recorded_at",
+                 "source", "actor",
                  "ref", "confidence", "polarity", "status", "superseded_by", "active", "annotations")
 OBSERVATION_COLUMNS = ("id", "seq", "entry_id", "source", "actor", "ref", "confidence",
                        "polarity", "valid_at", "recorded_at")
@@ -415,7 +416,7 @@ class Transition:
         n = self.counters.next("entry")
         row = self.create("Entry", {
             "id": f"e{n}", "seq": n, "field_id": fid, "value": dumps(value), "valid_at": valid_at,
-            "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
+            "asserted_at": valid_at, "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
             "active": True, "annotations": "{}", **provenance})
         self.entries(fid).append(row)
         self._observations_of[row["id"]] = []
@@ -428,6 +429,11 @@ class Transition:
         row = self.create("Observation", {
             "id": f"o{n}", "seq": n, "entry_id": eid, "valid_at": valid_at,
             "recorded_at": self.now, **provenance})
+        entry = self.entry(eid)
+        if provenance["polarity"] == "+" and valid_at > entry["asserted_at"]:
+            # Re-stating a value is a statement at that moment: it outranks anything
+            # claimed between its first statement and now (ordering key of the history).
+            self.update("Entry", eid, asserted_at=valid_at)
         if eid in self._observations_of:
             self._observations_of[eid].append(row)
         else:
@@ -522,11 +528,12 @@ class Transition:
         limit = int(self.settings["cascade_depth"])
         while self.events:
             event = self.events.popleft()
-            if event.depth > limit:
+            policies = self.engine.policies_for(event.name)
+            if policies and event.depth > limit:
                 raise TransitionRejected(
                     "cascade", None,
                     f"policy cascade deeper than cascade_depth={limit} at event {event.name!r}")
-            for policy in self.engine.policies_for(event.name):
+            for policy in policies:
                 self._current_event, self._depth = event, event.depth
                 try:
                     policy.fire(event.bindings, self.engine.runtime(self))

@@ -260,14 +260,8 @@ def test_gem_small_stream_accuracy_and_flags():
     assert s["within_bound_share"] == 1.0
     assert run.summary["audit_ok"] and not run.summary["errors"]
     assert run.summary["bound_mismatch_count"] == 0
-    # Every probe is answered correctly except those downstream of a known gem bug (a late
-    # fact older than a re-statement of the current value replaces it; see
-    # test_gem_restated_value_outranks_an_older_late_fact below).
-    inside = {(f.topic, f.field) for t in stream.turns for f in t.facts
-              if f.case == "inside-current-run"}
     wrong = [p for p in run.probes if p.outcome != "correct"]
-    assert all((p.topic, p.field) in inside for p in wrong), wrong
-    assert s["accuracy"] >= 1 - len(wrong) / s["probes"]
+    assert wrong == [] and s["accuracy"] == 1.0
 
 
 def test_gem_keeps_a_tight_bound():
@@ -287,9 +281,6 @@ def test_gem_keeps_a_tight_bound():
     assert run.summary["audit_ok"]
 
 
-@pytest.mark.xfail(strict=True, reason="gem bug: a re-stated value is recorded as a "
-                   "corroboration that does not move the entry's valid time, so a late fact "
-                   "valid between the first statement and the re-statement becomes current")
 def test_gem_restated_value_outranks_an_older_late_fact():
     now = [START]
     with gem.open(clock=lambda: now[0], engine=ENGINE) as mem:

@@ -120,10 +120,19 @@ def enforce_bound(t: Transition) -> None:
     if excess <= 0:
         return
     rows = t.query("MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) WHERE x.status = 'active' AND "
-                   "f.status = 'active' RETURN f.id, f.strength, f.last_access")
-    in_use = set(t.touched.fields)
-    candidates = sorted((r for r in rows if r[0] not in in_use),
-                        key=lambda r: (t.salience_now({"strength": r[1], "last_access": r[2]}), r[0]))
+                   "f.status = 'active' RETURN f.id, f.strength, f.last_access, x.strength, "
+                   "x.last_access")
+    in_use = set(t.touched.fields) | {key for table, key in t.touched.accessed if table == "Field"}
+
+    def relevance(r: list) -> float:
+        # A field's own salience, and that of its topic: a field of a topic the user keeps
+        # coming back to outranks one of a topic mentioned once and never again. Both rise
+        # with every access, so repeated retrieval still only lowers eligibility (C6).
+        field = t.salience_now({"strength": r[1], "last_access": r[2]})
+        topic = t.salience_now({"strength": r[3], "last_access": r[4]})
+        return (field + topic) / 2
+
+    candidates = sorted((r for r in rows if r[0] not in in_use), key=lambda r: (relevance(r), r[0]))
     victims = [r[0] for r in candidates[:excess]]
     for fid in victims:
         t.update("Field", fid, status="hidden")

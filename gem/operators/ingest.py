@@ -8,6 +8,7 @@ with the latest valid time, ties broken by the latest recording.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from ..model import Fact
@@ -17,8 +18,10 @@ from ..transition import Transition, dumps
 from ..units import EntryRef, FieldRef, TopicRef, field_id
 
 
-def _order(entry: dict[str, Any]) -> tuple:
-    return (entry["valid_at"], entry["recorded_at"], entry["seq"])
+def history_order(entry: dict[str, Any]) -> tuple:
+    """The order of precedence in a field's history: the latest statement wins, ties go to
+    the latest recording."""
+    return (entry["asserted_at"], entry["recorded_at"], entry["seq"])
 
 
 def settle_current(t: Transition, fid: str) -> dict[str, Any] | None:
@@ -27,7 +30,7 @@ def settle_current(t: Transition, fid: str) -> dict[str, Any] | None:
                   if e["status"] != "retracted" and e["polarity"] == "+"]
     if not candidates:
         return None
-    best = max(candidates, key=_order)
+    best = max(candidates, key=history_order)
     for entry in candidates:
         if entry is best:
             if entry["status"] != "current":
@@ -41,7 +44,7 @@ def settle_current(t: Transition, fid: str) -> dict[str, Any] | None:
 def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
     created_topics: list[str] = []
     new_entries: list[str] = []
-    corroborations = 0
+    corroborations = denials = 0
     hosts = _resolve_hosts(t, facts, created_topics)
     # One statement each for every row the batch will read, instead of one per fact.
     t.prefetch("Topic", list(hosts.values()))
@@ -65,8 +68,14 @@ def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
             corroborations += 1
             t.emit("corroborated", topic=TopicRef(tid), field=fref, entry=eref)
             continue
+        if outcome == "denial observed":
+            denials += 1
+            t.emit("recorded", topic=TopicRef(tid), field=fref, entry=eref)
+            continue
         new_entries.append(entry["id"])
-        if outcome == "created":
+        if outcome in ("late", "denied"):
+            t.emit("recorded", topic=TopicRef(tid), field=fref, entry=eref)
+        elif outcome == "created":
             t.emit("field_created", topic=TopicRef(tid), field=fref, entry=eref,
                    new_value=entry_value(entry))
         elif outcome.startswith("updated"):
@@ -77,7 +86,7 @@ def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
                    updated_field=fact.field)
             t.emit("superseded", topic=TopicRef(tid), field=fref,
                    entry=EntryRef(old["id"], fid), by=eref)
-            if old["source"] != entry["source"] and old["valid_at"] == entry["valid_at"]:
+            if old["source"] != entry["source"] and old["asserted_at"] == entry["valid_at"]:
                 t.emit("conflict_detected", topic=TopicRef(tid), field=fref, entry=eref,
                        other=EntryRef(old["id"], fid))
         t.mark_summary_dirty(tid)
@@ -85,7 +94,7 @@ def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
     for tid in t.touched.topics:
         t.emit("ingested", topic=TopicRef(tid))
     return {"created_topics": created_topics, "entries": new_entries,
-            "corroborations": corroborations}
+            "corroborations": corroborations, "denials": denials}
 
 
 def _resolve_hosts(t: Transition, facts: Sequence[Fact], created: list[str]) -> dict[str, str]:
@@ -120,7 +129,7 @@ def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
         if same:
             target = same[-1]
             t.new_observation(target["id"], provenance, valid_at)
-            return "corroborated", target
+            return "denial observed", target
         return "denied", t.new_entry(fid, fact.value, valid_at, provenance, "retracted")
     if current is not None and current["value"] == value:
         t.new_observation(current["id"], provenance, valid_at)
@@ -131,15 +140,16 @@ def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
             return "corroborated", e
     if current is None:
         return "created", t.new_entry(fid, fact.value, valid_at, provenance, "current")
-    if (valid_at, t.now) >= (current["valid_at"], current["recorded_at"]):
+    if (valid_at, t.now) >= (current["asserted_at"], current["recorded_at"]):
         entry = t.new_entry(fid, fact.value, valid_at, provenance, "current")
         t.supersede(current, entry)
-        if valid_at > current["valid_at"] and t.field_row(fid)["contested"]:
+        if valid_at > current["asserted_at"] and t.field_row(fid)["contested"]:
             t.update("Field", fid, contested=False)  # a newer claim ends the old dispute
         return f"updated:{current['id']}", entry
-    # Late-arriving: recorded in the history, superseded by the next newer entry.
+    # Late-arriving: older than the current value's latest statement; recorded in the
+    # history, superseded by the next newer entry.
     newer = min((e for e in entries if e["status"] != "retracted" and e["polarity"] == "+"
-                 and _order(e) > (valid_at, t.now, 0)), key=_order)
+                 and history_order(e) > (valid_at, t.now, math.inf)), key=history_order)
     entry = t.new_entry(fid, fact.value, valid_at, provenance, "superseded", newer["id"])
     t.relate("SUPERSEDED_BY", ("Entry", entry["id"]), ("Entry", newer["id"]), at=t.now)
     return "late", entry

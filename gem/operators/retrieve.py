@@ -19,6 +19,7 @@ from ..model import Candidate, FieldView, FlagView, HistoryEntry, Observation, P
 from ..reliability import evidence_states
 from ..runtime import field_evidence, provenance_of
 from ..transition import Transition
+from .ingest import history_order
 from ..units import FieldRef, TopicRef, field_id
 
 
@@ -94,15 +95,25 @@ def _wanted_fields(t: Transition, tid: str, req: Request) -> list[str]:
 def _value_entry(t: Transition, fid: str, req: Request) -> dict[str, Any] | None:
     if req.as_of is None:
         return t.current_entry(fid)
-    return value_as_of(t.entries(fid), req.as_of)
+    return value_as_of(t, t.entries(fid), req.as_of)
 
 
-def value_as_of(entries: list[dict[str, Any]], when: datetime) -> dict[str, Any] | None:
-    """The entry that was current at valid time `when`, by everything known now."""
-    candidates = [e for e in entries if e["status"] != "retracted" and e["polarity"] == "+"
-                  and e["valid_at"] <= when]
-    return max(candidates, key=lambda e: (e["valid_at"], e["recorded_at"], e["seq"]),
-               default=None)
+def value_as_of(t: Transition, entries: list[dict[str, Any]],
+                when: datetime) -> dict[str, Any] | None:
+    """The entry that was current at time `when`, by everything known now: among values
+    stated by then, the one whose latest statement up to `when` is the latest."""
+    best, best_key = None, None
+    for e in entries:
+        if e["status"] == "retracted" or e["polarity"] != "+" or e["valid_at"] > when:
+            continue
+        stated = e["valid_at"]
+        if e["asserted_at"] > stated:  # re-stated later: count the re-statements up to `when`
+            stated = max([stated] + [o["valid_at"] for o in t.observations(e["id"])
+                                     if o["polarity"] == "+" and o["valid_at"] <= when])
+        key = (stated, e["recorded_at"], e["seq"])
+        if best_key is None or key > best_key:
+            best, best_key = e, key
+    return best
 
 
 def provenance(row: dict[str, Any]) -> Provenance:
@@ -112,6 +123,7 @@ def provenance(row: dict[str, Any]) -> Provenance:
 def history_entry(t: Transition, row: dict[str, Any]) -> HistoryEntry:
     return HistoryEntry(
         id=row["id"], value=json.loads(row["value"]), valid_at=row["valid_at"],
+        asserted_at=row["asserted_at"],
         recorded_at=row["recorded_at"], provenance=provenance(row), status=row["status"],
         superseded_by=row["superseded_by"], active=bool(row["active"]),
         observations=[Observation(provenance=provenance(o), valid_at=o["valid_at"],
@@ -123,7 +135,7 @@ def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: 
                full_history: bool = False) -> FieldView:
     row = t.field_row(fid)
     entries = t.entries(fid)
-    current = t.current_entry(fid) if as_of is None else value_as_of(entries, as_of)
+    current = t.current_entry(fid) if as_of is None else value_as_of(t, entries, as_of)
     shown = entries if full_history else [e for e in entries if e["active"]]
     return FieldView(
         name=row["name"],
@@ -144,11 +156,11 @@ def candidates(t: Transition, fid: str) -> list[Candidate]:
     for e in t.entries(fid):
         if e["status"] != "retracted" and e["polarity"] == "+":
             best = latest.get(e["source"])
-            if best is None or (e["valid_at"], e["seq"]) > (best["valid_at"], best["seq"]):
+            if best is None or history_order(e) > history_order(best):
                 latest[e["source"]] = e
     decay = t.settings["reliability_decay"]
     out = []
-    for e in sorted(latest.values(), key=lambda e: (e["valid_at"], e["seq"]), reverse=True):
+    for e in sorted(latest.values(), key=history_order, reverse=True):
         sequence = field_evidence(t, fid, assume_current=e)
         out.append(Candidate(value=json.loads(e["value"]), provenance=provenance(e),
                              valid_at=e["valid_at"],

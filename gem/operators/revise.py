@@ -22,7 +22,7 @@ from ..runtime import PolicyRuntime, action, add_edge, field_ref
 from ..text import normalise
 from ..transition import Transition
 from ..units import EDGE_TABLES, EntryRef, TopicRef, field_id
-from .ingest import settle_current
+from .ingest import history_order, settle_current
 
 
 # ---------------------------------------------------------------------- detection (read-only)
@@ -60,7 +60,7 @@ def conflicting_fields(t: Transition) -> list[str]:
     rows = t.query(
         "MATCH (f:Field)-[:HAS_ENTRY]->(a:Entry), (f)-[:HAS_ENTRY]->(b:Entry) "
         "WHERE a.status = 'current' AND b.id <> a.id AND b.status <> 'retracted' "
-        "AND b.valid_at = a.valid_at AND b.value <> a.value AND b.source <> a.source "
+        "AND b.asserted_at = a.asserted_at AND b.value <> a.value AND b.source <> a.source "
         "AND f.status <> 'hidden' RETURN DISTINCT f.id ORDER BY f.id")
     return [r[0] for r in rows]
 
@@ -135,13 +135,11 @@ def move_entries(t: Transition, src: str, dst: str) -> None:
     settle_current(t, dst)
     # An entry can only be superseded by one that is newer in valid time; after
     # interleaving two histories, re-link the ones whose successor moved out of order.
-    order = sorted((e for e in t.entries(dst) if e["status"] == "superseded"),
-                   key=lambda e: (e["valid_at"], e["recorded_at"], e["seq"]))
+    order = sorted((e for e in t.entries(dst) if e["status"] == "superseded"), key=history_order)
     by_id = {e["id"]: e for e in t.entries(dst)}
     for e in order:
         by = by_id.get(e["superseded_by"] or "")
-        if by is None or (by["valid_at"], by["recorded_at"], by["seq"]) < \
-                (e["valid_at"], e["recorded_at"], e["seq"]):
+        if by is None or history_order(by) < history_order(e):
             current = t.current_entry(dst)
             t.update("Entry", e["id"], superseded_by=current["id"])
             t.relate("SUPERSEDED_BY", ("Entry", e["id"]), ("Entry", current["id"]), at=t.now)
@@ -182,7 +180,7 @@ def settle_conflicts(t: Transition, fids: list[str]) -> None:
         current = t.current_entry(fid)
         f = field_ref(t, fid)
         others = [e for e in t.entries(fid) if e["id"] != current["id"]
-                  and e["valid_at"] == current["valid_at"] and e["status"] != "retracted"
+                  and e["asserted_at"] == current["asserted_at"] and e["status"] != "retracted"
                   and e["value"] != current["value"]]
         for other in others:
             t.emit("conflict_detected", topic=TopicRef(f.topic_id), field=f,

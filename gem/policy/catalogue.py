@@ -131,6 +131,9 @@ EVENTS: dict[str, EventSig] = {
                old_value=VALUE, new_value=VALUE, updated_field=TEXT),
         _event("corroborated", "an observation agreed with a field's current value", topic=TOPIC, field=FIELD,
                entry=ENTRY),
+        _event("recorded", "evidence entered a field's history without changing or confirming its current "
+               "value (a late-arriving fact, or a denial: then `entry` is the denied entry)",
+               topic=TOPIC, field=FIELD, entry=ENTRY),
         _event("retrieved", "a field was returned by retrieval (query is null for lookups by name)",
                topic=TOPIC, field=FIELD, query=TEXT),
         _event("flagged", "a topic was flagged for revision because `origin` changed", topic=TOPIC,
@@ -281,7 +284,8 @@ ACTIONS: dict[str, ActionSig] = {
         _action("flag_for_revision", (TOPIC,), "flagged", "flag a topic for revision, with the WITH evidence"),
         _action("propagate", (TOPIC,), "flagged", "pass a change on to a topic (flags it)"),
         _action("supersede", (ENTRY,), "superseded", "mark an entry superseded"),
-        _action("merge", (TOPIC, TOPIC), "revised archived", "merge the second topic into the first"),
+        _action("merge", (TOPIC, TOPIC), "revised archived linked",
+                "merge the second topic into the first (its edges are re-pointed)"),
         _action("promote", (TOPIC, list_of(TEXT), TEXT), "topic_created linked",
                 "move fields of a topic into a new topic with the given title"),
         _action("link", (TOPIC, TOPIC, TEXT), "linked", "add an edge: kind 'extension' or 'association'"),
@@ -290,7 +294,9 @@ ACTIONS: dict[str, ActionSig] = {
         _action("archive", (TOPIC,), "archived attenuated", "archive a topic (restorable)"),
         _action("restore", (UNIT,), "restored", "undo attenuation of a unit"),
         _action("contest", (FIELD,), "", "mark a field's current value contested"),
-        _action("reinforce", (UNIT, NUMBER), "", "raise salience: s <- s + amount * (1 - s)"),
+        _action("reinforce", (UNIT, NUMBER), "",
+                "raise salience: strength x += amount, s = 1 - exp(-x), i.e. "
+                "s <- s + (1 - exp(-amount)) * (1 - s)"),
         _action("set_salience", (UNIT, NUMBER), "", "set salience"),
         _action("annotate", (union(UNIT, ENTRY), TEXT, VALUE), "", "attach a key/value note"),
         _action("reject", (TEXT,), "", "abort the whole transition with this message", aborts=True),
@@ -317,8 +323,10 @@ SETTINGS: dict[str, SettingSig] = {
     s.name: s
     for s in (
         SettingSig("half_life", DURATION, timedelta(days=30), "salience half-life"),
-        SettingSig("reinforce_amount", NUMBER, 0.5, "alpha in s <- s + alpha (1 - s)", 0, 1),
-        SettingSig("relevance_floor", NUMBER, 0.05, "salience below which a unit is not retrieved", 0, 1),
+        SettingSig("reinforce_amount", NUMBER, 0.5, "default strength added by reinforce: "
+                   "s <- s + (1 - exp(-amount)) (1 - s)", 0, 1),
+        SettingSig("relevance_floor", NUMBER, 0.05, "fused relevance score (BM25 and cosine) below "
+                   "which a topic is not returned by a text query, and so not reinforced", 0, 1),
         SettingSig("cascade_depth", NUMBER, 8, "how deep policy cascades may go in one transition", 1, None,
                    integer=True),
         SettingSig("active_bound", NUMBER, None,

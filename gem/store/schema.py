@@ -21,8 +21,9 @@ STATEMENTS: tuple[str, ...] = (
     + _UNIT_SALIENCE + ", status STRING, contested BOOLEAN, summary STRING, "
     "created_at TIMESTAMP, annotations STRING, PRIMARY KEY(id))",
     "CREATE NODE TABLE IF NOT EXISTS Entry(id STRING, seq INT64, field_id STRING, value STRING, "
-    "valid_at TIMESTAMP, recorded_at TIMESTAMP, source STRING, actor STRING, ref STRING, "
-    "confidence DOUBLE, polarity STRING, status STRING, superseded_by STRING, active BOOLEAN, "
+    "valid_at TIMESTAMP, asserted_at TIMESTAMP, recorded_at TIMESTAMP, source STRING, "
+    "actor STRING, ref STRING, confidence DOUBLE, polarity STRING, status STRING, "
+    "superseded_by STRING, active BOOLEAN, "
     "annotations STRING, PRIMARY KEY(id))",
     "CREATE NODE TABLE IF NOT EXISTS Observation(id STRING, seq INT64, entry_id STRING, "
     "source STRING, actor STRING, ref STRING, confidence DOUBLE, polarity STRING, "

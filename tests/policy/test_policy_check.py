@@ -229,7 +229,7 @@ def test_well_typed_policies_check():
        "DO restore(unit)")
     ok("POLICY p ON tick WHEN EXISTS f IN active_fields WHERE reliability(f) < -0.5 "
        "AND state_conflict(f) > max(0.2, abs(-0.1)) DO contest(f)")
-    ok('POLICY p ON linked WHEN kind = "extension" AND similarity(source, target) > 0.9 DO merge(source, target)')
+    ok('POLICY p ON ingested WHEN EXISTS t IN active_topics WHERE t.id != topic.id AND similarity(topic, t) > 0.9 DO merge(t, topic)')
 
 
 def test_with_set_of_names_is_a_record_of_those_bindings():

@@ -1,0 +1,1 @@
+"""Reusable test machinery (needs the `test` extra: hypothesis)."""

@@ -1,0 +1,321 @@
+"""A hypothesis state machine that drives a real memory against a reference model.
+
+    from gem.testing.stateful import memory_machine
+    TestMyPolicies = memory_machine(policies=["my.policy"]).TestCase
+
+The model is plain Python: for every (topic, field) the list of entries with their
+value, valid time, recording order and polarity, from which the current value, the
+value as of any time and the history length follow by the field-history rules. Rules
+ingest (new values, updates, re-ingests, late-arriving facts, denials, batches),
+retrieve (text, structured, as-of, history), link, revise, forget, restore, advance the
+clock and reload the policies. One small invariant per correctness condition C1-C6,
+plus "model and memory agree", runs after every step; every step is `note()`d, so a
+failure prints a readable trace. Shipped in the package so other policy sets (and other
+stores behind the same API) can reuse it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from hypothesis import note
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+import gem
+
+TOPICS = ("Alpha Project", "Beta Launch", "Gamma Budget", "Delta Team")
+FIELDS = ("deadline", "owner", "status")
+CANONICAL = {t.lower(): t for t in TOPICS}
+VALUES = st.sampled_from(["March 15", "April 20", "May 1", "Alice", "Bob", "green", "red", 7, 11])
+START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+# The machine's governance: the default policies, a tight C5 bound so attenuation and
+# rejection both happen within a few dozen steps, and the ladder at thresholds that a
+# few simulated weeks cross.
+MACHINE_POLICY = """
+SET active_bound = 6 + interactions / 4
+"""
+
+
+@dataclass
+class ModelEntry:
+    value: Any
+    valid_at: datetime
+    order: int
+    positive: bool
+    stated: list[datetime] = field(default_factory=list)  # every positive statement of it
+
+    def latest(self, when: datetime | None = None) -> datetime:
+        return max(s for s in self.stated if when is None or s <= when)
+
+
+@dataclass
+class Model:
+    histories: dict[tuple[str, str], list[ModelEntry]] = field(default_factory=dict)
+    extension: set[tuple[str, str]] = field(default_factory=set)
+    flagged: set[str] = field(default_factory=set)
+    order: int = 0
+
+    def candidates(self, key: tuple[str, str], when: datetime | None = None) -> list[ModelEntry]:
+        return [e for e in self.histories.get(key, []) if e.positive
+                and (when is None or e.valid_at <= when)]
+
+    def best(self, key: tuple[str, str], when: datetime | None = None) -> ModelEntry | None:
+        """The latest stated value (as of `when`); ties go to the later recording."""
+        return max(self.candidates(key, when), key=lambda e: (e.latest(when), e.order), default=None)
+
+    def current(self, key: tuple[str, str], when: datetime | None = None) -> Any:
+        best = self.best(key, when)
+        return None if best is None else best.value
+
+    def record(self, key: tuple[str, str], value: Any, at: datetime, positive: bool) -> str:
+        """Apply one fact; returns what the memory must have done with it."""
+        history = self.histories.setdefault(key, [])
+        current = self.best(key)
+        self.order += 1
+        if not positive:
+            if any(e.value == value for e in history):
+                return "observation"
+            history.append(ModelEntry(value, at, self.order, False))
+            return "denied"
+        if current is not None and current.value == value:
+            current.stated.append(at)  # a re-statement counts from the moment it is made
+            return "observation"
+        for e in history:
+            if e.value == value and e.valid_at == at and e.positive:
+                e.stated.append(at)
+                return "observation"
+        history.append(ModelEntry(value, at, self.order, True, [at]))
+        if current is None:
+            return "created"
+        if at >= current.latest():
+            return "updated"
+        return "late"
+
+
+class GemMachine(RuleBasedStateMachine):
+    engine = "kuzu"
+    policy_files: Sequence[str] = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = tempfile.mkdtemp(prefix="gem-stateful-")
+        self.now = START
+        self.model = Model()
+        self.policy_paths = list(self.policy_files) or [self._machine_policy()]
+        self.mem = gem.open(os.path.join(self.dir, "db"), clock=lambda: self.now,
+                            engine=self.engine, policies=self.policy_paths)
+        self.c6_failures: list[str] = []
+        self.c5_rejections = 0
+
+    def _machine_policy(self) -> str:
+        path = Path(self.dir) / "machine.policy"
+        path.write_text(Path(gem.memory.default_policy_path()).read_text() + MACHINE_POLICY)
+        return str(path)
+
+    def teardown(self) -> None:
+        try:
+            report = self.mem.audit()
+            assert report.ok, report.violations
+        finally:
+            self.mem.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ helpers
+    def _ingest(self, facts: list[tuple[str, str, Any, datetime, bool, str]]) -> None:
+        before = {k: [replace(e, stated=list(e.stated)) for e in v]
+                  for k, v in self.model.histories.items()}
+        order, flagged = self.model.order, set(self.model.flagged)
+        outcomes = []
+        for topic, fld, value, at, positive, _ in facts:
+            outcomes.append(self.model.record((CANONICAL[topic.lower()], fld), value, at, positive))
+        note(f"ingest {[(t, f, v, a.isoformat(), '+' if p else '-', s) for t, f, v, a, p, s in facts]}"
+             f" -> {outcomes}")
+        try:
+            result = self.mem.ingest([gem.Fact(t, f, v, at=a, polarity="+" if p else "-", source=s)
+                                      for t, f, v, a, p, s in facts])
+        except gem.TransitionRejected as exc:
+            # C5 may refuse a batch whose own fields exceed the bound: then nothing changed.
+            assert exc.condition == "C5", f"unexpected rejection {exc}"
+            self.c5_rejections += 1
+            note(f"  rejected by C5: {exc.detail}")
+            self.model.histories, self.model.order, self.model.flagged = before, order, flagged
+            return
+        new_entries = sum(o in ("created", "updated", "late", "denied") for o in outcomes)
+        assert len(result.entries) == new_entries, (result.entries, outcomes)
+        for (topic, *_), outcome in zip(facts, outcomes):
+            if outcome == "updated":
+                self.model.flagged |= {b for a, b in self.model.extension
+                                       if a == CANONICAL[topic.lower()]}
+
+    def _check_retrieval(self, result: gem.RetrieveResult, as_of: datetime | None = None) -> None:
+        for view in result.topics:
+            for name, fv in view.fields.items():
+                want = self.model.current((view.title, name), as_of)
+                assert fv.value == want, f"{view.title}.{name}: memory {fv.value!r}, model {want!r}"
+
+    def _salience(self, topic: str, fld: str | None = None) -> float | None:
+        view = self.mem.inspect(topic, fld)
+        return None if view is None else view.salience
+
+    def _known(self) -> list[tuple[str, str]]:
+        return [k for k, h in self.model.histories.items() if self.model.candidates(k)]
+
+    # ------------------------------------------------------------------ ingest rules
+    @rule(topic=st.sampled_from(TOPICS), fld=st.sampled_from(FIELDS), value=VALUES,
+          back=st.integers(0, 3), source=st.sampled_from(["chat", "email", "doc"]))
+    def ingest_value(self, topic, fld, value, back, source):
+        self._ingest([(topic, fld, value, self.now - timedelta(days=back), True, source)])
+
+    @precondition(lambda self: self._known())
+    @rule(data=st.data())
+    def reingest_current(self, data):
+        topic, fld = data.draw(st.sampled_from(self._known()))
+        value = self.model.current((topic, fld))
+        self._ingest([(topic.lower(), fld, value, self.now, True, "re-explained")])
+
+    @precondition(lambda self: self._known())
+    @rule(data=st.data(), value=VALUES)
+    def late_arriving(self, data, value):
+        topic, fld = data.draw(st.sampled_from(self._known()))
+        oldest = min(e.valid_at for e in self.model.candidates((topic, fld)))
+        self._ingest([(topic, fld, value, oldest - timedelta(days=1), True, "late")])
+
+    @precondition(lambda self: self._known())
+    @rule(data=st.data(), value=VALUES)
+    def deny(self, data, value):
+        topic, fld = data.draw(st.sampled_from(self._known()))
+        self._ingest([(topic, fld, value, self.now, False, "skeptic")])
+
+    @rule(facts=st.lists(st.tuples(st.sampled_from(TOPICS), st.sampled_from(FIELDS), VALUES),
+                         min_size=2, max_size=5))
+    def ingest_batch(self, facts):
+        self._ingest([(t, f, v, self.now, True, "batch") for t, f, v in facts])
+
+    # ------------------------------------------------------------------ retrieval rules
+    @rule(topic=st.sampled_from(TOPICS), fld=st.sampled_from(FIELDS))
+    def retrieve_structured(self, topic, fld):
+        before_field, before_topic = self._salience(topic, fld), self._salience(topic)
+        result = self.mem.retrieve(topic=topic, fields=[fld], include_archived=True)
+        note(f"retrieve topic={topic} field={fld} -> {[(t.title, list(t.fields)) for t in result.topics]}")
+        self._check_retrieval(result)
+        for view in result.topics:
+            for name, fv in view.fields.items():
+                if before_field is not None and not fv.salience > before_field:
+                    self.c6_failures.append(f"{topic}.{name}: {before_field} -> {fv.salience}")
+            if before_topic is not None and not view.salience > before_topic:
+                self.c6_failures.append(f"{topic}: {before_topic} -> {view.salience}")
+
+    @rule(query=st.sampled_from(["deadline", "alpha project owner", "launch status", "budget",
+                                 "who owns the team", "nothing relevant here"]))
+    def retrieve_text(self, query):
+        result = self.mem.retrieve(query, include_archived=True)
+        note(f"retrieve {query!r} -> {[t.title for t in result.topics]}")
+        self._check_retrieval(result)
+
+    @rule(days=st.integers(0, 20), history=st.booleans())
+    def retrieve_as_of(self, days, history):
+        when = self.now - timedelta(days=days)
+        result = self.mem.retrieve(topic=TOPICS[days % len(TOPICS)], as_of=when, history=history,
+                                   include_archived=True)
+        note(f"retrieve as_of={when.isoformat()} -> {[(t.title, {n: f.value for n, f in t.fields.items()}) for t in result.topics]}")
+        self._check_retrieval(result, as_of=when)
+        for view in result.topics:
+            for name in FIELDS:
+                if name not in view.fields:
+                    assert self.model.current((view.title, name), when) is None
+
+    # ------------------------------------------------------------------ structure and maintenance
+    @rule(a=st.sampled_from(TOPICS), b=st.sampled_from(TOPICS),
+          kind=st.sampled_from(["extension", "association"]))
+    def link(self, a, b, kind):
+        if a == b or self.mem.inspect(a) is None or self.mem.inspect(b) is None:
+            return
+        note(f"link {a} -> {b} ({kind})")
+        self.mem.link(a, b, kind)
+        if kind == "extension":
+            self.model.extension.add((a, b))
+
+    @rule()
+    def revise(self):
+        report = self.mem.revise()
+        note(f"revise -> {report}")
+        assert report["merged"] == []
+        self.model.flagged.clear()
+
+    @rule()
+    def forget(self):
+        note(f"forget -> {self.mem.forget()['attenuated']}")
+
+    @rule(topic=st.sampled_from(TOPICS), fld=st.one_of(st.none(), st.sampled_from(FIELDS)))
+    def restore(self, topic, fld):
+        if self.mem.inspect(topic) is None or (fld and self.mem.inspect(topic, fld) is None):
+            return
+        note(f"restore {topic} {fld}")
+        self.mem.restore(topic, fld)
+
+    @rule(days=st.integers(1, 20))
+    def advance(self, days):
+        self.now += timedelta(days=days)
+        note(f"advance {days}d -> {self.now.isoformat()}")
+
+    @rule()
+    def reload_policies(self):
+        note("reload policies")
+        self.mem.load_policies(self.policy_paths)
+
+    # ------------------------------------------------------------------ invariants
+    @invariant()
+    def c1_current_values_match_the_model(self):
+        for (topic, fld) in self.model.histories:
+            view = self.mem.inspect(topic, fld)
+            want = self.model.current((topic, fld))
+            got = None if view is None else view.value
+            assert got == want, f"C1 {topic}.{fld}: memory {got!r}, model {want!r}"
+
+    @invariant()
+    def c2_no_superseded_value_is_current(self):
+        for (topic, fld) in self.model.histories:
+            statuses = [h.status for h in self.mem.history(topic, fld)]
+            assert statuses.count("current") == (1 if self.model.candidates((topic, fld)) else 0)
+
+    @invariant()
+    def c3_extension_dependents_are_flagged(self):
+        for topic in TOPICS:
+            view = self.mem.inspect(topic)
+            if view is not None:
+                assert bool(view.flags) == (topic in self.model.flagged), \
+                    f"C3 {topic}: flags {view.flags}, model expects {topic in self.model.flagged}"
+
+    @invariant()
+    def c4_history_keeps_provenance(self):
+        for (topic, fld), entries in self.model.histories.items():
+            history = self.mem.history(topic, fld)
+            assert len(history) == len(entries), \
+                f"{topic}.{fld}: {len(history)} entries, model {len(entries)}"
+            for h in history:
+                assert h.provenance.source and h.provenance.actor and h.recorded_at
+
+    @invariant()
+    def c5_active_state_is_bounded(self):
+        stats = self.mem.stats()
+        assert stats["active_bound"] is None or stats["active_fields"] <= stats["active_bound"]
+
+    @invariant()
+    def c6_retrieval_raised_salience(self):
+        assert not self.c6_failures, self.c6_failures
+
+
+def memory_machine(policies: Sequence[str | Path] = (), engine: str = "kuzu") -> type[GemMachine]:
+    """A machine class for a policy set (default: gem's defaults plus a C5 bound)."""
+    return type("GemMachine", (GemMachine,), {"policy_files": [str(p) for p in policies],
+                                              "engine": engine})
+
+
+__all__ = ["GemMachine", "memory_machine", "Model"]
