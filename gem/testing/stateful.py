@@ -113,6 +113,7 @@ class GemMachine(RuleBasedStateMachine):
                             engine=self.engine, policies=self.policy_paths)
         self.c6_failures: list[str] = []
         self.c5_rejections = 0
+        self.steps = 0
 
     def _machine_policy(self) -> str:
         path = Path(self.dir) / "machine.policy"
@@ -123,6 +124,10 @@ class GemMachine(RuleBasedStateMachine):
         try:
             report = self.mem.audit()
             assert report.ok, report.violations
+            log = os.environ.get("GEM_STATEFUL_LOG")
+            if log:  # for long runs: how many steps really ran, and how many C5 rejections
+                with open(log, "a") as f:
+                    f.write(f"{self.steps} {self.c5_rejections}\n")
         finally:
             self.mem.close()
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -171,11 +176,13 @@ class GemMachine(RuleBasedStateMachine):
     @rule(topic=st.sampled_from(TOPICS), fld=st.sampled_from(FIELDS), value=VALUES,
           back=st.integers(0, 3), source=st.sampled_from(["chat", "email", "doc"]))
     def ingest_value(self, topic, fld, value, back, source):
+        self.steps += 1
         self._ingest([(topic, fld, value, self.now - timedelta(days=back), True, source)])
 
     @precondition(lambda self: self._known())
     @rule(data=st.data())
     def reingest_current(self, data):
+        self.steps += 1
         topic, fld = data.draw(st.sampled_from(self._known()))
         value = self.model.current((topic, fld))
         self._ingest([(topic.lower(), fld, value, self.now, True, "re-explained")])
@@ -183,6 +190,7 @@ class GemMachine(RuleBasedStateMachine):
     @precondition(lambda self: self._known())
     @rule(data=st.data(), value=VALUES)
     def late_arriving(self, data, value):
+        self.steps += 1
         topic, fld = data.draw(st.sampled_from(self._known()))
         oldest = min(e.valid_at for e in self.model.candidates((topic, fld)))
         self._ingest([(topic, fld, value, oldest - timedelta(days=1), True, "late")])
@@ -190,17 +198,20 @@ class GemMachine(RuleBasedStateMachine):
     @precondition(lambda self: self._known())
     @rule(data=st.data(), value=VALUES)
     def deny(self, data, value):
+        self.steps += 1
         topic, fld = data.draw(st.sampled_from(self._known()))
         self._ingest([(topic, fld, value, self.now, False, "skeptic")])
 
     @rule(facts=st.lists(st.tuples(st.sampled_from(TOPICS), st.sampled_from(FIELDS), VALUES),
                          min_size=2, max_size=5))
     def ingest_batch(self, facts):
+        self.steps += 1
         self._ingest([(t, f, v, self.now, True, "batch") for t, f, v in facts])
 
     # ------------------------------------------------------------------ retrieval rules
     @rule(topic=st.sampled_from(TOPICS), fld=st.sampled_from(FIELDS))
     def retrieve_structured(self, topic, fld):
+        self.steps += 1
         before_field, before_topic = self._salience(topic, fld), self._salience(topic)
         result = self.mem.retrieve(topic=topic, fields=[fld], include_archived=True)
         note(f"retrieve topic={topic} field={fld} -> {[(t.title, list(t.fields)) for t in result.topics]}")
@@ -215,12 +226,14 @@ class GemMachine(RuleBasedStateMachine):
     @rule(query=st.sampled_from(["deadline", "alpha project owner", "launch status", "budget",
                                  "who owns the team", "nothing relevant here"]))
     def retrieve_text(self, query):
+        self.steps += 1
         result = self.mem.retrieve(query, include_archived=True)
         note(f"retrieve {query!r} -> {[t.title for t in result.topics]}")
         self._check_retrieval(result)
 
     @rule(days=st.integers(0, 20), history=st.booleans())
     def retrieve_as_of(self, days, history):
+        self.steps += 1
         when = self.now - timedelta(days=days)
         result = self.mem.retrieve(topic=TOPICS[days % len(TOPICS)], as_of=when, history=history,
                                    include_archived=True)
@@ -235,6 +248,7 @@ class GemMachine(RuleBasedStateMachine):
     @rule(a=st.sampled_from(TOPICS), b=st.sampled_from(TOPICS),
           kind=st.sampled_from(["extension", "association"]))
     def link(self, a, b, kind):
+        self.steps += 1
         if a == b or self.mem.inspect(a) is None or self.mem.inspect(b) is None:
             return
         note(f"link {a} -> {b} ({kind})")
@@ -244,6 +258,7 @@ class GemMachine(RuleBasedStateMachine):
 
     @rule()
     def revise(self):
+        self.steps += 1
         report = self.mem.revise()
         note(f"revise -> {report}")
         assert report["merged"] == []
@@ -251,10 +266,12 @@ class GemMachine(RuleBasedStateMachine):
 
     @rule()
     def forget(self):
+        self.steps += 1
         note(f"forget -> {self.mem.forget()['attenuated']}")
 
     @rule(topic=st.sampled_from(TOPICS), fld=st.one_of(st.none(), st.sampled_from(FIELDS)))
     def restore(self, topic, fld):
+        self.steps += 1
         if self.mem.inspect(topic) is None or (fld and self.mem.inspect(topic, fld) is None):
             return
         note(f"restore {topic} {fld}")
@@ -262,11 +279,13 @@ class GemMachine(RuleBasedStateMachine):
 
     @rule(days=st.integers(1, 20))
     def advance(self, days):
+        self.steps += 1
         self.now += timedelta(days=days)
         note(f"advance {days}d -> {self.now.isoformat()}")
 
     @rule()
     def reload_policies(self):
+        self.steps += 1
         note("reload policies")
         self.mem.load_policies(self.policy_paths)
 
