@@ -106,5 +106,10 @@ def test_hidden_fields_and_archived_topics_need_include_archived(mem, clock):
     assert mem.retrieve("sushi lunch preferences").topics == []
     assert mem.retrieve(topic="Lunch", include_archived=True).value("Lunch", "preferences")
     assert "owner" in mem.retrieve(topic="Website Redesign", include_archived=True).topics[0].fields
+    assert mem.inspect("Website Redesign", "owner").status == "hidden"
+    # Asking for a hidden field by name is an explicit lookup: it answers and revives it.
+    named = mem.retrieve(topic="Website Redesign", fields=["owner"])
+    assert named.value("Website Redesign", "owner") == "Alice"
+    assert mem.inspect("Website Redesign", "owner").status == "active"
     assert mem.restore("Lunch") is True
     assert mem.retrieve(topic="Lunch").value("Lunch", "preferences") == "sushi on Fridays"

@@ -778,16 +778,23 @@ class GemSystem(System):
             view = self.mem.inspect(topic, field)
         except self._gem.GemError:
             return None
-        if view is None or view.status == "hidden":
-            return None  # not answerable by default retrieval
-        entries = [h for h in history if h.status != "retracted" and h.provenance.polarity == "+"]
+        if view is None:
+            return None
+        # In order of statement: a re-stated value counts from its latest statement.
+        entries = sorted((h for h in history if h.status != "retracted"
+                          and h.provenance.polarity == "+"), key=lambda h: (h.asserted_at, h.recorded_at))
         current = [i for i, h in enumerate(entries) if h.status == "current"]
         if not current:
             return None
         i = current[0]
         cur = entries[i]
         older = [h for h in entries[:i] if h.value != cur.value]
-        return Provenance(cur.value, cur.provenance.source, older[-1].value if older else None)
+        # The source of the latest statement: the entry's own, or a later re-statement's.
+        statements = [(cur.valid_at, cur.provenance.source)] + [
+            (o.valid_at, o.provenance.source) for o in cur.observations
+            if o.provenance.polarity == "+"]
+        source = max(statements, key=lambda s: s[0])[1]
+        return Provenance(cur.value, source, older[-1].value if older else None)
 
     def diagnose(self, topic: str, field: str) -> dict[str, Any]:
         out: dict[str, Any] = {}

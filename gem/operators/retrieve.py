@@ -19,6 +19,7 @@ from ..model import Candidate, FieldView, FlagView, HistoryEntry, Observation, P
 from ..reliability import evidence_states
 from ..runtime import field_evidence, provenance_of
 from ..transition import Transition
+from .forget import restore_field
 from .ingest import history_order
 from ..units import FieldRef, TopicRef, field_id
 
@@ -84,12 +85,16 @@ def _top_k(t: Transition, ranked: list[tuple[str, float]], k: int) -> list[tuple
 
 
 def _wanted_fields(t: Transition, tid: str, req: Request) -> list[str]:
-    if req.fields is not None:
-        fids = [field_id(tid, name) for name in req.fields]
-        fids = [f for f in fids if t.field_row(f) is not None]
-    else:
-        fids = t.field_ids(tid)
-    return [f for f in fids if t.field_row(f)["status"] != "hidden" or req.include_archived]
+    """Hidden fields stay out of default retrieval; a field asked for by name is an explicit
+    lookup, which finds it and, being a read, revives it (C5 then picks another victim)."""
+    if req.fields is None:
+        return [f for f in t.field_ids(tid)
+                if t.field_row(f)["status"] != "hidden" or req.include_archived]
+    fids = [f for f in (field_id(tid, name) for name in req.fields) if t.field_row(f) is not None]
+    for fid in fids:
+        if t.field_row(fid)["status"] == "hidden" and t.topic(tid)["status"] == "active":
+            restore_field(t, fid)
+    return fids
 
 
 def _value_entry(t: Transition, fid: str, req: Request) -> dict[str, Any] | None:
