@@ -168,10 +168,14 @@ class PolicyRuntime:
         if name == "active_fields":
             rows = t.query("MATCH (t:Topic)-[:HAS_FIELD]->(f:Field) WHERE t.status = 'active' "
                            "AND f.status = 'active' RETURN f.id, t.id, f.name ORDER BY f.id")
-            return [FieldRef(*r) for r in rows]
+            refs = [FieldRef(*r) for r in rows]
+            t.siblings("Field", [r.id for r in refs])
+            return refs
         if name == "active_topics":
-            return [TopicRef(r[0]) for r in t.query(
+            refs = [TopicRef(r[0]) for r in t.query(
                 "MATCH (t:Topic) WHERE t.status = 'active' RETURN t.id ORDER BY t.seq")]
+            t.siblings("Topic", [r.id for r in refs])
+            return refs
         if name == "flagged_topics":
             return [TopicRef(r[0]) for r in t.query(
                 "MATCH (g:Flag)-[:FLAGS]->(t:Topic) WHERE g.status = 'open' "

@@ -142,6 +142,7 @@ class Transition:
         self._fields_of: dict[str, list[str]] = {}
         self._observations_of: dict[str, list[dict[str, Any]]] = {}
         self._dependents: dict[str, list[str]] = {}
+        self._siblings: dict[tuple[str, str], list[str]] = {}
         self._created: set[str] = set()   # ids created in this transaction, flushed or not
         self._observed: set[str] = set()  # entries given observations without loading them
         self._fields_pending: set[str] = set()  # topics given fields without loading them
@@ -160,9 +161,27 @@ class Transition:
         return self.settings["half_life"]
 
     # ------------------------------------------------------------------ reads
+    def siblings(self, table: str, keys: list[str]) -> None:
+        """Remember a set of units a policy is about to walk (EXISTS x IN active_fields):
+        the first cache miss on any of them loads them all in one statement, and likewise
+        for their fields (topics) or histories (fields)."""
+        group = list(keys)
+        children = "Topic.fields" if table == "Topic" else "Field.entries"
+        for key in group:
+            self._siblings[(table, key)] = group
+            self._siblings[(children, key)] = group
+
+    def _group(self, table: str, key: str) -> list[str]:
+        group = self._siblings.get((table, key))
+        if group is None:
+            return [key]
+        for k in group:  # one batch per group: later misses go singly
+            self._siblings.pop((table, k), None)
+        return group
+
     def row(self, table: str, key: str) -> dict[str, Any] | None:
         if key not in self._rows[table]:
-            self.prefetch(table, [key])
+            self.prefetch(table, self._group(table, key))
         return self._rows[table][key]
 
     def topic(self, tid: str) -> dict[str, Any] | None:
@@ -179,13 +198,13 @@ class Transition:
     def field_ids(self, tid: str) -> list[str]:
         """Ids of the topic's fields, in creation order."""
         if tid not in self._fields_of:
-            self.prefetch_fields_of([tid])
+            self.prefetch_fields_of(self._group("Topic.fields", tid))
         return self._fields_of[tid]
 
     def entries(self, fid: str) -> list[dict[str, Any]]:
         """The field's whole history (active and compressed), in recording order."""
         if fid not in self._entries_of:
-            self.prefetch_entries([fid])
+            self.prefetch_entries(self._group("Field.entries", fid))
         return self._entries_of[fid]
 
     def observations(self, eid: str) -> list[dict[str, Any]]:
