@@ -163,20 +163,21 @@ def _count(t: Transition, match: str) -> int:
 
 
 def c3_history(t: Transition) -> Iterator[Violation]:
-    """Over the whole trajectory: each update of a topic after an extension edge from it
-    existed has a flag on the dependent, created by the same transition."""
+    """Over the whole trajectory: every update of a topic made in or after the transition
+    that created an extension edge from it left a flag on the dependent, made by that same
+    transition. An update is a supersession made by the transition that recorded the new
+    entry, on the field it was recorded in (entries moved in by a merge were updates of
+    another topic then); everything is ordered by transition number, not by time."""
     rows = t.query(
-        "MATCH (a:Topic)-[x:EXTENDS]->(b:Topic), (a)-[:HAS_FIELD]->(:Field)-[:HAS_ENTRY]->"
-        "(old:Entry)-[:SUPERSEDED_BY]->(new:Entry) "
-        "WHERE new.recorded_at >= x.created_at AND old.recorded_at < new.recorded_at "
-        "RETURN DISTINCT a.id, b.id, new.recorded_at")
+        "MATCH (a:Topic)-[x:EXTENDS]->(b:Topic), (a)-[:HAS_FIELD]->(f:Field)-[:HAS_ENTRY]->"
+        "(old:Entry)-[s:SUPERSEDED_BY]->(new:Entry) "
+        "WHERE new.tx >= x.tx AND s.tx = new.tx AND old.tx < new.tx AND new.origin_field = f.id "
+        "RETURN DISTINCT a.id, b.id, new.tx")
     flags = {(r[0], r[1], r[2]) for r in t.query(
-        "MATCH (g:Flag)-[:FLAGS]->(b:Topic) RETURN g.origin_id, b.id, g.created_at")}
-    revised = {(r[0], r[1]) for r in t.query(
-        "MATCH (x:Transition) WHERE x.op = 'revise' RETURN x.at, x.units")}
-    for a, b, at in rows:
-        if (a, b, at) not in flags and not any(when == at for when, _ in revised):
-            yield ("C3", b, f"update of {a} at {at.isoformat()} did not flag this dependent")
+        "MATCH (g:Flag)-[:FLAGS]->(b:Topic) RETURN g.origin_id, b.id, g.tx")}
+    for a, b, tx in rows:
+        if (a, b, tx) not in flags:
+            yield ("C3", b, f"update of {a} in transition {tx} did not flag this dependent")
 
 
 def c6_history(t: Transition) -> Iterator[Violation]:

@@ -276,7 +276,7 @@ def flag_topic(rt: PolicyRuntime, target: Any, evidence: dict[str, Any], policy:
     origin = rt.event_topic
     n = t.counters.next("flag")
     row = t.create("Flag", {
-        "id": f"g{n}", "seq": n, "topic_id": target.id,
+        "id": f"g{n}", "seq": n, "tx": t.seq, "topic_id": target.id,
         "origin_id": origin.id if origin else None, "policy": policy,
         "evidence": _evidence_json(evidence), "status": "open", "created_at": t.now,
         "cleared_at": None})
@@ -360,7 +360,8 @@ def add_edge(t: Transition, src: str, dst: str, kind: str, source: str) -> bool:
                      {"a": src, "b": dst})[0][0]
     if exists or not t.once("edge", kind, src, dst):
         return False
-    t.relate(table, ("Topic", src), ("Topic", dst), created_at=t.now, source=source, actor=t.actor)
+    t.relate(table, ("Topic", src), ("Topic", dst), tx=t.seq, created_at=t.now, source=source,
+             actor=t.actor)
     t.touch_topic(src)
     t.touch_topic(dst)
     t.emit("linked", edge=EdgeRef(kind, src, dst), source=TopicRef(src), target=TopicRef(dst),
@@ -386,7 +387,7 @@ def _supersede(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], pol
     replacement = t.current_entry(fid)
     if replacement is not None:  # keep the provenance link to what took its place
         t.update("Entry", e.id, superseded_by=replacement["id"])
-        t.relate("SUPERSEDED_BY", ("Entry", e.id), ("Entry", replacement["id"]), at=t.now)
+        t.relate("SUPERSEDED_BY", ("Entry", e.id), ("Entry", replacement["id"]), at=t.now, tx=t.seq)
     f = field_ref(t, fid)
     t.touch_field(fid, f.topic_id)
     t.emit("superseded", topic=TopicRef(f.topic_id), field=f, entry=e,

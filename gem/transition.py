@@ -29,12 +29,12 @@ TOPIC_COLUMNS = ("id", "seq", "title", "aliases", "summary", "embedding", "stren
                  "last_access", "status", "scope", "created_at", "updated_at", "annotations")
 FIELD_COLUMNS = ("id", "topic_id", "name", "strength", "last_access", "status", "contested",
                  "summary", "created_at", "annotations")
-ENTRY_COLUMNS = ("id", "seq", "field_id", "value", "valid_at", "asserted_at", "recorded_at",
+ENTRY_COLUMNS = ("id", "seq", "tx", "field_id", "origin_field", "value", "valid_at", "asserted_at", "recorded_at",
                  "source", "actor",
                  "ref", "confidence", "polarity", "status", "superseded_by", "active", "annotations")
 OBSERVATION_COLUMNS = ("id", "seq", "entry_id", "source", "actor", "ref", "confidence",
                        "polarity", "valid_at", "recorded_at")
-FLAG_COLUMNS = ("id", "seq", "topic_id", "origin_id", "policy", "evidence", "status",
+FLAG_COLUMNS = ("id", "seq", "tx", "topic_id", "origin_id", "policy", "evidence", "status",
                 "created_at", "cleared_at")
 # Read lazily: a topic's embedding is large and only `similarity()` reads it back; the
 # vector index already holds every committed one.
@@ -127,6 +127,7 @@ class Transition:
         self.actor = actor
         self.now = now
         self.counters = counters
+        self.seq = engine.seq + 1  # the number this transition gets in the log if it commits
         self.settings: dict[str, Any] = {}  # set by the engine once the transition exists
         self.events: deque[Event] = deque()
         self.touched = Touched()
@@ -434,7 +435,8 @@ class Transition:
                   status: str, superseded_by: str | None = None) -> dict[str, Any]:
         n = self.counters.next("entry")
         row = self.create("Entry", {
-            "id": f"e{n}", "seq": n, "field_id": fid, "value": dumps(value), "valid_at": valid_at,
+            "id": f"e{n}", "seq": n, "tx": self.seq, "field_id": fid, "origin_field": fid,
+            "value": dumps(value), "valid_at": valid_at,
             "asserted_at": valid_at, "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
             "active": True, "annotations": "{}", **provenance})
         self.entries(fid).append(row)
@@ -464,7 +466,8 @@ class Transition:
 
     def supersede(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         self.update("Entry", old["id"], status="superseded", superseded_by=new["id"])
-        self.relate("SUPERSEDED_BY", ("Entry", old["id"]), ("Entry", new["id"]), at=self.now)
+        self.relate("SUPERSEDED_BY", ("Entry", old["id"]), ("Entry", new["id"]),
+                    at=self.now, tx=self.seq)
         self.touched.entries[old["id"]] = None
 
     def touch_topic(self, tid: str) -> None:

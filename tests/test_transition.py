@@ -117,3 +117,16 @@ def test_the_transition_log_is_a_hash_chain(seeded):
     report = seeded.audit()
     assert not report.ok and not report.chain_ok
     assert report.violations[-1].unit == "2"
+
+
+def test_audit_orders_events_by_transition_not_by_clock(mem):
+    """Found by the stateful machine: an update and a later link at the same clock instant
+    looked to the audit like an update after the edge existed, with no flag."""
+    mem.ingest([gem.Fact("Gamma Budget", "owner", "Carol"), gem.Fact("Alpha Project", "deadline", "May 1")])
+    mem.ingest(gem.Fact("Gamma Budget", "owner", "Dana"))  # an update, before any edge
+    mem.link("Gamma Budget", "Alpha Project")             # same clock instant, later transition
+    assert mem.inspect("Alpha Project").flags == []
+    assert mem.audit().ok
+    mem.ingest(gem.Fact("Gamma Budget", "owner", "Erin"))  # now the edge exists: flagged
+    assert len(mem.inspect("Alpha Project").flags) == 1
+    assert mem.audit().ok

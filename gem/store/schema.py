@@ -2,6 +2,8 @@
 
 Embeddings are stored as base64 float32 bytes in a STRING: measured here, batch writes of
 256-dim FLOAT[] lists are ~20x slower than strings, and the vector index is ours anyway.
+`tx` on entries, flags and edges is the sequence number of the transition that made them:
+within one clock instant, times cannot order events, transition numbers can.
 Entries are nodes, not a JSON blob inside the topic, so every correctness condition
 can be checked with a query. Each statement is idempotent so opening an existing
 database is safe.
@@ -20,7 +22,8 @@ STATEMENTS: tuple[str, ...] = (
     "CREATE NODE TABLE IF NOT EXISTS Field(id STRING, topic_id STRING, name STRING, "
     + _UNIT_SALIENCE + ", status STRING, contested BOOLEAN, summary STRING, "
     "created_at TIMESTAMP, annotations STRING, PRIMARY KEY(id))",
-    "CREATE NODE TABLE IF NOT EXISTS Entry(id STRING, seq INT64, field_id STRING, value STRING, "
+    "CREATE NODE TABLE IF NOT EXISTS Entry(id STRING, seq INT64, tx INT64, field_id STRING, "
+    "origin_field STRING, value STRING, "
     "valid_at TIMESTAMP, asserted_at TIMESTAMP, recorded_at TIMESTAMP, source STRING, "
     "actor STRING, ref STRING, confidence DOUBLE, polarity STRING, status STRING, "
     "superseded_by STRING, active BOOLEAN, "
@@ -28,7 +31,8 @@ STATEMENTS: tuple[str, ...] = (
     "CREATE NODE TABLE IF NOT EXISTS Observation(id STRING, seq INT64, entry_id STRING, "
     "source STRING, actor STRING, ref STRING, confidence DOUBLE, polarity STRING, "
     "valid_at TIMESTAMP, recorded_at TIMESTAMP, PRIMARY KEY(id))",
-    "CREATE NODE TABLE IF NOT EXISTS Flag(id STRING, seq INT64, topic_id STRING, origin_id STRING, "
+    "CREATE NODE TABLE IF NOT EXISTS Flag(id STRING, seq INT64, tx INT64, topic_id STRING, "
+    "origin_id STRING, "
     "policy STRING, evidence STRING, status STRING, created_at TIMESTAMP, cleared_at TIMESTAMP, "
     "PRIMARY KEY(id))",
     "CREATE NODE TABLE IF NOT EXISTS Policy(name STRING, file STRING, source STRING, hash STRING, "
@@ -38,12 +42,12 @@ STATEMENTS: tuple[str, ...] = (
     "prev_hash STRING, hash STRING, PRIMARY KEY(seq))",
     "CREATE REL TABLE IF NOT EXISTS HAS_FIELD(FROM Topic TO Field)",
     "CREATE REL TABLE IF NOT EXISTS HAS_ENTRY(FROM Field TO Entry)",
-    "CREATE REL TABLE IF NOT EXISTS SUPERSEDED_BY(FROM Entry TO Entry, at TIMESTAMP)",
+    "CREATE REL TABLE IF NOT EXISTS SUPERSEDED_BY(FROM Entry TO Entry, at TIMESTAMP, tx INT64)",
     "CREATE REL TABLE IF NOT EXISTS CORROBORATES(FROM Observation TO Entry)",
     "CREATE REL TABLE IF NOT EXISTS FLAGS(FROM Flag TO Topic)",
-    "CREATE REL TABLE IF NOT EXISTS EXTENDS(FROM Topic TO Topic, created_at TIMESTAMP, "
+    "CREATE REL TABLE IF NOT EXISTS EXTENDS(FROM Topic TO Topic, tx INT64, created_at TIMESTAMP, "
     "source STRING, actor STRING)",
-    "CREATE REL TABLE IF NOT EXISTS ASSOCIATES(FROM Topic TO Topic, created_at TIMESTAMP, "
+    "CREATE REL TABLE IF NOT EXISTS ASSOCIATES(FROM Topic TO Topic, tx INT64, created_at TIMESTAMP, "
     "source STRING, actor STRING)",
     "CREATE REL TABLE IF NOT EXISTS DERIVED_FROM(FROM Topic TO Topic, reason STRING, "
     "created_at TIMESTAMP)",
