@@ -232,7 +232,6 @@ class Engine:
         vectors = self.embedder.embed(texts)
         for tid, text, vec in zip(dirty, texts, vectors):
             t.update("Topic", tid, summary=text, embedding=encode_vector(vec), updated_at=t.now)
-        t.detail.setdefault("_reindex", {}).update(dict.fromkeys(dirty))
         t.touched.index_dirty.clear()
 
     def _log(self, t: Transition, event: str) -> dict[str, Any]:
@@ -260,8 +259,7 @@ class Engine:
         self.cache.absorb(t)
         self.counters = counters
         self.seq, self.last_hash = record["seq"], record["hash"]
-        reindex = [tid for tid in {**t.detail.get("_reindex", {}), **t.touched.topics}
-                   if t.topic(tid) is not None]
+        reindex = [tid for tid in t.touched.reindex if t.topic(tid) is not None]
         retitled = [tid for tid in reindex if self._title_of.get(tid) != t.topic(tid)["title"]]
         title_vecs = dict(zip(retitled, self.embedder.embed([t.topic(x)["title"] for x in retitled])
                               if retitled else []))
@@ -278,7 +276,7 @@ class Engine:
         candidates of each. Returns every candidate above the floor, best first, scores
         rounded so that equal relevance compares equal (the caller breaks ties)."""
         pool = max(50, 10 * k)
-        lexical = dict(self.lexical.search(query, pool))
+        lexical = dict(self.lexical.search(query, pool, max_df=0.5))
         best = max(lexical.values(), default=0.0)
         qvec = self.embedder.embed([query])[0]
         dense = dict(self.vectors.search(qvec, pool)) if np.any(qvec) and len(self.vectors) else {}

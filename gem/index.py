@@ -167,8 +167,14 @@ class LexicalIndex:
         self._id_of_row[row] = ""
         self._free_rows.append(row)
 
-    def search(self, query: str, k: int | None = None) -> list[tuple[str, float]]:
-        """Documents sharing at least one term with the query, by BM25 score desc then id."""
+    def search(self, query: str, k: int | None = None,
+               max_df: float | None = None) -> list[tuple[str, float]]:
+        """Documents sharing at least one term with the query, by BM25 score desc then id.
+
+        `max_df` (a share of the documents) drops query terms that occur in more documents
+        than that, unless every term does: such terms add almost nothing to a score (their
+        idf is near zero) but cost a pass over most of the index, and tie every document.
+        """
         if not isinstance(query, str):
             raise InvalidInput(f"query must be a str, got {type(query).__name__}")
         _check_k(k)
@@ -180,6 +186,9 @@ class LexicalIndex:
         terms = sorted({t for t in tokens(query) if t in self._postings})
         if not terms:
             return []
+        if max_df is not None:
+            rare = [t for t in terms if len(self._postings[t]) <= max_df * n_docs]
+            terms = rare or terms
         k1, b = self.k1, self.b
         avgdl = self._total_len / n_docs
         # acc is indexed by row, but only the rows in the query's postings are read or written

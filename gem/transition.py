@@ -39,6 +39,8 @@ FLAG_COLUMNS = ("id", "seq", "tx", "topic_id", "origin_id", "policy", "evidence"
 # Read lazily: a topic's embedding is large and only `similarity()` reads it back; the
 # vector index already holds every committed one.
 LAZY = {"embedding"}
+# Topic properties the derived indexes (names, text, vectors, status) are built from.
+INDEXED = {"title", "aliases", "summary", "embedding", "status"}
 COLUMNS = {"Topic": TOPIC_COLUMNS, "Field": FIELD_COLUMNS, "Entry": ENTRY_COLUMNS,
            "Observation": OBSERVATION_COLUMNS, "Flag": FLAG_COLUMNS}
 
@@ -113,7 +115,8 @@ class Touched:
     flagged: dict[str, list[str]] = field(default_factory=dict)    # topic -> flag ids created
     reevaluated: set[str] = field(default_factory=set)
     accessed: dict[tuple[str, str], float] = field(default_factory=dict)  # unit -> strength before
-    index_dirty: dict[str, None] = field(default_factory=dict)     # topics whose summary changed
+    index_dirty: dict[str, None] = field(default_factory=dict)     # summaries to recompute
+    reindex: dict[str, None] = field(default_factory=dict)         # derived indexes to update
 
 
 class Transition:
@@ -395,7 +398,9 @@ class Transition:
             raise KeyError(f"{table} {key} does not exist")
         row.update(props)
         if table == "Topic":
-            self.touched.topics[key] = None  # its names, status and summary feed derived state
+            self.touched.topics[key] = None
+            if props.keys() & INDEXED:
+                self.touched.reindex[key] = None
         if key not in self._creates[table]:
             self._sets.setdefault((table, key), {}).update(props)
 
@@ -414,6 +419,7 @@ class Transition:
             "scope": scope, "created_at": self.now, "updated_at": self.now, "annotations": "{}"})
         self._fields_of[row["id"]] = []
         self.touch_topic(row["id"])
+        self.touched.reindex[row["id"]] = None
         return row
 
     def new_field(self, tid: str, name: str) -> dict[str, Any]:
@@ -530,7 +536,7 @@ class Transition:
                          + ", ".join(assignments), rows)
 
     def _unwind(self, statement: str, rows: list[dict[str, Any]]) -> None:
-        if len(rows) <= 4 and " MATCH " in statement:
+        if len(rows) <= 16 and " MATCH " in statement:
             # A few rows that match by key go one statement each: UNWIND into a key match
             # scans the table (measured), a plain key match does not.
             single = statement.replace("UNWIND $rows AS r ", "").replace("r.", "$")
