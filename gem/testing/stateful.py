@@ -35,12 +35,11 @@ CANONICAL = {t.lower(): t for t in TOPICS}
 VALUES = st.sampled_from(["March 15", "April 20", "May 1", "Alice", "Bob", "green", "red", 7, 11])
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 
-# The machine's governance: the default policies, a tight C5 bound so attenuation and
-# rejection both happen within a few dozen steps, and the ladder at thresholds that a
-# few simulated weeks cross.
-MACHINE_POLICY = """
-SET active_bound = 6 + interactions / 4
-"""
+# The machine's governance: the default policies and a tight C5 bound, so attenuation and
+# rejection (and so rollback) both happen within a few dozen steps. The second set drops the
+# paper's Listing 1: under it, C3 must reject every update of a topic that has dependents.
+MACHINE_BOUND = "\nSET active_bound = 3 + interactions / 6\n"
+PROPAGATION = "POLICY propagate-on-change"
 
 
 @dataclass
@@ -108,16 +107,26 @@ class GemMachine(RuleBasedStateMachine):
         self.dir = tempfile.mkdtemp(prefix="gem-stateful-")
         self.now = START
         self.model = Model()
-        self.policy_paths = list(self.policy_files) or [self._machine_policy()]
+        if self.policy_files:
+            self.policy_sets = {True: list(self.policy_files)}
+        else:
+            self.policy_sets = {True: [self._machine_policy(propagate=True)],
+                                False: [self._machine_policy(propagate=False)]}
+        self.propagating = True
         self.mem = gem.open(os.path.join(self.dir, "db"), clock=lambda: self.now,
-                            engine=self.engine, policies=self.policy_paths)
+                            engine=self.engine, policies=self.policy_sets[True])
         self.c6_failures: list[str] = []
         self.c5_rejections = 0
+        self.c3_rejections = 0
         self.steps = 0
 
-    def _machine_policy(self) -> str:
-        path = Path(self.dir) / "machine.policy"
-        path.write_text(Path(gem.memory.default_policy_path()).read_text() + MACHINE_POLICY)
+    def _machine_policy(self, propagate: bool) -> str:
+        text = Path(gem.memory.default_policy_path()).read_text()
+        if not propagate:  # drop Listing 1: the block from its POLICY line to the next blank line
+            start = text.index(PROPAGATION)
+            text = text[:start] + text[text.index("\n\n", start) + 2:]
+        path = Path(self.dir) / f"machine-{'propagating' if propagate else 'silent'}.policy"
+        path.write_text(text + MACHINE_BOUND)
         return str(path)
 
     def teardown(self) -> None:
@@ -127,7 +136,7 @@ class GemMachine(RuleBasedStateMachine):
             log = os.environ.get("GEM_STATEFUL_LOG")
             if log:  # for long runs: how many steps really ran, and how many C5 rejections
                 with open(log, "a") as f:
-                    f.write(f"{self.steps} {self.c5_rejections}\n")
+                    f.write(f"{self.steps} {self.c5_rejections} {self.c3_rejections}\n")
         finally:
             self.mem.close()
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -142,16 +151,24 @@ class GemMachine(RuleBasedStateMachine):
             outcomes.append(self.model.record((CANONICAL[topic.lower()], fld), value, at, positive))
         note(f"ingest {[(t, f, v, a.isoformat(), '+' if p else '-', s) for t, f, v, a, p, s in facts]}"
              f" -> {outcomes}")
+        updated = {CANONICAL[t.lower()] for (t, *_), o in zip(facts, outcomes) if o == "updated"}
+        must_reject_c3 = not self.propagating and any(
+            a in updated for a, _ in self.model.extension)
         try:
             result = self.mem.ingest([gem.Fact(t, f, v, at=a, polarity="+" if p else "-", source=s)
                                       for t, f, v, a, p, s in facts])
         except gem.TransitionRejected as exc:
-            # C5 may refuse a batch whose own fields exceed the bound: then nothing changed.
-            assert exc.condition == "C5", f"unexpected rejection {exc}"
-            self.c5_rejections += 1
-            note(f"  rejected by C5: {exc.detail}")
+            # Without Listing 1 an update of a topic with dependents violates C3; C5 may refuse
+            # a batch whose own fields exceed the bound. Either way nothing may have changed.
+            assert exc.condition == ("C3" if must_reject_c3 else "C5"), f"unexpected: {exc}"
+            if exc.condition == "C3":
+                self.c3_rejections += 1
+            else:
+                self.c5_rejections += 1
+            note(f"  rejected by {exc.condition}: {exc.detail}")
             self.model.histories, self.model.order, self.model.flagged = before, order, flagged
             return
+        assert not must_reject_c3, "an update of a topic with dependents committed unflagged"
         new_entries = sum(o in ("created", "updated", "late", "denied") for o in outcomes)
         assert len(result.entries) == new_entries, (result.entries, outcomes)
         for (topic, *_), outcome in zip(facts, outcomes):
@@ -283,11 +300,13 @@ class GemMachine(RuleBasedStateMachine):
         self.now += timedelta(days=days)
         note(f"advance {days}d -> {self.now.isoformat()}")
 
-    @rule()
-    def reload_policies(self):
+    @rule(propagate=st.booleans())
+    def reload_policies(self, propagate):
         self.steps += 1
-        note("reload policies")
-        self.mem.load_policies(self.policy_paths)
+        propagate = propagate if propagate in self.policy_sets else True
+        note(f"load policies (propagation {'on' if propagate else 'off'})")
+        self.mem.load_policies(self.policy_sets[propagate])
+        self.propagating = propagate
 
     # ------------------------------------------------------------------ invariants
     @invariant()
