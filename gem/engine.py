@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from dataclasses import asdict, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 import numpy as np
@@ -30,7 +29,7 @@ from .embed import Embedder
 from .errors import GemError
 from .index import LexicalIndex, VectorIndex
 from .operators.forget import enforce_bound
-from .policy import PolicySet
+from .policy import PolicySet, catalogue
 from .resolve import Resolver
 from .runtime import PolicyRuntime, entry_value
 from .store import GraphStore
@@ -38,20 +37,11 @@ from .text import normalise, value_text
 from .transition import Counters, Transition, decode_vector, dumps, encode_vector
 from .units import TopicRef
 
-log = logging.getLogger("gem")
-
 Clock = Callable[[], datetime]
 Summarizer = Callable[[str, dict[str, Any]], str]
 
-DEFAULT_SETTINGS: dict[str, Any] = {
-    "half_life": timedelta(days=30),
-    "reinforce_amount": 0.5,
-    "relevance_floor": 0.05,
-    "cascade_depth": 8,
-    "active_bound": None,
-    "merge_similarity": 0.92,
-    "reliability_decay": 0.8,
-}
+# Before any policy set is installed (only while a memory is being opened).
+DEFAULT_SETTINGS: dict[str, Any] = {name: sig.default for name, sig in catalogue.SETTINGS.items()}
 GENESIS = "0" * 64
 
 

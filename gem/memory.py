@@ -35,6 +35,9 @@ class Memory:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._closed = False
+        self._scheduler = None
+        self.maintenance_runs = 0      # scheduled maintenance runs that committed
+        self.maintenance_failures = 0  # and those that were rolled back (to be retried)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -123,9 +126,10 @@ class Memory:
         """A forgetting pass: the `tick` policies move faded units down the ladder."""
         self._check_open()
         _, t = self._engine.run("forget", forget_op.forget, actor=actor, event="tick")
+        done = t.detail.get("attenuated", [])
         return {"transition": self._engine.seq,
-                "attenuated": [f.args[0].id if hasattr(f.args[0], "id") else str(f.args[0])
-                               for f in t.fired if f.action in ("compress", "hide", "archive")]}
+                "attenuated": list(dict.fromkeys(unit for unit, _ in done)),
+                "levels": [tuple(x) for x in done]}
 
     def revise(self, *, actor: str = "maintenance") -> dict[str, Any]:
         """A revision pass; each repair (merge, conflicts, dependency repair) is its own
@@ -181,7 +185,7 @@ class Memory:
         seconds = every.total_seconds() if isinstance(every, timedelta) else float(every)
         if seconds <= 0:
             raise InvalidInput("every must be a positive number of seconds")
-        if getattr(self, "_scheduler", None) is not None:
+        if self._scheduler is not None:
             raise GemError("maintenance is already running; stop it first")
         scheduler = BackgroundScheduler(timezone="UTC")
         scheduler.add_job(self._maintenance_job, "interval", seconds=seconds,
@@ -189,8 +193,6 @@ class Memory:
                           next_run_time=datetime.now(timezone.utc))
         scheduler.start()
         self._scheduler = scheduler
-        self.maintenance_runs = 0
-        self.maintenance_failures = 0
 
     def _maintenance_job(self) -> None:
         try:
@@ -201,9 +203,9 @@ class Memory:
             log.exception("gem maintenance run failed; it was rolled back and will be retried")
 
     def stop_maintenance(self) -> None:
-        scheduler = getattr(self, "_scheduler", None)
-        if scheduler is not None:
-            scheduler.shutdown(wait=True)
+        """Stop scheduled maintenance, waiting for a run in progress to finish."""
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=True)
             self._scheduler = None
 
     # ------------------------------------------------------------------ administrative reads

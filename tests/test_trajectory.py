@@ -8,7 +8,6 @@ import os
 from dataclasses import replace
 from datetime import timedelta
 
-import pytest
 
 import gem
 from gem.bench import add_bench_parser, run_bench

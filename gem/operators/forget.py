@@ -61,6 +61,7 @@ def archive_topic(t: Transition, tid: str) -> bool:
         return False
     t.update("Topic", tid, status="archived")
     t.touch_topic(tid)
+    t.detail.setdefault("attenuated", []).append([tid, "archived"])
     t.emit("archived", topic=TopicRef(tid))
     t.emit("attenuated", unit=TopicRef(tid), level="archived")
     return True
@@ -69,6 +70,7 @@ def archive_topic(t: Transition, tid: str) -> bool:
 def _attenuated(t: Transition, fid: str, level: str) -> None:
     f = field_ref(t, fid)
     t.touch_field(fid, f.topic_id)
+    t.detail.setdefault("attenuated", []).append([fid, level])
     t.emit("attenuated", unit=f, level=level)
 
 
