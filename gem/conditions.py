@@ -173,10 +173,11 @@ def c3_history(t: Transition) -> Iterator[Violation]:
         "(old:Entry)-[s:SUPERSEDED_BY]->(new:Entry) "
         "WHERE new.tx >= x.tx AND s.tx = new.tx AND old.tx < new.tx AND new.origin_field = f.id "
         "RETURN DISTINCT a.id, b.id, new.tx")
-    flags = {(r[0], r[1], r[2]) for r in t.query(
-        "MATCH (g:Flag)-[:FLAGS]->(b:Topic) RETURN g.origin_id, b.id, g.tx")}
+    # A topic is flagged at most once per transition, so one flag answers every update of
+    # that transition, whichever topic it names as its origin.
+    flags = {(r[0], r[1]) for r in t.query("MATCH (g:Flag)-[:FLAGS]->(b:Topic) RETURN b.id, g.tx")}
     for a, b, tx in rows:
-        if (a, b, tx) not in flags:
+        if (b, tx) not in flags:
             yield ("C3", b, f"update of {a} in transition {tx} did not flag this dependent")
 
 

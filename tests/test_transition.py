@@ -130,3 +130,16 @@ def test_audit_orders_events_by_transition_not_by_clock(mem):
     mem.ingest(gem.Fact("Gamma Budget", "owner", "Erin"))  # now the edge exists: flagged
     assert len(mem.inspect("Alpha Project").flags) == 1
     assert mem.audit().ok
+
+
+def test_one_flag_answers_every_update_of_a_transition(mem, clock):
+    """Found by the stateful machine: two updated topics that share a dependent flag it once
+    (a topic is flagged at most once per transition); the audit must accept that flag for
+    both updates, as the commit-time check does."""
+    mem.ingest([gem.Fact("A", "x", 1), gem.Fact("B", "y", 1), gem.Fact("C", "z", 1)])
+    mem.link("A", "C")
+    mem.link("B", "C")
+    clock.advance(hours=1)
+    mem.ingest([gem.Fact("A", "x", 2), gem.Fact("B", "y", 2)])
+    assert len(mem.inspect("C").flags) == 1
+    assert mem.audit().ok
