@@ -170,8 +170,9 @@ def c3_history(t: Transition) -> Iterator[Violation]:
     another topic then); everything is ordered by transition number, not by time."""
     rows = t.query(
         "MATCH (a:Topic)-[x:EXTENDS]->(b:Topic), (a)-[:HAS_FIELD]->(f:Field)-[:HAS_ENTRY]->"
-        "(old:Entry)-[s:SUPERSEDED_BY]->(new:Entry) "
-        "WHERE new.tx >= x.tx AND s.tx = new.tx AND old.tx < new.tx AND new.origin_field = f.id "
+        "(old:Entry), (f)-[:HAS_ENTRY]->(new:Entry) WHERE old.superseded_by = new.id "
+        "AND new.tx >= x.tx AND old.superseded_tx = new.tx AND old.tx < new.tx "
+        "AND new.origin_field = f.id "
         "RETURN DISTINCT a.id, b.id, new.tx")
     # A topic is flagged at most once per transition, so one flag answers every update of
     # that transition, whichever topic it names as its origin.

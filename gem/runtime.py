@@ -386,8 +386,7 @@ def _supersede(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], pol
     settle_current(t, fid)
     replacement = t.current_entry(fid)
     if replacement is not None:  # keep the provenance link to what took its place
-        t.update("Entry", e.id, superseded_by=replacement["id"])
-        t.relate("SUPERSEDED_BY", ("Entry", e.id), ("Entry", replacement["id"]), at=t.now, tx=t.seq)
+        t.link_successor(row, replacement)
     f = field_ref(t, fid)
     t.touch_field(fid, f.topic_id)
     t.emit("superseded", topic=TopicRef(f.topic_id), field=f, entry=e,

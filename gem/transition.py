@@ -29,9 +29,9 @@ TOPIC_COLUMNS = ("id", "seq", "title", "aliases", "summary", "embedding", "stren
                  "last_access", "status", "scope", "created_at", "updated_at", "annotations")
 FIELD_COLUMNS = ("id", "topic_id", "name", "strength", "last_access", "status", "contested",
                  "summary", "created_at", "annotations")
-ENTRY_COLUMNS = ("id", "seq", "tx", "field_id", "origin_field", "value", "valid_at", "asserted_at", "recorded_at",
-                 "source", "actor",
-                 "ref", "confidence", "polarity", "status", "superseded_by", "active", "annotations")
+ENTRY_COLUMNS = ("id", "seq", "tx", "field_id", "origin_field", "value", "valid_at", "asserted_at",
+                 "recorded_at", "source", "actor", "ref", "confidence", "polarity", "status",
+                 "superseded_by", "superseded_tx", "active", "annotations")
 OBSERVATION_COLUMNS = ("id", "seq", "entry_id", "source", "actor", "ref", "confidence",
                        "polarity", "valid_at", "recorded_at")
 FLAG_COLUMNS = ("id", "seq", "tx", "topic_id", "origin_id", "policy", "evidence", "status",
@@ -39,6 +39,10 @@ FLAG_COLUMNS = ("id", "seq", "tx", "topic_id", "origin_id", "policy", "evidence"
 # Read lazily: a topic's embedding is large and only `similarity()` reads it back; the
 # vector index already holds every committed one.
 LAZY = {"embedding"}
+# The relationship that owns each kind of child node, so it is created with the child.
+OWNING = {"HAS_FIELD", "HAS_ENTRY", "CORROBORATES", "FLAGS"}
+CHILD_FIRST = {"CORROBORATES", "FLAGS"}  # (child)-[:REL]->(parent); the others point down
+
 # Topic properties the derived indexes (names, text, vectors, status) are built from.
 INDEXED = {"title", "aliases", "summary", "embedding", "status"}
 COLUMNS = {"Topic": TOPIC_COLUMNS, "Field": FIELD_COLUMNS, "Entry": ENTRY_COLUMNS,
@@ -157,6 +161,7 @@ class Transition:
         # write buffers
         self._creates: dict[str, dict[str, dict[str, Any]]] = {t: {} for t in COLUMNS}
         self._sets: dict[tuple[str, str], dict[str, Any]] = {}
+        self._owner: dict[str, tuple[str, str, str]] = {}  # pending child -> (rel, table, parent)
         self._rels: dict[str, list[dict[str, Any]]] = {}
 
     # ------------------------------------------------------------------ settings
@@ -408,6 +413,12 @@ class Transition:
         if rel == "EXTENDS":
             self._dependents.pop(src[1], None)
             self.dependents_dropped.add(src[1])
+        child, parent = (src, dst) if rel in CHILD_FIRST else (dst, src)
+        if rel in OWNING and child[1] in self._creates[child[0]] and child[1] not in self._owner:
+            # Created with the child, in the statement that creates it: on Kuzu 0.11.3 a
+            # relationship between two existing nodes costs ~10x more (see schema.py).
+            self._owner[child[1]] = (rel, parent[0], parent[1])
+            return
         self._rels.setdefault(f"{rel}|{src[0]}|{dst[0]}", []).append(
             {"a": src[1], "b": dst[1], **props})
 
@@ -439,11 +450,13 @@ class Transition:
 
     def new_entry(self, fid: str, value: Any, valid_at: datetime, provenance: dict[str, Any],
                   status: str, superseded_by: str | None = None) -> dict[str, Any]:
+        """A new entry of field `fid`; `superseded_by` for one that arrives already superseded."""
         n = self.counters.next("entry")
         row = self.create("Entry", {
             "id": f"e{n}", "seq": n, "tx": self.seq, "field_id": fid, "origin_field": fid,
-            "value": dumps(value), "valid_at": valid_at,
-            "asserted_at": valid_at, "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
+            "value": dumps(value), "valid_at": valid_at, "asserted_at": valid_at,
+            "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
+            "superseded_tx": self.seq if superseded_by else None,
             "active": True, "annotations": "{}", **provenance})
         self.entries(fid).append(row)
         self._observations_of[row["id"]] = []
@@ -471,10 +484,13 @@ class Transition:
         return row
 
     def supersede(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        self.update("Entry", old["id"], status="superseded", superseded_by=new["id"])
-        self.relate("SUPERSEDED_BY", ("Entry", old["id"]), ("Entry", new["id"]),
-                    at=self.now, tx=self.seq)
-        self.touched.entries[old["id"]] = None
+        self.link_successor(old, new, status="superseded")
+
+    def link_successor(self, entry: dict[str, Any], successor: dict[str, Any], **props: Any) -> None:
+        """Record which entry took `entry`'s place, and in which transition (by key)."""
+        self.update("Entry", entry["id"], superseded_by=successor["id"], superseded_tx=self.seq,
+                    **props)
+        self.touched.entries[entry["id"]] = None
 
     def touch_topic(self, tid: str) -> None:
         self.touched.topics[tid] = None
@@ -505,15 +521,25 @@ class Transition:
     def flush(self) -> None:
         # Rows are grouped by which properties are null: an UNWIND column that is null in
         # every row has no type, and the engines refuse to store it into a typed column.
-        for table, rows in self._creates.items():
-            groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for table, rows in self._creates.items():  # parents' tables come first
+            groups: dict[tuple, list[dict[str, Any]]] = {}
             for row in rows.values():
                 names = tuple(c for c in COLUMNS[table] if row[c] is not None)
-                groups.setdefault(names, []).append({c: row[c] for c in names})
+                owner = self._owner.pop(row["id"], None)
+                values = {c: row[c] for c in names}
+                if owner is not None:
+                    values["parent_id"] = owner[2]
+                groups.setdefault((names, owner and owner[:2]), []).append(values)
             rows.clear()
-            for names, batch in groups.items():
-                self._unwind(f"UNWIND $rows AS r CREATE (:{table} {{"
-                             + ", ".join(f"{c}: r.{c}" for c in names) + "})", batch)
+            for (names, owner), batch in groups.items():
+                node = f"(:{table} {{" + ", ".join(f"{c}: r.{c}" for c in names) + "})"
+                if owner is None:
+                    self._unwind(f"UNWIND $rows AS r CREATE {node}", batch)
+                    continue
+                rel, parent = owner
+                edge = f"{node}-[:{rel}]->(p)" if rel in CHILD_FIRST else f"(p)-[:{rel}]->{node}"
+                self._unwind(f"UNWIND $rows AS r MATCH (p:{parent} {{id: r.parent_id}}) "
+                             f"CREATE {edge}", batch)
         for key, rows in self._rels.items():
             if not rows:
                 continue

@@ -52,7 +52,7 @@ def snapshot(m: gem.Memory) -> dict:
         tables = {}
         for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Policy", "Transition", "Meta"):
             tables[table] = sorted(map(repr, tx.run(f"MATCH (n:{table}) RETURN n")))
-        for rel in ("HAS_FIELD", "HAS_ENTRY", "SUPERSEDED_BY", "CORROBORATES", "FLAGS", "EXTENDS",
+        for rel in ("HAS_FIELD", "HAS_ENTRY", "CORROBORATES", "FLAGS", "EXTENDS",
                     "ASSOCIATES", "DERIVED_FROM"):
             tables[rel] = sorted(map(repr, tx.run(
                 f"MATCH (a)-[r:{rel}]->(b) RETURN a.id, b.id")))

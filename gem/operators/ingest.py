@@ -150,7 +150,5 @@ def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
     # history, superseded by the next newer entry.
     newer = min((e for e in entries if e["status"] != "retracted" and e["polarity"] == "+"
                  and history_order(e) > (valid_at, t.now, math.inf)), key=history_order)
-    entry = t.new_entry(fid, fact.value, valid_at, provenance, "superseded", newer["id"])
-    t.relate("SUPERSEDED_BY", ("Entry", entry["id"]), ("Entry", newer["id"]), at=t.now, tx=t.seq)
-    return "late", entry
+    return "late", t.new_entry(fid, fact.value, valid_at, provenance, "superseded", newer["id"])
 

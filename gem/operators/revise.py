@@ -140,10 +140,7 @@ def move_entries(t: Transition, src: str, dst: str) -> None:
     for e in order:
         by = by_id.get(e["superseded_by"] or "")
         if by is None or history_order(by) < history_order(e):
-            current = t.current_entry(dst)
-            t.update("Entry", e["id"], superseded_by=current["id"])
-            t.relate("SUPERSEDED_BY", ("Entry", e["id"]), ("Entry", current["id"]),
-                     at=t.now, tx=t.seq)
+            t.link_successor(e, t.current_entry(dst))
     t.touch_field(dst, t.field_row(dst)["topic_id"])
 
 
