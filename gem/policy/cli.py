@@ -12,10 +12,9 @@ from typing import TextIO
 
 from ..errors import PolicyError
 from .checker import check
-from .diagnostics import finish
 from .explain import explain
 from .fmt import fmt
-from .parser import parse
+from .parser import parse_all
 
 EXIT_OK, EXIT_DIAGNOSTICS, EXIT_USAGE = 0, 1, 2
 
@@ -62,16 +61,11 @@ def run_policy(args: argparse.Namespace, out: TextIO | None = None, err: TextIO 
 
 
 def _parse_all(texts, err: TextIO):
-    trees, diagnostics = [], []
-    for name, text in texts:
-        try:
-            trees.append(parse(text, name))
-        except PolicyError as exc:
-            diagnostics.extend(exc.diagnostics)
-    if diagnostics:
-        _print(finish(diagnostics, [n for n, _ in texts]), err)
-        return trees, EXIT_DIAGNOSTICS
-    return trees, EXIT_OK
+    try:
+        return parse_all(texts), EXIT_OK
+    except PolicyError as exc:
+        _print(exc.diagnostics, err)
+        return [], EXIT_DIAGNOSTICS
 
 
 def _print(diagnostics, err: TextIO) -> None:

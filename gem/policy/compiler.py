@@ -23,13 +23,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from ..errors import InvalidInput, PolicySyntaxError
+from ..errors import InvalidInput
 from . import ast as A
 from . import catalogue as C
 from .checker import CheckedPolicies, check, positive_exists
-from .diagnostics import finish
 from .fmt import fmt_expr, fmt_policy
-from .parser import parse
+from .parser import parse_all
 
 
 class PolicyRuntime(Protocol):
@@ -461,15 +460,7 @@ def load_text(text: str, filename: str = "<string>", available_actions: Iterable
 
 def load_sources(sources: Sequence[tuple[str, str]], available_actions: Iterable[str] | None = None) -> PolicySet:
     """Like `load`, from (filename, text) pairs already in memory (e.g. read back from the store)."""
-    files, diagnostics = [], []
-    for name, text in sources:
-        try:
-            files.append(parse(text, name))
-        except PolicySyntaxError as e:
-            diagnostics.extend(e.diagnostics)
-    if diagnostics:
-        raise PolicySyntaxError(finish(diagnostics, [name for name, _ in sources]))
-    return compile(check(files, available_actions))
+    return compile(check(parse_all(list(sources)), available_actions))
 
 
 __all__ = [

@@ -92,6 +92,20 @@ _TERMINAL_WORDS = {
 MAX_DEPTH = 100  # expression nesting; keeps every later recursive pass far from Python's limit
 
 
+def parse_all(sources: list[tuple[str, str]] | tuple) -> list[A.PolicyFile]:
+    """Parse several (filename, text) sources; one PolicySyntaxError lists the problems of
+    all of them (sorted by file, then position; at most 10)."""
+    trees, diagnostics = [], []
+    for name, text in sources:
+        try:
+            trees.append(parse(text, name))
+        except PolicySyntaxError as exc:
+            diagnostics.extend(exc.diagnostics)
+    if diagnostics:
+        raise PolicySyntaxError(finish(diagnostics, [name for name, _ in sources]))
+    return trees
+
+
 def parse(text: str, filename: str = "<string>") -> A.PolicyFile:
     """Parse one policy source. Raises PolicySyntaxError listing up to 10 problems."""
     if not isinstance(text, str):
