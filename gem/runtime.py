@@ -34,10 +34,6 @@ def available_actions() -> frozenset[str]:
     return frozenset(ACTIONS)
 
 
-def topic_ref(t: Transition, tid: str) -> TopicRef:
-    return TopicRef(tid)
-
-
 def field_ref(t: Transition, fid: str) -> FieldRef:
     row = t.field_row(fid)
     return FieldRef(fid, row["topic_id"], row["name"])

@@ -33,7 +33,3 @@ def decayed_strength(strength: float, last: datetime | None, now: datetime,
     factor = 2.0 ** (-(now - last) / half_life)
     return -math.log1p(math.expm1(-strength) * factor)  # -ln(1 - s * factor)
 
-
-def salience_at(strength: float, last: datetime | None, now: datetime,
-                half_life: timedelta) -> float:
-    return salience_of(decayed_strength(strength, last, now, half_life))
