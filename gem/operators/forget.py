@@ -137,9 +137,7 @@ def enforce_bound(t: Transition) -> None:
     candidates = sorted((r for r in rows if r[0] not in in_use), key=lambda r: (relevance(r), r[0]))
     victims = [r[0] for r in candidates[:excess]]
     for fid in victims:
-        t.update("Field", fid, status="hidden")
-        t.mark_summary_dirty(t.field_row(fid)["topic_id"])
-        _attenuated(t, fid, "hidden")
+        hide_field(t, fid)
     t.detail["c5_attenuated"] = victims
 
 
