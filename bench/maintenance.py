@@ -62,7 +62,8 @@ def check_overhead(gem, engine: str, rounds: int = 300) -> dict:
         for mode in ("on", "off"):
             clock = Clock()
             mems[mode] = (build(gem, os.path.join(d, mode), 2000, engine, clock), clock)
-            mems[mode][0]._engine.checks_enabled = mode == "on"
+            pipeline = gem.pipeline.DEFAULT
+            mems[mode][0]._engine.pipeline = pipeline if mode == "on" else pipeline.without("conditions")
         samples = {"on": {"ingest": [], "retrieve": []}, "off": {"ingest": [], "retrieve": []}}
         for i in range(rounds):
             for mode in (("on", "off") if i % 2 else ("off", "on")):
@@ -76,7 +77,7 @@ def check_overhead(gem, engine: str, rounds: int = 300) -> dict:
                 samples[mode]["retrieve"].append(time.perf_counter() - start)
         for mode, (mem, _) in mems.items():
             if mode == "off":
-                mem._engine.checks_enabled = True
+                mem._engine.pipeline = gem.pipeline.DEFAULT
             results[f"audit_{mode}"] = mem.audit().ok
             mem.close()
         for kind in ("ingest", "retrieve"):

@@ -1,29 +1,33 @@
 """The public API (design section 7): `gem.open(...)` returns a `Memory`."""
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from . import conditions
+from . import audit as audit_mod
+from . import history as history_rules
+from .derived import Progress, Summarizer
 from .embed import Embedder, default_embedder
-from .engine import Engine, Summarizer, utc_now
+from .engine import Engine, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
 from .model import AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult, \
-    RetrieveResult, TopicView, Violation, as_utc
+    RetrieveResult, TopicView, as_utc
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
 from .operators import revise as revise_op
 from .operators import retrieve as retrieve_op
+from .operators.common import add_edge, field_evidence
+from .operators.resolution import Directory
+from .pipeline import run_policies
 from .policy import PolicySet, default_policy_path, load_sources
 from .reliability import evidence_states
 from .resolve import Resolver, TieredResolver
-from .runtime import add_edge, available_actions, field_evidence
-from .store import open_store
-from .transition import Transition
+from .runtime import available_actions
+from .state.transition import Transition
+from .store import open_store, queries
 from .units import field_id
 
 log = logging.getLogger("gem")
@@ -112,7 +116,7 @@ class Memory:
             raise InvalidInput(f"kind must be 'extension' or 'association', got {kind!r}")
 
         def op(t: Transition) -> bool:
-            directory = self._engine.directory(t)
+            directory = Directory.of(t)
             a, b = directory.lookup(src), directory.lookup(dst)
             for name, tid in ((src, a), (dst, b)):
                 if tid is None:
@@ -142,15 +146,16 @@ class Memory:
             engine.run("revise", lambda t: revise_op.merge_topics(t, keep, away),
                        actor=actor, event="merge")
             report["merged"].append((keep, away))
-        fids = self._read(revise_op.conflicting_fields)
+        with engine.store.reading() as tx:
+            fids = queries.conflicting_fields(tx)
         if fids:
             engine.run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
                        event="conflicts")
             report["conflicts"] = fids
         tids = self._read(revise_op.open_flag_topics)
         if tids:
-            engine.run("revise", lambda t: revise_op.evaluate_flags(t, tids), actor=actor,
-                       event="dependency_repair")
+            engine.run("revise", lambda t: revise_op.evaluate_flags(t, tids, run_policies),
+                       actor=actor, event="dependency_repair")
             report["flags_evaluated"] = tids
         return report
 
@@ -212,17 +217,12 @@ class Memory:
     def _read(self, fn: Callable[[Transition], Any]) -> Any:
         """A side-effect-free read: no salience change, not an interaction, nothing logged."""
         self._check_open()
-        engine = self._engine
-        with engine.store.reading() as tx:
-            engine.sync()
-            t = Transition(engine, tx, "read", "api", engine.clock(), engine.counters)
-            t.settings = engine.evaluate_settings(t)
-            return fn(t)
+        return self._engine.read(fn)
 
     def _topic_id(self, t: Transition, topic: str) -> str | None:
         if not isinstance(topic, str) or not topic.strip():
             raise InvalidInput("topic must be a non-empty string")
-        return self._engine.directory(t).lookup(topic)
+        return Directory.of(t).lookup(topic)
 
     def inspect(self, topic: str, field: str | None = None) -> TopicView | FieldView | None:
         def read(t: Transition) -> TopicView | FieldView | None:
@@ -239,8 +239,7 @@ class Memory:
         """The field's full value history, compressed and retracted entries included."""
         def read(t: Transition) -> list[HistoryEntry]:
             fid = self._require_field(t, topic, field)
-            entries = sorted(t.entries(fid), key=lambda e: (e["valid_at"], e["recorded_at"], e["seq"]))
-            return [retrieve_op.history_entry(t, e) for e in entries]
+            return [retrieve_op.history_entry(t, e) for e in history_rules.chronological(t.entries(fid))]
         return self._read(read)
 
     def explain(self, topic: str, field: str) -> Explanation:
@@ -250,9 +249,9 @@ class Memory:
             decay = t.settings["reliability_decay"]
             states = evidence_states(field_evidence(t, fid), decay)
             current = t.current_entry(fid)
-            entries = sorted(t.entries(fid), key=lambda e: (e["valid_at"], e["recorded_at"], e["seq"]))
+            entries = history_rules.chronological(t.entries(fid))
             return Explanation(
-                topic=t.field_row(fid)["topic_id"], field=field,
+                topic=t.field_row(fid)["topic_id"], field=field,  # type: ignore[index]
                 value=None if current is None else json.loads(current["value"]),
                 entries=[retrieve_op.history_entry(t, e) for e in entries],
                 reliability=states.reliability, decay=decay,
@@ -271,62 +270,29 @@ class Memory:
     def stats(self) -> dict[str, Any]:
         """Sizes of the state: the active footprint (C5) and everything kept behind it."""
         def read(t: Transition) -> dict[str, Any]:
-            topics = dict(t.query("MATCH (x:Topic) RETURN x.status, count(*)"))
-            fields = dict(t.query("MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) RETURN "
-                                  "CASE WHEN x.status = 'archived' THEN 'archived' "
-                                  "ELSE f.status END, count(*)"))
-            entries = t.query("MATCH (e:Entry) RETURN count(*), "
-                              "sum(CASE WHEN e.active = true THEN 1 ELSE 0 END)")[0]  # kuzu 0.11.3 miscounts a bare boolean in CASE
-            return {"topics": topics, "fields": fields,
-                    "active_fields": fields.get("active", 0),
-                    "entries": entries[0], "active_entries": int(entries[1] or 0),
-                    "interactions": self._engine.counters.interactions,
-                    "active_bound": self._engine.active_bound(t),
+            with self._engine.store.reading() as tx:
+                counts = queries.status_counts(tx)
+                entries, active_entries = queries.entry_counts(tx)
+            return {"topics": counts["topics"], "fields": counts["fields"],
+                    "active_fields": counts["fields"].get("active", 0),
+                    "entries": entries, "active_entries": active_entries,
+                    "interactions": t.counters.interactions,
+                    "active_bound": t.settings.get("active_bound"),
                     "transitions": self._engine.seq}
         return self._read(read)
 
     def transitions(self, since: int = 0) -> list[dict[str, Any]]:
         """The transition log from `since` on: op, time, actor, units, policies fired, hashes."""
-        def read(t: Transition) -> list[dict[str, Any]]:
-            rows = t.query("MATCH (x:Transition) WHERE x.seq > $s RETURN x.seq, x.op, x.event, "
-                           "x.at, x.actor, x.units, x.policies, x.detail, x.prev_hash, x.hash "
-                           "ORDER BY x.seq", {"s": since})
-            return [{"seq": r[0], "op": r[1], "event": r[2], "at": r[3], "actor": r[4],
-                     "units": json.loads(r[5]), "policies": json.loads(r[6]),
-                     "detail": json.loads(r[7]), "prev_hash": r[8], "hash": r[9]} for r in rows]
-        return self._read(read)
+        self._check_open()
+        with self._engine.store.reading() as tx:
+            rows = queries.transitions(tx, since)
+        return [audit_mod.log_entry(r) for r in rows]
 
-    def audit(self) -> AuditReport:
+    def audit(self, *, full: bool = True, progress: Progress | None = None) -> AuditReport:
         """C1-C6 over the whole state, and the hash chain of the transition log."""
-        def read(t: Transition) -> AuditReport:
-            checked, found = conditions.audit(t)
-            return AuditReport(ok=not found, checked=checked,
-                               violations=[Violation(condition=c, unit=u, detail=d)
-                                           for c, u, d in found],
-                               transitions=self._engine.seq, chain_ok=True)
-        report = self._read(read)
-        chain_ok, broken_at = self._verify_chain()
-        if not chain_ok:
-            extra = Violation(condition="log", unit=str(broken_at),
-                              detail="transition log hash chain is broken here")
-            report = report.model_copy(update={"ok": False, "chain_ok": False,
-                                               "violations": [*report.violations, extra]})
-        return report
-
-    def _verify_chain(self) -> tuple[bool, int | None]:
-        from .engine import GENESIS
-        from .transition import dumps
-        previous = GENESIS
-        for record in self.transitions():
-            body = dumps({"seq": record["seq"], "op": record["op"], "event": record["event"],
-                          "at": record["at"].isoformat(), "actor": record["actor"],
-                          "units": record["units"], "policies": record["policies"],
-                          "detail": record["detail"]})
-            digest = hashlib.sha256((previous + body).encode("utf-8")).hexdigest()
-            if record["prev_hash"] != previous or record["hash"] != digest:
-                return False, record["seq"]
-            previous = record["hash"]
-        return True, None
+        self._check_open()
+        with self._engine.store.lock:
+            return audit_mod.audit(self._engine, full=full, progress=progress)
 
     # ------------------------------------------------------------------ policies
     @property
@@ -349,50 +315,48 @@ class Memory:
 
     def _install(self, sources: list[tuple[str, str]], actor: str) -> PolicySet:
         policy_set = load_sources(sources, available_actions=available_actions())
+        engine = self._engine
 
         def op(t: Transition) -> None:
-            stored = {r[0] for r in t.query("MATCH (p:Policy) RETURN p.name")}
+            with engine.store.reading() as tx:
+                stored = {r["name"]: r for r in queries.stored_policies(tx)}
+            rows = []
             for policy in policy_set.policies:
-                params = {"n": policy.name, "f": policy.span.file, "s": policy.source,
-                          "h": policy.source_hash, "at": t.now}
-                if policy.name not in stored:
-                    t.query("CREATE (:Policy {name: $n, file: $f, source: $s, hash: $h, "
-                            "version: 1, enabled: true, loaded_at: $at})", params)
-                else:
-                    t.query("MATCH (p:Policy {name: $n}) SET p.version = p.version + "
-                            "CASE WHEN p.hash = $h AND p.enabled THEN 0 ELSE 1 END, "
-                            "p.file = $f, p.source = $s, p.hash = $h, p.enabled = true, "
-                            "p.loaded_at = $at", params)
+                old = stored.get(policy.name)
+                unchanged = old is not None and old["hash"] == policy.source_hash and old["enabled"]
+                version = 1 if old is None else old["version"] + (0 if unchanged else 1)
+                rows.append(({"name": policy.name, "file": policy.span.file, "source": policy.source,
+                              "hash": policy.source_hash, "version": version, "enabled": True,
+                              "loaded_at": t.now}, old is not None))
             names = {p.name for p in policy_set.policies}
-            for name in stored - names:
-                t.query("MATCH (p:Policy {name: $n}) SET p.enabled = false", {"n": name})
+            rows += [({**old, "enabled": False}, True) for name, old in stored.items()
+                     if name not in names and old["enabled"]]
             # The files themselves are kept too: settings live outside any policy.
-            t.query("MATCH (m:Meta {key: 'policy_sources'}) DELETE m")
-            t.query("CREATE (:Meta {key: 'policy_sources', value: $v})",
-                    {"v": json.dumps([[s.file, s.text] for s in policy_set.sources])})
+            files = json.dumps([[src.file, src.text] for src in policy_set.sources])
+            t.store_writes.append(lambda tx: queries.put_policies(tx, rows, files))
             t.detail["policies"] = sorted(names)
             t.detail["policy_set_hash"] = policy_set.hash
 
-        engine = self._engine
-        previous = engine.policies
-        engine.install_policies(policy_set)  # the new set governs its own load transition
-        try:
-            engine.run("policy", op, actor=actor)
-        except BaseException:
-            engine.install_policies(previous)
-            raise
+        with engine.store.lock:
+            previous = engine.policies
+            engine.install_policies(policy_set)  # the new set governs its own load transition
+            try:
+                engine.run("policy", op, actor=actor)
+            except BaseException:
+                engine.install_policies(previous)
+                raise
         return policy_set
 
     def _stored_sources(self) -> list[tuple[str, str]] | None:
         with self._engine.store.reading() as tx:
-            value = tx.scalar("MATCH (m:Meta {key: 'policy_sources'}) RETURN m.value")
+            value = queries.meta_get(tx, "policy_sources")
         return None if value is None else [tuple(x) for x in json.loads(value)]
 
 
 def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,
          embedder: Embedder | None = None, resolver: Resolver | None = None,
          clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
-         summarizer: Summarizer | None = None) -> Memory:
+         summarizer: Summarizer | None = None, progress: Progress | None = None) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
     `policies`: .policy files to govern it; by default the policies stored in the
@@ -408,14 +372,11 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
             return as_utc(system_clock(), "clock()")
 
         core = Engine(store, embedder or default_embedder(), resolver or TieredResolver(),
-                      checked_clock, summarizer)
+                      checked_clock, summarizer, progress)
         memory = Memory(core)
-        stored = memory._stored_sources()
         if policies is not None:
             memory.load_policies(list(policies))
-        elif stored is not None:
-            core.install_policies(load_sources(stored, available_actions=available_actions()))
-        else:
+        elif core.policies is None:
             memory.load_policies([default_policy_path()])
         return memory
     except BaseException:

@@ -1,10 +1,10 @@
 """What a compiled policy sees of the proposed state, and the actions it may take.
 
-`PolicyRuntime` answers attribute reads, relational names and functions against the
-transition's proposed state, and runs actions as state-level primitives inside the
-same transition. Actions are registered by name so each operator module (forget,
-revise) brings its own; an action the engine does not register is refused when the
-policy set is checked, never at run time.
+`PolicyRuntime` answers attribute reads, relational names and functions against a
+transition's proposed state, and runs actions as state-level primitives inside the same
+transition. Actions are registered by name so each operator module (forget, revise) brings
+its own; an action the engine does not register is refused when the policy set is checked,
+never at run time.
 """
 from __future__ import annotations
 
@@ -15,12 +15,20 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import InvalidInput, TransitionRejected
-from .reliability import Observation as EvidenceObservation, evidence_states
-from .transition import Fired, Transition, decode_vector
-from .units import EDGE_TABLES, EdgeRef, EntryRef, FieldRef, TopicRef
+from .operators.common import (add_edge, entry_value, field_evidence, field_ref, provenance_of,
+                               settle_current)
+from .reliability import evidence_states
+from .salience import strength_of
+from .state.events import Fired
+from .state.transition import Transition
+from .store.schema import EDGE_TABLES
+from .units import EdgeRef, EntryRef, FieldRef, TopicRef, dumps
 
 ActionFn = Callable[["PolicyRuntime", list[Any], dict[str, Any], str], None]
 ACTIONS: dict[str, ActionFn] = {}
+
+ACTIVE = frozenset({"active"})
+VISIBLE = frozenset({"active", "compressed"})
 
 
 def action(name: str) -> Callable[[ActionFn], ActionFn]:
@@ -34,44 +42,17 @@ def available_actions() -> frozenset[str]:
     return frozenset(ACTIONS)
 
 
-def field_ref(t: Transition, fid: str) -> FieldRef:
-    row = t.field_row(fid)
-    return FieldRef(fid, row["topic_id"], row["name"])
-
-
-def entry_value(row: dict[str, Any]) -> Any:
-    return json.loads(row["value"])
-
-
-def provenance_of(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row[k] for k in ("source", "actor", "ref", "confidence", "polarity")}
-
-
-def field_evidence(t: Transition, fid: str,
-                   assume_current: dict[str, Any] | None = None) -> list[EvidenceObservation]:
-    """The evidence sequence F of the field's current value (design section 6).
-
-    Observations of the same value count with their own polarity. Observations of another
-    value count against it only when they claim the same or a later time than its latest
-    statement: an older value that was superseded is history, not a contradiction. `assume_current` assesses a
-    candidate of a contested field instead of the current value.
-    """
-    current = assume_current or t.current_entry(fid)
-    if current is None:
-        return []
-    sequence = []
-    for entry in t.entries(fid):
-        same = entry["value"] == current["value"]
-        for obs in [entry, *t.observations(entry["id"])]:
-            if same:
-                polarity = obs["polarity"]
-            elif obs["polarity"] == "+" and obs["valid_at"] >= current["asserted_at"]:
-                polarity = "-"
-            else:
-                continue
-            sequence.append(EvidenceObservation(polarity, float(obs["confidence"]),
-                                                obs["valid_at"]))
-    return sequence
+def topic_summary(t: Transition, tid: str) -> str:
+    """The topic's summary in the proposed state (title and current visible values)."""
+    row = t.topic(tid)
+    assert row is not None
+    values = {}
+    for fid in t.field_ids(tid):
+        f = t.field_row(fid)
+        current = t.current_entry(fid)
+        if f is not None and f["status"] != "hidden" and current is not None:
+            values[f["name"]] = entry_value(current)
+    return t.services.summarizer(row["title"], values)
 
 
 class PolicyRuntime:
@@ -96,7 +77,10 @@ class PolicyRuntime:
             if name == "field_count":
                 return len(t.field_ids(obj.id))
             if name == "flags":
-                return self._open_flags(obj.id)
+                return [{"id": g["id"], "origin": g["origin_id"], "policy": g["policy"],
+                         "evidence": json.loads(g["evidence"])} for g in t.open_flags(obj.id)]
+            if name == "summary":
+                return topic_summary(t, obj.id)
             if name == "id":
                 return obj.id
             return row.get(name)
@@ -127,28 +111,22 @@ class PolicyRuntime:
             if name == "field":
                 return field_ref(t, obj.field_id)
             if name == "topic":
-                return TopicRef(t.field_row(obj.field_id)["topic_id"])
+                return TopicRef(field_ref(t, obj.field_id).topic_id)
             return row.get(name)
         if isinstance(obj, EdgeRef):
             if name == "created_at":
-                rows = t.query(f"MATCH (:Topic {{id: $a}})-[r:{EDGE_TABLES[obj.kind]}]->"
-                               "(:Topic {id: $b}) RETURN r.created_at", {"a": obj.source, "b": obj.target})
-                return rows[0][0] if rows else None
+                edge = t.edge(EDGE_TABLES[obj.kind], obj.source, obj.target)
+                return None if edge is None else edge[3].get("created_at")
             return {"kind": obj.kind, "source": TopicRef(obj.source),
                     "target": TopicRef(obj.target)}.get(name)
         if isinstance(obj, dict):
             return obj.get(name)
         raise InvalidInput(f"no attribute {name!r} on {type(obj).__name__}")
 
-    def _open_flags(self, tid: str) -> list[dict[str, Any]]:
-        rows = self.t.query(
-            "MATCH (g:Flag)-[:FLAGS]->(t:Topic {id: $id}) WHERE g.status = 'open' "
-            "RETURN g.id, g.origin_id, g.policy, g.evidence", {"id": tid})
-        return [{"id": r[0], "origin": r[1], "policy": r[2], "evidence": json.loads(r[3])}
-                for r in rows]
-
     # -------------------------------------------------------------- relations
-    def relation(self, name: str, bindings: dict[str, Any]) -> Any:
+    def relation(self, name: str, bindings: dict[str, Any], salience_below: float | None = None) -> Any:
+        """A relational name. `salience_below` is a hint from the compiler: the caller keeps
+        only units whose salience is under it, so a superset of those may be returned."""
         t = self.t
         if name == "interactions":
             return t.counters.interactions
@@ -156,26 +134,25 @@ class PolicyRuntime:
             topic = bindings.get("topic")
             if not isinstance(topic, TopicRef):
                 return []
-            if name == "dependent_topic":
-                return [TopicRef(b) for b in t.dependents(topic.id)]
-            rows = t.query("MATCH (a:Topic {id: $id})-[:ASSOCIATES]-(b:Topic) "
-                           "WHERE b.id <> $id RETURN DISTINCT b.id ORDER BY b.id", {"id": topic.id})
-            return [TopicRef(r[0]) for r in rows]
-        if name == "active_fields":
-            rows = t.query("MATCH (t:Topic)-[:HAS_FIELD]->(f:Field) WHERE t.status = 'active' "
-                           "AND f.status = 'active' RETURN f.id, t.id, f.name ORDER BY f.id")
-            refs = [FieldRef(*r) for r in rows]
-            t.siblings("Field", [r.id for r in refs])
+            ids = t.dependents(topic.id) if name == "dependent_topic" else t.associates(topic.id)
+            return [TopicRef(x) for x in ids]
+        below = salience_below if isinstance(salience_below, (int, float)) else None
+        if name in ("active_fields", "visible_fields"):
+            fids = t.field_ids_where(ACTIVE if name == "active_fields" else VISIBLE, below)
+            t.prefetch("Field", fids)
+            refs = []
+            for fid in fids:
+                row = t.field_row(fid)
+                assert row is not None
+                refs.append(FieldRef(fid, row["topic_id"], row["name"]))
+            t.siblings("Field", fids)
             return refs
         if name == "active_topics":
-            refs = [TopicRef(r[0]) for r in t.query(
-                "MATCH (t:Topic) WHERE t.status = 'active' RETURN t.id ORDER BY t.seq")]
-            t.siblings("Topic", [r.id for r in refs])
-            return refs
+            tids = t.topic_ids_where(ACTIVE, below)
+            t.siblings("Topic", tids)
+            return [TopicRef(x) for x in tids]
         if name == "flagged_topics":
-            return [TopicRef(r[0]) for r in t.query(
-                "MATCH (g:Flag)-[:FLAGS]->(t:Topic) WHERE g.status = 'open' "
-                "RETURN DISTINCT t.id ORDER BY t.id")]
+            return [TopicRef(x) for x in t.flagged_topics()]
         raise InvalidInput(f"unknown relational name {name!r}")
 
     # -------------------------------------------------------------- functions
@@ -211,22 +188,20 @@ class PolicyRuntime:
         raise InvalidInput(f"unknown function {name!r}")
 
     def _vector(self, x: Any) -> np.ndarray:
-        engine = self.t.engine
-        if isinstance(x, TopicRef):
-            return decode_vector(self.t.topic_embedding(x.id), engine.embedder.dim)
-        return engine.embedder.embed([str(x)])[0]
+        text = topic_summary(self.t, x.id) if isinstance(x, TopicRef) else str(x)
+        return self.t.services.embedder.embed([text])[0]
 
     # -------------------------------------------------------------- actions
     def act(self, action_name: str, args: list[Any], evidence: dict[str, Any], policy: str,
             span: Any = None) -> None:
         event = self.t.current_event
         self.t.record_fired(Fired(policy, event.name if event else "", action_name,
-                                  list(args), dict(evidence)))
+                                  tuple(args), dict(evidence)))
         try:
             ACTIONS[action_name](self, list(args), dict(evidence), policy)
         except (TypeError, ValueError, InvalidInput) as exc:
-            # A policy that checked clean met a value it cannot act on (null, wrong type,
-            # a self-edge): the transition is refused as a policy failure, never a crash.
+            # A policy that checked clean met a value it cannot act on (null, wrong type, a
+            # self-edge): the transition is refused as a policy failure, never a crash.
             raise TransitionRejected("policy", policy,
                                      f"{action_name}({', '.join(map(str, args))}) failed: {exc}") from None
 
@@ -237,7 +212,7 @@ class PolicyRuntime:
         return topic if isinstance(topic, TopicRef) else None
 
 
-def _unit(t: Transition, x: Any) -> tuple[str, str] | None:
+def _unit(x: Any) -> tuple[str, str] | None:
     if isinstance(x, TopicRef):
         return ("Topic", x.id)
     if isinstance(x, FieldRef):
@@ -270,26 +245,13 @@ def flag_topic(rt: PolicyRuntime, target: Any, evidence: dict[str, Any], policy:
     if not t.once("flag", target.id):
         return  # a topic is flagged at most once per transition: cascades stay bounded
     origin = rt.event_topic
-    n = t.counters.next("flag")
-    row = t.create("Flag", {
-        "id": f"g{n}", "seq": n, "tx": t.seq, "topic_id": target.id,
-        "origin_id": origin.id if origin else None, "policy": policy,
-        "evidence": _evidence_json(evidence), "status": "open", "created_at": t.now,
-        "cleared_at": None})
-    t.relate("FLAGS", ("Flag", row["id"]), ("Topic", target.id))
-    t.touched.flagged.setdefault(target.id, []).append(row["id"])
-    t.touch_topic(target.id)
+    t.new_flag(target.id, origin.id if origin else None, policy, dumps(evidence))
     t.emit("flagged", topic=target, origin=origin, evidence=dict(evidence))
-
-
-def _evidence_json(evidence: dict[str, Any]) -> str:
-    from .transition import dumps
-    return dumps(evidence)
 
 
 @action("reinforce")
 def _reinforce(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: str) -> None:
-    unit = _unit(rt.t, args[0])
+    unit = _unit(args[0])
     if unit is None or not rt.t.once("reinforce", policy, *unit):
         return
     amount = float(args[1]) if len(args) > 1 and args[1] is not None \
@@ -300,8 +262,7 @@ def _reinforce(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], pol
 @action("set_salience")
 def _set_salience(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any],
                   policy: str) -> None:
-    from .salience import strength_of
-    unit = _unit(rt.t, args[0])
+    unit = _unit(args[0])
     if unit is None or rt.t.row(*unit) is None:
         return
     value = float(args[1])
@@ -320,8 +281,8 @@ def _annotate(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], poli
     if row is None:
         return
     notes = json.loads(row["annotations"] or "{}")
-    notes[str(key)] = json.loads(_evidence_json({"v": value}))["v"]
-    rt.t.update(table, target.id, annotations=_evidence_json(notes))
+    notes[str(key)] = json.loads(dumps({"v": value}))["v"]
+    rt.t.update(table, target.id, annotations=dumps(notes))
 
 
 @action("reject")
@@ -345,30 +306,9 @@ def _link(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: 
         add_edge(rt.t, a.id, b.id, str(kind), source=f"policy:{policy}")
 
 
-def add_edge(t: Transition, src: str, dst: str, kind: str, source: str) -> bool:
-    """Create a typed edge unless it already exists. Returns True if created."""
-    if kind not in EDGE_TABLES or kind == "derived":
-        raise InvalidInput(f"edge kind must be 'extension' or 'association', got {kind!r}")
-    if src == dst:
-        raise InvalidInput("an edge must join two different topics")
-    table = EDGE_TABLES[kind]
-    exists = t.query(f"MATCH (a:Topic {{id: $a}})-[:{table}]->(b:Topic {{id: $b}}) RETURN count(*)",
-                     {"a": src, "b": dst})[0][0]
-    if exists or not t.once("edge", kind, src, dst):
-        return False
-    t.relate(table, ("Topic", src), ("Topic", dst), tx=t.seq, created_at=t.now, source=source,
-             actor=t.actor)
-    t.touch_topic(src)
-    t.touch_topic(dst)
-    t.emit("linked", edge=EdgeRef(kind, src, dst), source=TopicRef(src), target=TopicRef(dst),
-           kind=kind)
-    return True
-
-
 @action("supersede")
 def _supersede(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: str) -> None:
     """Retract an entry; the field's current value becomes the best remaining entry."""
-    from .operators.ingest import settle_current
     e = args[0]
     if not isinstance(e, EntryRef):
         return
@@ -385,5 +325,6 @@ def _supersede(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], pol
         t.link_successor(row, replacement)
     f = field_ref(t, fid)
     t.touch_field(fid, f.topic_id)
+    t.content_changed(f.topic_id)
     t.emit("superseded", topic=TopicRef(f.topic_id), field=f, entry=e,
            by=EntryRef(replacement["id"], fid) if replacement else None)

@@ -5,7 +5,10 @@ never live rows, so what a condition reads always comes from the proposed state.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -50,4 +53,24 @@ def field_id(topic_id: str, name: str) -> str:
     return f"{topic_id}/{name}"
 
 
-EDGE_TABLES = {"extension": "EXTENDS", "association": "ASSOCIATES", "derived": "DERIVED_FROM"}
+def dumps(value: Any) -> str:
+    """Canonical JSON: how values, evidence and log records are stored and compared."""
+    return json.dumps(value, sort_keys=True, default=_json_default, separators=(",", ":"))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, (TopicRef, EntryRef)):
+        return value.id
+    if isinstance(value, FieldRef):
+        return value.name
+    if isinstance(value, EdgeRef):
+        return {"kind": value.kind, "source": value.source, "target": value.target}
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value)

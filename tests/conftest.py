@@ -56,9 +56,35 @@ def snapshot(m: gem.Memory) -> dict:
                     "ASSOCIATES", "DERIVED_FROM"):
             tables[rel] = sorted(map(repr, tx.run(
                 f"MATCH (a)-[r:{rel}]->(b) RETURN a.id, b.id")))
-    derived = {
-        "lexical": sorted(engine.lexical), "vectors": sorted(engine.vectors),
-        "names": dict(engine.by_name), "status": dict(engine.status),
-        "counters": repr(engine.counters), "seq": engine.seq, "hash": engine.last_hash,
-    }
-    return {"tables": tables, "derived": derived}
+    assert cache_disagreements(m) == []
+    # Summaries are derived lazily: what a reader computes from committed state is not a change.
+    with engine.store.lock:
+        engine.derived.refresh(engine.cache, engine.services.summarizer)
+    return {"tables": tables, "derived": engine.derived.fingerprint()}
+
+
+def cache_disagreements(m: gem.Memory) -> list[str]:
+    """What the row cache holds that the database does not: it may know less, never other."""
+    from gem.store import queries
+    engine = m._engine
+    cache = engine.cache
+    wrong = []
+    with engine.store.reading() as tx:
+        for table, rows in cache.rows.items():
+            stored = {r["id"]: r for r in queries.read_rows(tx, table, list(rows))}
+            for key, row in rows.items():
+                if row != stored.get(key):
+                    wrong.append(f"{table} {key}: cached {row!r}, stored {stored.get(key)!r}")
+        for rel, lists in cache.children.items():
+            stored_lists: dict[str, list[str]] = {p: [] for p in lists}
+            for parent, row in queries.read_children(tx, rel, list(lists)):
+                stored_lists[parent].append(row["id"])
+            for parent, keys in lists.items():
+                if sorted(keys) != sorted(stored_lists[parent]):
+                    wrong.append(f"{rel} of {parent}: cached {keys}, stored {stored_lists[parent]}")
+        stored_edges = queries.read_edges(tx, list(cache.edges))
+        for tid, edges in cache.edges.items():
+            want = sorted(repr(e) for e in stored_edges if tid in (e[1], e[2]))
+            if sorted(map(repr, edges)) != want:
+                wrong.append(f"edges of {tid}: cached {edges}, stored {want}")
+    return wrong

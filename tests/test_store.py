@@ -10,19 +10,22 @@ import pytest
 
 import gem
 from conftest import ENGINE
-from gem.store import open_store
+from gem.store import open_store, queries
+from gem.store.schema import SCHEMA_VERSION
 
 
 def test_schema_creation_is_idempotent(db_path):
     for _ in range(2):
         store = open_store(db_path, ENGINE)
+        assert queries.ensure_schema(store) == SCHEMA_VERSION
         with store.reading() as tx:
-            assert tx.scalar("MATCH (m:Meta {key: 'schema'}) RETURN m.value") == "1"
+            assert tx.scalar("MATCH (m:Meta {key: 'schema'}) RETURN m.value") == SCHEMA_VERSION
         store.close()
 
 
 def test_transaction_commits_or_rolls_back_whole(db_path):
     store = open_store(db_path, ENGINE)
+    queries.ensure_schema(store)
     with store.transaction() as tx:
         tx.run("CREATE (:Meta {key: 'a', value: $v})", {"v": "1"})
     with pytest.raises(gem.StoreError):
@@ -37,6 +40,7 @@ def test_transaction_commits_or_rolls_back_whole(db_path):
 
 def test_values_never_enter_query_text(db_path):
     store = open_store(db_path, ENGINE)
+    queries.ensure_schema(store)
     nasty = "x'}) DETACH DELETE (n) //"
     with store.transaction() as tx:
         tx.run("CREATE (:Meta {key: $k, value: $v})", {"k": nasty, "v": nasty})

@@ -6,6 +6,7 @@ import pytest
 
 import gem
 from conftest import snapshot
+from gem.pipeline import DEFAULT, Stage
 
 
 @pytest.fixture
@@ -18,7 +19,9 @@ def seeded(mem, clock):
 
 
 def break_with(mem, hook):
-    mem._engine._test_hook = hook
+    """Run `hook` on every transition's proposal just before the conditions check it."""
+    mem._engine.pipeline = DEFAULT if hook is None else \
+        DEFAULT.insert_after("commit_policies", Stage("break", lambda t, engine: hook(t)))
 
 
 class Boom(Exception):
@@ -26,12 +29,13 @@ class Boom(Exception):
 
 
 def test_an_exception_after_the_writes_rolls_everything_back(seeded, clock):
+    """The flush writes every unit, then fails inside the engine transaction."""
     before = snapshot(seeded)
 
-    def explode(t):
+    def explode(tx):
         raise Boom("after the writes")
 
-    break_with(seeded, explode)
+    break_with(seeded, lambda t: t.store_writes.append(explode))
     with pytest.raises(Boom):
         seeded.ingest([gem.Fact("Website Redesign", "deadline", "April 20"),
                        gem.Fact("Brand New Topic", "colour", "teal")])

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..runtime import PolicyRuntime, action, field_ref
-from ..transition import Transition
+from ..runtime import PolicyRuntime, action
+from ..state.transition import Transition
 from ..units import FieldRef, TopicRef
+from .common import field_ref
 
 
 def forget(t: Transition) -> None:
@@ -50,7 +51,7 @@ def hide_field(t: Transition, fid: str) -> bool:
     if row is None or row["status"] == "hidden":
         return False
     t.update("Field", fid, status="hidden")
-    t.mark_summary_dirty(row["topic_id"])
+    t.content_changed(row["topic_id"])
     _attenuated(t, fid, "hidden")
     return True
 
@@ -93,7 +94,7 @@ def restore_field(t: Transition, fid: str) -> bool:
             t.update("Entry", e["id"], active=True)
             t.touched.entries[e["id"]] = None
     t.update("Field", fid, status="active", summary=None)
-    t.mark_summary_dirty(row["topic_id"])
+    t.content_changed(row["topic_id"])
     f = field_ref(t, fid)
     t.touch_field(fid, f.topic_id)
     t.emit("restored", unit=f)
@@ -109,33 +110,34 @@ def restore(t: Transition, tid: str, fid: str | None) -> bool:
 
 
 def enforce_bound(t: Transition) -> None:
-    """C5: past beta(n), attenuate the least salient active fields in this same transition.
+    """C5: past beta(n), attenuate the least relevant active fields in this same transition.
 
-    Fields this transition read or wrote are the ones the caller is using right now and are
-    never the victims. If hiding every other field cannot restore the bound, C5 rejects.
+    Relevance is the mean of the field's salience and its topic's: a field of a topic the user
+    keeps coming back to outranks one of a topic mentioned once and never again. Both rise with
+    every access, so repeated retrieval only lowers eligibility (C6). Fields this transition
+    read or wrote are the ones the caller is using right now and are never the victims. If
+    hiding every other field cannot restore the bound, C5 rejects at the conditions stage.
     """
-    from ..conditions import active_field_count
-    bound = t.engine.active_bound(t)
+    bound = t.settings.get("active_bound")
     if bound is None:
         return
-    excess = active_field_count(t) - int(bound)
+    excess = t.active_field_count() - int(bound)
     if excess <= 0:
         return
-    rows = t.query("MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) WHERE x.status = 'active' AND "
-                   "f.status = 'active' RETURN f.id, f.strength, f.last_access, x.strength, "
-                   "x.last_access")
     in_use = set(t.touched.fields) | {key for table, key in t.touched.accessed if table == "Field"}
-
-    def relevance(r: list) -> float:
-        # A field's own salience, and that of its topic: a field of a topic the user keeps
-        # coming back to outranks one of a topic mentioned once and never again. Both rise
-        # with every access, so repeated retrieval still only lowers eligibility (C6).
-        field = t.salience_now({"strength": r[1], "last_access": r[2]})
-        topic = t.salience_now({"strength": r[3], "last_access": r[4]})
-        return (field + topic) / 2
-
-    candidates = sorted((r for r in rows if r[0] not in in_use), key=lambda r: (relevance(r), r[0]))
-    victims = [r[0] for r in candidates[:excess]]
+    # Fields whose relevance differs in the proposed state are ranked from their proposed rows.
+    recheck = {fid for fid in t.updated["Field"]} | set(t.created["Field"])
+    for tid in t.updated["Topic"]:
+        recheck.update(t.committed.fields_of(tid))
+    ranked = t.committed.least_relevant_fields(excess, recheck | in_use, t.now, t.half_life)
+    t.prefetch("Field", list(recheck))
+    for fid in recheck - in_use:
+        row = t.field_row(fid)
+        topic = t.topic(row["topic_id"]) if row is not None else None
+        if row is None or topic is None or row["status"] != "active" or topic["status"] != "active":
+            continue
+        ranked.append(((t.salience_now(row) + t.salience_now(topic)) / 2, fid))
+    victims = [fid for _, fid in sorted(ranked)[:excess]]
     for fid in victims:
         hide_field(t, fid)
     t.detail["c5_attenuated"] = victims

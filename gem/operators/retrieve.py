@@ -14,14 +14,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable
 
+import numpy as np
+
 from ..model import Candidate, FieldView, FlagView, HistoryEntry, Observation, Provenance, \
     RetrieveResult, TopicView
+from ..history import as_of as value_as_of, is_candidate, order_key
 from ..reliability import evidence_states
-from ..runtime import field_evidence, provenance_of
-from ..transition import Transition
-from .forget import restore_field
-from .ingest import history_order
+from ..runtime import topic_summary
+from ..state.transition import Transition
 from ..units import FieldRef, TopicRef, field_id
+from .common import field_evidence, provenance_of
+from .forget import restore_field
+from .resolution import Directory
 
 
 @dataclass(frozen=True)
@@ -36,19 +40,21 @@ class Request:
 
 
 def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResult]:
-    engine = t.engine
     if req.topic is not None:
-        tid = engine.directory(t).lookup(req.topic)
-        ranked = [] if tid is None else [(tid, None)]
+        tid = Directory.of(t).lookup(req.topic)
+        ranked: list[tuple[str, float | None]] = [] if tid is None else [(tid, None)]
     elif req.query:
-        ranked = _top_k(t, engine.search(req.query, req.k, req.include_archived,
-                                         floor=t.settings["relevance_floor"]), req.k)
+        t.committed.refresh(t.cache, t.services.summarizer)
+        found = search(t, req.query, req.k, req.include_archived, t.settings["relevance_floor"])
+        ranked = list(_top_k(t, found, req.k))
     else:
-        ranked = engine.most_salient(t, req.k, req.include_archived)
+        statuses = ("active", "archived") if req.include_archived else ("active",)
+        ranked = [(tid, None) for tid in t.committed.most_salient_topics(
+            req.k, t.now, t.half_life, statuses)]
     ids = [tid for tid, _ in ranked]
     t.prefetch("Topic", ids)
-    t.prefetch_fields_of(ids)
-    t.prefetch_entries([f for tid in ids for f in t.field_ids(tid)])
+    t.prefetch_children("HAS_FIELD", ids)
+    t.prefetch_children("HAS_ENTRY", [f for tid in ids for f in t.field_ids(tid)])
 
     selected: list[tuple[str, float | None, list[str]]] = []
     for tid, score in ranked:
@@ -59,8 +65,10 @@ def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResu
         selected.append((tid, score, fids))
         t.record_access("Topic", tid)
         for fid in fids:
+            field = t.field_row(fid)
+            assert field is not None
             t.record_access("Field", fid)
-            t.emit("retrieved", topic=TopicRef(tid), field=FieldRef(fid, tid, t.field_row(fid)["name"]),
+            t.emit("retrieved", topic=TopicRef(tid), field=FieldRef(fid, tid, field["name"]),
                    query=req.query)
         if not fids:
             t.emit("retrieved", topic=TopicRef(tid), field=None, query=req.query)
@@ -68,9 +76,33 @@ def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResu
     def finish(t: Transition) -> RetrieveResult:
         views = [topic_view(t, tid, fids, score=score, as_of=req.as_of, history=req.history)
                  for tid, score, fids in selected]
-        return RetrieveResult(transition=0, query=req.query, as_of=req.as_of, topics=views)
+        return RetrieveResult(transition=t.seq, query=req.query, as_of=req.as_of, topics=views)
 
     return finish
+
+
+def search(t: Transition, query: str, k: int, include_archived: bool,
+           floor: float) -> list[tuple[str, float]]:
+    """Fuse BM25 (normalised by the best hit) with embedding cosine over the best candidates
+    of each. Returns every candidate above the floor, best first, scores rounded so that equal
+    relevance compares equal (the caller breaks ties)."""
+    derived = t.committed
+    pool = max(50, 10 * k)
+    lexical = dict(derived.lexical.search(query, pool, max_df=0.5))
+    best = max(lexical.values(), default=0.0)
+    qvec = t.services.embedder.embed([query])[0]
+    dense = dict(derived.vectors.search(qvec, pool)) \
+        if np.any(qvec) and len(derived.vectors) else {}
+    scored = []
+    for tid in set(lexical) | set(dense):
+        if not include_archived and derived.topic_status(tid) == "archived":
+            continue
+        lex = lexical.get(tid, 0.0) / best if best > 0 else 0.0
+        score = round(0.5 * lex + 0.5 * max(dense.get(tid, 0.0), 0.0), 9)
+        if score >= floor:
+            scored.append((tid, score))
+    scored.sort(key=lambda x: (-x[1], x[0]))
+    return scored
 
 
 def _top_k(t: Transition, ranked: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
@@ -80,7 +112,12 @@ def _top_k(t: Transition, ranked: list[tuple[str, float]], k: int) -> list[tuple
     cut = ranked[k - 1][1]
     pool = [r for r in ranked if r[1] >= cut]
     t.prefetch("Topic", [tid for tid, _ in pool])
-    pool.sort(key=lambda r: (-r[1], -t.salience_now(t.topic(r[0])), r[0]))
+
+    def salience(tid: str) -> float:
+        row = t.topic(tid)
+        return 0.0 if row is None else t.salience_now(row)
+
+    pool.sort(key=lambda r: (-r[1], -salience(r[0]), r[0]))
     return pool[:k]
 
 
@@ -100,25 +137,7 @@ def _wanted_fields(t: Transition, tid: str, req: Request) -> list[str]:
 def _value_entry(t: Transition, fid: str, req: Request) -> dict[str, Any] | None:
     if req.as_of is None:
         return t.current_entry(fid)
-    return value_as_of(t, t.entries(fid), req.as_of)
-
-
-def value_as_of(t: Transition, entries: list[dict[str, Any]],
-                when: datetime) -> dict[str, Any] | None:
-    """The entry that was current at time `when`, by everything known now: among values
-    stated by then, the one whose latest statement up to `when` is the latest."""
-    best, best_key = None, None
-    for e in entries:
-        if e["status"] == "retracted" or e["polarity"] != "+" or e["valid_at"] > when:
-            continue
-        stated = e["valid_at"]
-        if e["asserted_at"] > stated:  # re-stated later: count the re-statements up to `when`
-            stated = max([stated] + [o["valid_at"] for o in t.observations(e["id"])
-                                     if o["polarity"] == "+" and o["valid_at"] <= when])
-        key = (stated, e["recorded_at"], e["seq"])
-        if best_key is None or key > best_key:
-            best, best_key = e, key
-    return best
+    return value_as_of(t.entries(fid), req.as_of, t.observations)
 
 
 def provenance(row: dict[str, Any]) -> Provenance:
@@ -140,7 +159,7 @@ def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: 
                full_history: bool = False) -> FieldView:
     row = t.field_row(fid)
     entries = t.entries(fid)
-    current = t.current_entry(fid) if as_of is None else value_as_of(t, entries, as_of)
+    current = t.current_entry(fid) if as_of is None else value_as_of(entries, as_of, t.observations)
     shown = entries if full_history else [e for e in entries if e["active"]]
     return FieldView(
         name=row["name"],
@@ -159,13 +178,13 @@ def candidates(t: Transition, fid: str) -> list[Candidate]:
     """For a contested field: the latest claim of each source, each with its reliability."""
     latest: dict[str, dict[str, Any]] = {}
     for e in t.entries(fid):
-        if e["status"] != "retracted" and e["polarity"] == "+":
+        if is_candidate(e):
             best = latest.get(e["source"])
-            if best is None or history_order(e) > history_order(best):
+            if best is None or order_key(e) > order_key(best):
                 latest[e["source"]] = e
     decay = t.settings["reliability_decay"]
     out = []
-    for e in sorted(latest.values(), key=history_order, reverse=True):
+    for e in sorted(latest.values(), key=order_key, reverse=True):
         sequence = field_evidence(t, fid, assume_current=e)
         out.append(Candidate(value=json.loads(e["value"]), provenance=provenance(e),
                              valid_at=e["valid_at"],
@@ -177,18 +196,28 @@ def topic_view(t: Transition, tid: str, fids: list[str] | None = None, *, score:
                as_of: datetime | None = None, history: bool = False, full_history: bool = False,
                flags: bool = False) -> TopicView:
     row = t.topic(tid)
+    assert row is not None
     fids = t.field_ids(tid) if fids is None else fids
+    fields = {}
+    for f in fids:
+        field = t.field_row(f)
+        assert field is not None
+        fields[field["name"]] = field_view(t, f, as_of, history, full_history)
     return TopicView(
-        id=tid, title=row["title"], aliases=list(row["aliases"] or []), summary=row["summary"] or "",
+        id=tid, title=row["title"], aliases=list(row["aliases"] or []), summary=summary(t, tid),
         salience=t.salience_now(row), last_access=row["last_access"], status=row["status"],
-        score=score,
-        fields={t.field_row(f)["name"]: field_view(t, f, as_of, history, full_history) for f in fids},
-        flags=open_flags(t, tid) if flags else [])
+        score=score, fields=fields, flags=open_flags(t, tid) if flags else [])
+
+
+def summary(t: Transition, tid: str) -> str:
+    """The topic's summary in the proposed state: the derived one, unless this transition
+    changed what it summarises."""
+    if tid in t.touched.content:
+        return topic_summary(t, tid)
+    return t.committed.summary(t.cache, t.services.summarizer, tid)
 
 
 def open_flags(t: Transition, tid: str) -> list[FlagView]:
-    rows = t.query("MATCH (g:Flag)-[:FLAGS]->(:Topic {id: $id}) WHERE g.status = 'open' "
-                   "RETURN g.id, g.origin_id, g.policy, g.evidence, g.created_at ORDER BY g.seq",
-                   {"id": tid})
-    return [FlagView(id=r[0], origin=r[1], policy=r[2], evidence=json.loads(r[3]), created_at=r[4])
-            for r in rows]
+    return [FlagView(id=g["id"], origin=g["origin_id"], policy=g["policy"],
+                     evidence=json.loads(g["evidence"]), created_at=g["created_at"])
+            for g in t.open_flags(tid)]

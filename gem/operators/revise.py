@@ -18,57 +18,63 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime import PolicyRuntime, action, add_edge, field_ref
+from .. import history
+from ..runtime import PolicyRuntime, action
+from ..state.transition import Transition
+from ..store.schema import EDGE_KINDS
 from ..text import normalise
-from ..transition import Transition
-from ..units import EDGE_TABLES, EntryRef, TopicRef, field_id
-from .ingest import history_order, settle_current
+from ..units import EntryRef, TopicRef, field_id
+from .common import add_edge, field_ref, settle_current
+from .resolution import Directory
 
 
 # ---------------------------------------------------------------------- detection (read-only)
 def duplicate_pairs(t: Transition, threshold: float) -> list[tuple[str, str]]:
     """Pairs (keep, merge_away) of active topics that name the same thing; older one kept."""
-    rows = t.query("MATCH (x:Topic) WHERE x.status = 'active' RETURN x.id, x.seq, x.title, "
-                   "x.aliases ORDER BY x.seq")
+    tids = t.topic_ids_where(frozenset({"active"}))
+    t.prefetch("Topic", tids)
+    rows = [t.topic(tid) for tid in tids]
     owner: dict[str, str] = {}
     pairs: list[tuple[str, str]] = []
     merged: set[str] = set()
-    for tid, _, title, aliases in rows:
-        for name in (title, *(aliases or [])):
+    for row in rows:
+        assert row is not None
+        tid = row["id"]
+        for name in (row["title"], *(row["aliases"] or [])):
             key = normalise(name)
             if key in owner and owner[key] != tid and tid not in merged:
                 pairs.append((owner[key], tid))
                 merged.add(tid)
             owner.setdefault(key, tid)
-    survivors = [r for r in rows if r[0] not in merged]
+    survivors = [r for r in rows if r is not None and r["id"] not in merged]
     if len(survivors) > 1:
-        vecs = t.engine.embedder.embed([r[2] for r in survivors])
-        sims = vecs @ vecs.T
-        for i in range(len(survivors)):
-            if survivors[i][0] in merged:
-                continue
-            for j in np.nonzero(sims[i, i + 1:] >= threshold)[0]:
-                other = survivors[i + 1 + int(j)][0]
-                if other not in merged:
-                    pairs.append((survivors[i][0], other))
-                    merged.add(other)
+        vecs = t.services.embedder.embed([r["title"] for r in survivors])
+        for i, j in similar_pairs(vecs, threshold):
+            keep, away = survivors[i]["id"], survivors[j]["id"]
+            if keep not in merged and away not in merged:
+                pairs.append((keep, away))
+                merged.add(away)
     return pairs
 
 
-def conflicting_fields(t: Transition) -> list[str]:
-    """Fields whose current value is contradicted by another source at the same valid time."""
-    rows = t.query(
-        "MATCH (f:Field)-[:HAS_ENTRY]->(a:Entry), (f)-[:HAS_ENTRY]->(b:Entry) "
-        "WHERE a.status = 'current' AND b.id <> a.id AND b.status <> 'retracted' "
-        "AND b.asserted_at = a.asserted_at AND b.value <> a.value AND b.source <> a.source "
-        "AND f.status <> 'hidden' RETURN DISTINCT f.id ORDER BY f.id")
-    return [r[0] for r in rows]
+def similar_pairs(vecs: np.ndarray, threshold: float, block: int = 1024) -> list[tuple[int, int]]:
+    """Every (i, j), i < j, with cosine >= threshold, in row-major order, using blocks of rows
+    so memory stays O(block x n) instead of an n x n matrix."""
+    out: list[tuple[int, int]] = []
+    n = vecs.shape[0]
+    for start in range(0, n, block):
+        sims = vecs[start:start + block] @ vecs.T
+        for r in range(sims.shape[0]):
+            i = start + r
+            for j in np.nonzero(sims[r, i + 1:] >= threshold)[0].tolist():
+                out.append((i, i + 1 + j))
+    return out
 
 
 def open_flag_topics(t: Transition) -> list[str]:
-    return [r[0] for r in t.query(
-        "MATCH (g:Flag)-[:FLAGS]->(x:Topic) WHERE g.status = 'open' "
-        "RETURN x.id, min(g.seq) AS first ORDER BY first")]
+    """Flagged topics, in the order of their oldest open flag."""
+    tids = t.flagged_topics()
+    return sorted(tids, key=lambda x: min(g["seq"] for g in t.open_flags(x)))
 
 
 # ---------------------------------------------------------------------- repairs
@@ -92,28 +98,23 @@ def merge_topics(t: Transition, keep: str, away: str, reason: str = "duplicate")
     aliases = [x for x in aliases if x != a["title"]]
     t.update("Topic", keep, aliases=aliases, strength=max(t.strength_now(a), t.strength_now(b)),
              last_access=t.now)
-    for kind, table in EDGE_TABLES.items():
+    for table, src, dst, _ in list(t.edges_of(away)):
+        kind = EDGE_KINDS[table]
         if kind == "derived":
             continue
-        for src, dst in t.query(f"MATCH (x:Topic)-[r:{table}]->(y:Topic) WHERE x.id = $b OR "
-                                f"y.id = $b RETURN x.id, y.id", {"b": away}):
-            new_src, new_dst = (keep if src == away else src), (keep if dst == away else dst)
-            t.query(f"MATCH (x:Topic {{id: $s}})-[r:{table}]->(y:Topic {{id: $d}}) DELETE r",
-                    {"s": src, "d": dst})
-            t.edges_changed()
-            if new_src != new_dst:
-                add_edge(t, new_src, new_dst, kind, source=f"merge:{away}")
-    t.query("MATCH (g:Flag)-[r:FLAGS]->(:Topic {id: $b}) WITH g, r DELETE r",
-            {"b": away})
-    for (gid,) in t.query("MATCH (g:Flag) WHERE g.topic_id = $b RETURN g.id", {"b": away}):
-        t.update("Flag", gid, topic_id=keep)
-        t.relate("FLAGS", ("Flag", gid), ("Topic", keep))
-    t.relate("DERIVED_FROM", ("Topic", keep), ("Topic", away), reason=reason, created_at=t.now)
+        new_src, new_dst = (keep if src == away else src), (keep if dst == away else dst)
+        t.remove_edge(table, src, dst)
+        if new_src != new_dst:
+            add_edge(t, new_src, new_dst, kind, source=f"merge:{away}")
+    for flag in list(t.flags(away)):
+        t.move_child("FLAGS", flag["id"], away, keep)
+        t.update("Flag", flag["id"], topic_id=keep)
+    t.add_edge("DERIVED_FROM", keep, away, {"reason": reason, "created_at": t.now})
     t.update("Topic", away, status="archived")
     t.touch_topic(away)
     t.touch_topic(keep)
     t.touched.reevaluated.add(keep)
-    t.mark_summary_dirty(keep)
+    t.content_changed(keep)
     t.detail.setdefault("merged", []).append([keep, away])
     t.emit("revised", topic=TopicRef(keep), field=None)
     t.emit("archived", topic=TopicRef(away))
@@ -121,27 +122,20 @@ def merge_topics(t: Transition, keep: str, away: str, reason: str = "duplicate")
 
 def move_entries(t: Transition, src: str, dst: str) -> None:
     """Re-home every entry of field `src` under field `dst`, then settle which is current."""
-    moving = list(t.entries(src))
-    target = t.entries(dst)  # loaded before any entry is re-linked, so none is listed twice
-    for e in moving:
-        t.query("MATCH (:Field {id: $f})-[r:HAS_ENTRY]->(:Entry {id: $e}) DELETE r",
-                {"f": src, "e": e["id"]})
+    t.entries(dst)  # the target's history is loaded before any entry joins it
+    for e in list(t.entries(src)):
+        t.move_child("HAS_ENTRY", e["id"], src, dst)
         t.update("Entry", e["id"], field_id=dst)
-        t.relate("HAS_ENTRY", ("Field", dst), ("Entry", e["id"]))
         t.touched.entries[e["id"]] = None
-    t.entries(src).clear()
-    target.extend(moving)
-    target.sort(key=lambda e: e["seq"])
+    t.children["HAS_ENTRY"][dst].sort(key=lambda eid: t.entry(eid)["seq"])  # type: ignore[index]
     settle_current(t, dst)
-    # An entry can only be superseded by one that is newer in valid time; after
-    # interleaving two histories, re-link the ones whose successor moved out of order.
-    order = sorted((e for e in t.entries(dst) if e["status"] == "superseded"), key=history_order)
-    by_id = {e["id"]: e for e in t.entries(dst)}
-    for e in order:
-        by = by_id.get(e["superseded_by"] or "")
-        if by is None or history_order(by) < history_order(e):
-            t.link_successor(e, t.current_entry(dst))
-    t.touch_field(dst, t.field_row(dst)["topic_id"])
+    # An entry can only be superseded by one that is newer in valid time; after interleaving
+    # two histories, re-link the ones whose successor moved out of order.
+    successor = t.current_entry(dst)
+    for e in history.mislinked(t.entries(dst)):
+        if successor is not None:
+            t.link_successor(e, successor)
+    t.touch_field(dst, t.field_row(dst)["topic_id"])  # type: ignore[index]
 
 
 def promote_fields(t: Transition, tid: str, names: list[str], title: str) -> str | None:
@@ -151,7 +145,7 @@ def promote_fields(t: Transition, tid: str, names: list[str], title: str) -> str
     if row is None or not moving or not t.once("promote", tid, title):
         return None
     new = t.new_topic(title, aliases=[])
-    t.engine.directory(t).add(new["id"], title)
+    Directory.of(t).add(new["id"], title)
     for name in moving:
         src = field_id(tid, name)
         target = t.new_field(new["id"], name)["id"]
@@ -160,11 +154,10 @@ def promote_fields(t: Transition, tid: str, names: list[str], title: str) -> str
         move_entries(t, src, target)
         t.update("Field", src, status="hidden", summary=f"promoted to {new['id']}")
         t.touch_field(src, tid)
-    t.relate("DERIVED_FROM", ("Topic", new["id"]), ("Topic", tid), reason="promote",
-             created_at=t.now)
+    t.add_edge("DERIVED_FROM", new["id"], tid, {"reason": "promote", "created_at": t.now})
     add_edge(t, tid, new["id"], "extension", source="promote")
-    t.mark_summary_dirty(tid)
-    t.mark_summary_dirty(new["id"])
+    t.content_changed(tid)
+    t.content_changed(new["id"])
     t.emit("topic_created", topic=TopicRef(new["id"]))
     t.detail.setdefault("promoted", []).append([tid, new["id"], moving])
     return new["id"]
@@ -186,16 +179,16 @@ def settle_conflicts(t: Transition, fids: list[str]) -> None:
         t.touch_field(fid, f.topic_id)
 
 
-def evaluate_flags(t: Transition, tids: list[str]) -> None:
+def evaluate_flags(t: Transition, tids: list[str], run_policies: Any) -> None:
     """Run the `revised` policies for each flagged topic, then clear its flags (C3)."""
     for tid in tids:
         t.touched.reevaluated.add(tid)
         t.touch_topic(tid)
         t.emit("revised", topic=TopicRef(tid), field=None)
-    t.run_policies()
-    for (gid,) in t.query("MATCH (g:Flag) WHERE g.status = 'open' AND g.topic_id IN $ids "
-                          "RETURN g.id", {"ids": tids}):
-        t.update("Flag", gid, status="cleared", cleared_at=t.now)
+    run_policies(t)
+    for tid in tids:
+        for flag in t.open_flags(tid):
+            t.update("Flag", flag["id"], status="cleared", cleared_at=t.now)
     t.detail["flags_evaluated"] = tids
 
 

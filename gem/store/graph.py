@@ -1,10 +1,14 @@
 """One adapter for Kuzu and its maintained fork LadybugDB (same Python API).
 
-Why the process-wide registry: neither engine allows two `Database` objects on one
-path (the second fails at once), and neither allows two concurrent writers. So a
-process holds one `Database` per path, shared by every `GraphStore` opened on it,
-and serialises writes with one re-entrant lock per path: a second writer in the
-same process waits instead of failing. Another process gets `StoreLocked`.
+Why the process-wide registry: neither engine allows two `Database` objects on one path (the
+second fails at once), and neither allows two concurrent writers. So a process holds one
+`Database` per path, shared by every `GraphStore` opened on it, and serialises all work on it
+with one re-entrant lock per path: a second writer in the same process waits instead of
+failing. Another process gets `StoreLocked`.
+
+The registry entry also carries `state`, a slot the engine fills with what it derives from
+the database (row cache, indexes, counters): every handle on one path shares it, so a commit
+through one handle is seen by the others without rebuilding anything.
 """
 from __future__ import annotations
 
@@ -22,14 +26,13 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from ..errors import InvalidInput, StoreError, StoreLocked
-from .schema import SCHEMA_VERSION, STATEMENTS
 
 ENGINES = {"kuzu": "kuzu", "ladybug": "ladybug"}
 # The native extension each package loads (ladybug loads its own lazily, at first use).
 _NATIVE = {"kuzu": "kuzu._kuzu", "ladybug": "ladybug._lbug"}
 
 
-def _import_engine(engine: str):
+def _import_engine(engine: str) -> Any:
     if engine not in ENGINES:
         raise InvalidInput(f"unknown engine {engine!r}; choose one of {sorted(ENGINES)}")
     other = next(e for e in ENGINES if e != engine)
@@ -50,7 +53,7 @@ class _Shared:
     database: Any
     lock: threading.RLock = field(default_factory=threading.RLock)
     users: int = 0
-    commits: int = 0  # by any handle in this process: tells a handle it is behind
+    state: Any = None  # what the engine derives from this database, shared by its handles
 
 
 _registry: dict[tuple[str, str], _Shared] = {}
@@ -79,8 +82,8 @@ def _from_db(value: Any) -> Any:
 class Tx:
     """Statements run one at a time, always with parameters (never values in query text).
 
-    Statements are prepared once per connection and reused: gem sends a small fixed set
-    of query texts, and preparing costs as much as running a key lookup (measured ~2x).
+    Statements are prepared once per connection and reused: gem sends a small fixed set of
+    query texts, and preparing costs as much as running a key lookup (measured ~2x).
     """
 
     def __init__(self, conn: Any, prepared: dict[str, Any]) -> None:
@@ -109,6 +112,15 @@ class Tx:
             rows.append([_from_db(v) for v in result.get_next()])
         return rows
 
+    def stream(self, query: str, params: dict[str, Any] | None = None) -> Iterator[list[Any]]:
+        """Rows one at a time, for scans too large to hold as a list."""
+        try:
+            result = self._conn.execute(self._statement(query), _to_db(params) if params else {})
+        except RuntimeError as exc:
+            raise StoreError(f"{exc} [query: {query}]") from exc
+        while result.has_next():
+            yield [_from_db(v) for v in result.get_next()]
+
     def one(self, query: str, params: dict[str, Any] | None = None) -> list[Any] | None:
         rows = self.run(query, params)
         return rows[0] if rows else None
@@ -124,7 +136,7 @@ class GraphStore:
     def __init__(self, path: str | None, engine: str = "kuzu") -> None:
         module = _import_engine(engine)
         self.engine = engine
-        self._tempdir = None
+        self._tempdir: str | None = None
         if path is None:
             self._tempdir = tempfile.mkdtemp(prefix="gem-")
             path = os.path.join(self._tempdir, "memory.db")
@@ -146,26 +158,24 @@ class GraphStore:
         self._conn = module.Connection(shared.database)
         self._prepared: dict[str, Any] = {}
         self._closed = False
-        with self.transaction() as tx:
-            for statement in STATEMENTS:
-                tx.run(statement)
-            if tx.scalar("MATCH (m:Meta {key: 'schema'}) RETURN m.value") is None:
-                tx.run("CREATE (:Meta {key: 'schema', value: $v})", {"v": SCHEMA_VERSION})
-
-    @property
-    def commit_count(self) -> int:
-        """Commits on this database by every handle in this process, so far."""
-        return self._shared.commits
 
     @property
     def lock(self) -> threading.RLock:
         return self._shared.lock
 
+    @property
+    def shared_state(self) -> Any:
+        return self._shared.state
+
+    @shared_state.setter
+    def shared_state(self, value: Any) -> None:
+        self._shared.state = value
+
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
         """BEGIN; COMMIT on success; ROLLBACK on any exception (and re-raise it)."""
-        self._check_open()
         with self._shared.lock:
+            self.check_open()
             self._conn.execute("BEGIN TRANSACTION")
             tx = Tx(self._conn, self._prepared)
             try:
@@ -178,51 +188,61 @@ class GraphStore:
             except RuntimeError as exc:
                 self._rollback()
                 raise StoreError(f"commit failed: {exc}") from exc
-            self._shared.commits += 1
 
     @contextmanager
     def reading(self) -> Iterator[Tx]:
-        """A consistent read: holds the write lock so no transition is half-visible."""
-        self._check_open()
+        """Reads of committed state: each statement is its own read transaction, and the lock
+        is held so no write of this process is half-visible (other processes cannot write)."""
         with self._shared.lock:
+            self.check_open()
             yield Tx(self._conn, self._prepared)
 
     def _rollback(self) -> None:
-        # An error inside a transaction may already have aborted it; then ROLLBACK
-        # itself raises "no active transaction", which is the state we want anyway.
+        # An error inside a transaction may already have aborted it; then ROLLBACK itself
+        # raises "no active transaction", which is the state we want anyway.
         try:
             self._conn.execute("ROLLBACK")
         except RuntimeError:
             pass
-        # kuzu 0.11.3: after a rolled-back update of a row, the next update of that row
-        # fails with a write-write conflict (or crashes) in most runs; measured here 16
-        # of 20 runs without, 0 of 100 with a checkpoint right after the rollback.
+        # kuzu 0.11.3: after a rolled-back update of a row, the next update of that row fails
+        # with a write-write conflict (or crashes) in most runs; measured 16 of 20 runs
+        # without, 0 of 100 with a checkpoint right after the rollback. Since engine v2 a
+        # transition writes nothing before its final flush, so this runs only when the engine
+        # itself fails a flush.
         try:
             self._conn.execute("CHECKPOINT")
         except RuntimeError:  # pragma: no cover - nothing to checkpoint is not an error
             pass
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self._closed:
             raise StoreError(f"store at {self.path!r} is closed")
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        with _registry_lock:
-            shared = self._shared
-            shared.users -= 1
-            try:
-                self._conn.close()
-            except Exception:  # pragma: no cover - engine-specific
-                pass
-            if shared.users == 0:
-                _registry.pop(self._key, None)
+        """Close this handle. Waits for a call running on this path in another thread: closing
+        a connection under a running transaction crashes both engines."""
+        with self._shared.lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._prepared.clear()  # prepared statements must not outlive their connection
+            with _registry_lock:
+                shared = self._shared
+                shared.users -= 1
                 try:
-                    shared.database.close()
+                    self._conn.close()
                 except Exception:  # pragma: no cover - engine-specific
                     pass
+                if shared.users == 0:
+                    _registry.pop(self._key, None)
+                    try:
+                        shared.database.close()
+                    except Exception:  # pragma: no cover - engine-specific
+                        pass
         if self._tempdir:
             shutil.rmtree(self._tempdir, ignore_errors=True)
 

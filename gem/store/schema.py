@@ -1,58 +1,239 @@
-"""The schema of M_t = (D_t, S_t, P_t) plus the transition log (design section 1).
+"""The schema of M_t = (D_t, S_t, P_t) plus the transition log, declared once.
 
-Embeddings are stored as base64 float32 bytes in a STRING: measured here, batch writes of
-256-dim FLOAT[] lists are ~20x slower than strings, and the vector index is ours anyway.
+Each node table is a TypedDict: the same declaration gives the DDL, the column tuples the
+queries read and write, and the row type the rest of gem works with, so they cannot drift.
+Relationships are declared below the tables.
+
+What is stored is the state itself, nothing derivable: topic summaries and embeddings are
+derived (by the summariser and the embedder, from titles and current values) and live in
+gem's derived snapshot beside the database (gem/derived.py). Before that change every update
+rewrote the topic's 1.4 KB base64 embedding and its summary, ~9.7 KB per fact on Kuzu.
+
 `tx` on entries, flags and edges is the sequence number of the transition that made them:
-within one clock instant, times cannot order events, transition numbers can.
-An entry links to the entry that superseded it by key (`superseded_by`, `superseded_tx`),
-not by a relationship: on Kuzu 0.11.3 creating a relationship between two existing nodes
-costs ~1.5 ms (measured at 30k nodes; LadybugDB ~0.02 ms), and every update makes one.
-Relationships from a parent to a new child (topic-field, field-entry, ...) are created with
-the child, in the same statement, which costs ~0.15 ms.
-Entries are nodes, not a JSON blob inside the topic, so every correctness condition
-can be checked with a query. Each statement is idempotent so opening an existing
-database is safe.
+within one clock instant, times cannot order events, transition numbers can. An entry links
+to the entry that superseded it by key (`superseded_by`, `superseded_tx`), not by a
+relationship: on kuzu 0.11.3 creating a relationship between two existing nodes costs ~10x
+more than creating a child together with its owning relationship. Entries are nodes, not a
+JSON blob inside the topic, so every correctness condition can be checked with a query.
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = "1"
+import types
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypedDict, Union, get_args, get_origin, get_type_hints
 
-_UNIT_SALIENCE = "strength DOUBLE, last_access TIMESTAMP"
+SCHEMA_VERSION = "2"
 
-STATEMENTS: tuple[str, ...] = (
-    "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING, value STRING, PRIMARY KEY(key))",
-    "CREATE NODE TABLE IF NOT EXISTS Topic(id STRING, seq INT64, title STRING, aliases STRING[], "
-    "summary STRING, embedding STRING, " + _UNIT_SALIENCE + ", status STRING, scope STRING, "
-    "created_at TIMESTAMP, updated_at TIMESTAMP, annotations STRING, PRIMARY KEY(id))",
-    "CREATE NODE TABLE IF NOT EXISTS Field(id STRING, topic_id STRING, name STRING, "
-    + _UNIT_SALIENCE + ", status STRING, contested BOOLEAN, summary STRING, "
-    "created_at TIMESTAMP, annotations STRING, PRIMARY KEY(id))",
-    "CREATE NODE TABLE IF NOT EXISTS Entry(id STRING, seq INT64, tx INT64, field_id STRING, "
-    "origin_field STRING, value STRING, "
-    "valid_at TIMESTAMP, asserted_at TIMESTAMP, recorded_at TIMESTAMP, source STRING, "
-    "actor STRING, ref STRING, confidence DOUBLE, polarity STRING, status STRING, "
-    "superseded_by STRING, superseded_tx INT64, active BOOLEAN, "
-    "annotations STRING, PRIMARY KEY(id))",
-    "CREATE NODE TABLE IF NOT EXISTS Observation(id STRING, seq INT64, entry_id STRING, "
-    "source STRING, actor STRING, ref STRING, confidence DOUBLE, polarity STRING, "
-    "valid_at TIMESTAMP, recorded_at TIMESTAMP, PRIMARY KEY(id))",
-    "CREATE NODE TABLE IF NOT EXISTS Flag(id STRING, seq INT64, tx INT64, topic_id STRING, "
-    "origin_id STRING, "
-    "policy STRING, evidence STRING, status STRING, created_at TIMESTAMP, cleared_at TIMESTAMP, "
-    "PRIMARY KEY(id))",
-    "CREATE NODE TABLE IF NOT EXISTS Policy(name STRING, file STRING, source STRING, hash STRING, "
-    "version INT64, enabled BOOLEAN, loaded_at TIMESTAMP, PRIMARY KEY(name))",
-    "CREATE NODE TABLE IF NOT EXISTS Transition(seq INT64, op STRING, event STRING, at TIMESTAMP, "
-    "actor STRING, units STRING, policies STRING, detail STRING, counters STRING, "
-    "prev_hash STRING, hash STRING, PRIMARY KEY(seq))",
-    "CREATE REL TABLE IF NOT EXISTS HAS_FIELD(FROM Topic TO Field)",
-    "CREATE REL TABLE IF NOT EXISTS HAS_ENTRY(FROM Field TO Entry)",
-    "CREATE REL TABLE IF NOT EXISTS CORROBORATES(FROM Observation TO Entry)",
-    "CREATE REL TABLE IF NOT EXISTS FLAGS(FROM Flag TO Topic)",
-    "CREATE REL TABLE IF NOT EXISTS EXTENDS(FROM Topic TO Topic, tx INT64, created_at TIMESTAMP, "
-    "source STRING, actor STRING)",
-    "CREATE REL TABLE IF NOT EXISTS ASSOCIATES(FROM Topic TO Topic, tx INT64, created_at TIMESTAMP, "
-    "source STRING, actor STRING)",
-    "CREATE REL TABLE IF NOT EXISTS DERIVED_FROM(FROM Topic TO Topic, reason STRING, "
-    "created_at TIMESTAMP)",
-)
+
+class MetaRow(TypedDict):
+    key: str
+    value: str
+
+
+class TopicRow(TypedDict):
+    id: str
+    seq: int
+    title: str
+    aliases: list[str]
+    strength: float           # salience s = 1 - exp(-strength), decayed lazily (gem/salience.py)
+    last_access: datetime
+    status: str               # active | archived
+    scope: str
+    created_at: datetime
+    updated_at: datetime
+    annotations: str          # JSON object
+
+
+class FieldRow(TypedDict):
+    id: str                   # "<topic id>/<name>": found by key, without a traversal
+    topic_id: str
+    name: str
+    strength: float
+    last_access: datetime
+    status: str               # active | compressed | hidden
+    contested: bool
+    summary: str | None       # what compression left in place of the older entries
+    created_at: datetime
+    annotations: str
+
+
+class EntryRow(TypedDict):
+    id: str
+    seq: int
+    tx: int
+    field_id: str
+    origin_field: str         # the field it was recorded in (merges move entries)
+    value: str                # JSON
+    valid_at: datetime
+    asserted_at: datetime     # its latest statement (re-statements move it forward)
+    recorded_at: datetime
+    source: str
+    actor: str
+    ref: str | None
+    confidence: float
+    polarity: str             # + | -
+    status: str               # current | superseded | retracted
+    superseded_by: str | None
+    superseded_tx: int | None
+    active: bool              # False once compression moved it out of the active history
+    annotations: str
+
+
+class ObservationRow(TypedDict):
+    id: str
+    seq: int
+    entry_id: str
+    source: str
+    actor: str
+    ref: str | None
+    confidence: float
+    polarity: str
+    valid_at: datetime
+    recorded_at: datetime
+
+
+class FlagRow(TypedDict):
+    id: str
+    seq: int
+    tx: int
+    topic_id: str
+    origin_id: str | None
+    policy: str | None
+    evidence: str             # JSON
+    status: str               # open | cleared
+    created_at: datetime
+    cleared_at: datetime | None
+
+
+class PolicyRow(TypedDict):
+    name: str
+    file: str
+    source: str
+    hash: str
+    version: int
+    enabled: bool
+    loaded_at: datetime
+
+
+class TransitionRow(TypedDict):
+    seq: int
+    op: str
+    event: str
+    at: datetime
+    actor: str
+    units: str                # JSON list of unit ids
+    policies: str             # JSON list of policies fired, with their evidence
+    detail: str               # JSON object
+    counters: str             # JSON object: id counters and the interaction count
+    prev_hash: str
+    hash: str
+
+
+class EdgeProps(TypedDict):
+    tx: int
+    created_at: datetime
+    source: str
+    actor: str
+
+
+class DerivedProps(TypedDict):
+    reason: str
+    created_at: datetime
+
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    row: type
+    key: str
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(get_type_hints(self.row))
+
+
+@dataclass(frozen=True)
+class Rel:
+    """A relationship table. `owns`: the source owns the target (or, with `child_first`, the
+    target owns the source) and the relationship is created in the statement that creates
+    the child."""
+    name: str
+    source: str
+    target: str
+    props: type | None = None
+    owns: bool = False
+    child_first: bool = False
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(get_type_hints(self.props)) if self.props else ()
+
+
+TABLES: dict[str, Table] = {t.name: t for t in (
+    Table("Meta", MetaRow, "key"),
+    Table("Topic", TopicRow, "id"),
+    Table("Field", FieldRow, "id"),
+    Table("Entry", EntryRow, "id"),
+    Table("Observation", ObservationRow, "id"),
+    Table("Flag", FlagRow, "id"),
+    Table("Policy", PolicyRow, "name"),
+    Table("Transition", TransitionRow, "seq"),
+)}
+
+RELS: dict[str, Rel] = {r.name: r for r in (
+    Rel("HAS_FIELD", "Topic", "Field", owns=True),
+    Rel("HAS_ENTRY", "Field", "Entry", owns=True),
+    Rel("CORROBORATES", "Observation", "Entry", owns=True, child_first=True),
+    Rel("FLAGS", "Flag", "Topic", owns=True, child_first=True),
+    Rel("EXTENDS", "Topic", "Topic", EdgeProps),
+    Rel("ASSOCIATES", "Topic", "Topic", EdgeProps),
+    Rel("DERIVED_FROM", "Topic", "Topic", DerivedProps),
+)}
+
+# The edge kinds of S_t, as policies and the public API name them, and their tables.
+EDGE_TABLES = {"extension": "EXTENDS", "association": "ASSOCIATES", "derived": "DERIVED_FROM"}
+EDGE_KINDS = {table: kind for kind, table in EDGE_TABLES.items()}
+
+_CYPHER_TYPES = {str: "STRING", int: "INT64", float: "DOUBLE", bool: "BOOLEAN",
+                 datetime: "TIMESTAMP"}
+
+
+def cypher_type(annotation: Any) -> str:
+    """The engine type of a TypedDict annotation (`X | None` is X: every column is nullable)."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        (annotation,) = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) is list:
+        return cypher_type(get_args(annotation)[0]) + "[]"
+    return _CYPHER_TYPES[annotation]
+
+
+def _columns_ddl(row: type) -> str:
+    return ", ".join(f"{name} {cypher_type(t)}" for name, t in get_type_hints(row).items())
+
+
+def ddl() -> tuple[str, ...]:
+    """CREATE statements for every table; idempotent, so opening an existing database is safe."""
+    out = [f"CREATE NODE TABLE IF NOT EXISTS {t.name}({_columns_ddl(t.row)}, PRIMARY KEY({t.key}))"
+           for t in TABLES.values()]
+    for r in RELS.values():
+        props = f", {_columns_ddl(r.props)}" if r.props else ""
+        out.append(f"CREATE REL TABLE IF NOT EXISTS {r.name}(FROM {r.source} TO {r.target}{props})")
+    return tuple(out)
+
+
+def owning_rel(child_table: str) -> Rel | None:
+    """The relationship that owns rows of `child_table`, if any."""
+    for r in RELS.values():
+        if r.owns and (r.source if r.child_first else r.target) == child_table:
+            return r
+    return None
+
+
+__all__ = ["SCHEMA_VERSION", "TABLES", "RELS", "EDGE_TABLES", "EDGE_KINDS", "Table", "Rel", "Row",
+           "TopicRow", "FieldRow", "EntryRow", "ObservationRow", "FlagRow", "PolicyRow",
+           "TransitionRow", "MetaRow", "EdgeProps", "DerivedProps", "ddl", "cypher_type",
+           "owning_rel"]

@@ -1,0 +1,392 @@
+"""Derived state: everything gem computes from the database to answer quickly.
+
+The database is the single source of truth. Derived from it, and kept here:
+
+- the name directory (exact and normalised titles and aliases -> topic) and title vectors,
+  which the resolver reads to choose a fact's host topic;
+- topic summaries (title and current visible values, by the summariser) and the lexical
+  (BM25) and vector indexes over them, which free-text retrieval searches;
+- salience columns (strength, last access, status) of every topic and field, which answer the
+  global questions no key lookup can: which units faded below a salience, which topics are the
+  most salient, how many fields are active (C5);
+- the topics with open revision flags, and the log head (sequence number, hash, counters).
+
+It changes only after a commit (`apply`), from the committed transition's rows, so a rejected
+transition leaves no trace here. Summaries and their index entries are refreshed lazily: a
+commit marks the topics whose content changed as stale, and whatever reads summaries (a
+free-text retrieval, `inspect`, `similarity`) refreshes the stale ones first, in one batch,
+from committed state. All of it can be saved beside the database (`save`) and loaded at open
+when it matches the log's head; a stale snapshot catches up from the log.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .index import LexicalIndex, VectorIndex
+from .store import GraphStore, queries
+from .store.schema import Row
+from .text import normalise, value_text
+
+if TYPE_CHECKING:
+    from .embed import Embedder
+    from .state.cache import CommittedCache
+    from .state.transition import Transition
+
+Summarizer = Callable[[str, dict[str, Any]], str]
+Progress = Callable[[str, int, int], None]
+GENESIS = "0" * 64
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+TOPIC_STATUS = ("active", "archived")
+FIELD_STATUS = ("active", "compressed", "hidden")
+
+
+def default_summary(title: str, values: dict[str, Any]) -> str:
+    """A deterministic summary: the title and the current value of each visible field."""
+    parts = [f"{name}: {value_text(value)}" for name, value in sorted(values.items())]
+    return title + (" — " + "; ".join(parts) if parts else "")
+
+
+def _seconds(when: datetime | None) -> float:
+    return math.nan if when is None else (when - _EPOCH).total_seconds()
+
+
+class SalienceTable:
+    """(strength, last access, status) of every unit of one kind, as numpy columns."""
+
+    def __init__(self, statuses: Sequence[str]) -> None:
+        self.codes = {s: i for i, s in enumerate(statuses)}
+        self.names = tuple(statuses)
+        self.ids: list[str] = []
+        self.row_of: dict[str, int] = {}
+        self.strength = np.zeros(64)
+        self.last = np.zeros(64)
+        self.status = np.zeros(64, dtype=np.int8)
+        self.owner = np.full(64, -1, dtype=np.int64)  # a field's topic row in the topic table
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _grow(self) -> None:
+        n = self.strength.shape[0] * 2
+        for name in ("strength", "last", "status", "owner"):
+            old = getattr(self, name)
+            new = np.full(n, -1 if name == "owner" else 0, dtype=old.dtype)
+            new[:old.shape[0]] = old
+            setattr(self, name, new)
+
+    def put(self, key: str, strength: float | None, last: datetime | None, status: str,
+            owner: int = -1) -> None:
+        row = self.row_of.get(key)
+        if row is None:
+            row = len(self.ids)
+            if row >= self.strength.shape[0]:
+                self._grow()
+            self.ids.append(key)
+            self.row_of[key] = row
+        self.strength[row] = strength or 0.0
+        self.last[row] = _seconds(last)
+        self.status[row] = self.codes[status]
+        self.owner[row] = owner
+
+    def status_of(self, key: str) -> str | None:
+        row = self.row_of.get(key)
+        return None if row is None else self.names[int(self.status[row])]
+
+    def salience(self, now: datetime, half_life: timedelta) -> np.ndarray:
+        """Salience now of every row: s = 1 - exp(-x), decayed by 2^(-age / half_life)."""
+        n = len(self.ids)
+        s = -np.expm1(-np.maximum(self.strength[:n], 0.0))
+        age = np.maximum(_seconds(now) - self.last[:n], 0.0)
+        age = np.where(np.isnan(age), 0.0, age)
+        return s * np.exp2(-age / half_life.total_seconds())
+
+    def mask(self, statuses: Iterable[str]) -> np.ndarray:
+        codes = [self.codes[s] for s in statuses]
+        return np.isin(self.status[:len(self.ids)], codes)
+
+
+class NameDirectory:
+    """Titles and aliases -> topic: the exact name, and its normalised form."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, str] = {}
+        self.by_norm: dict[str, str] = {}
+        self.names_of: dict[str, list[str]] = {}
+        self.title_of: dict[str, str] = {}
+
+    def set(self, tid: str, title: str, aliases: Sequence[str]) -> None:
+        for name in self.names_of.pop(tid, ()):
+            if self.by_name.get(name) == tid:
+                del self.by_name[name]
+            if self.by_norm.get(normalise(name)) == tid:
+                del self.by_norm[normalise(name)]
+        self.names_of[tid] = [title, *aliases]
+        for name in self.names_of[tid]:
+            self.by_name.setdefault(name, tid)
+            self.by_norm.setdefault(normalise(name), tid)
+        self.title_of[tid] = title
+
+
+class DerivedState:
+    """What gem derives from one database; shared by every handle on it in a process."""
+
+    def __init__(self, embedder: "Embedder") -> None:
+        self.embedder = embedder
+        self.seq = 0
+        self.hash = GENESIS
+        self.counters: dict[str, int] = {}
+        self.names = NameDirectory()
+        self.title_vectors = VectorIndex(embedder.dim)
+        self.lexical = LexicalIndex()
+        self.vectors = VectorIndex(embedder.dim)
+        self.summaries: dict[str, str] = {}
+        self.stale: dict[str, None] = {}  # topics whose summary and index entries are out of date
+        self.topics = SalienceTable(TOPIC_STATUS)
+        self.fields = SalienceTable(FIELD_STATUS)
+        self.fields_by_topic: dict[str, list[str]] = {}
+        self.open_flags: dict[str, int] = {}
+        self._active_fields: int | None = None
+
+    # ------------------------------------------------------------------ the Committed view
+    def topic_status(self, tid: str) -> str | None:
+        return self.topics.status_of(tid)
+
+    def field_status(self, fid: str) -> str | None:
+        return self.fields.status_of(fid)
+
+    def fields_of(self, tid: str) -> list[str]:
+        return self.fields_by_topic.get(tid, [])
+
+    def _topic_active(self) -> np.ndarray:
+        """For each field row: is its topic active?"""
+        n = len(self.fields)
+        owner = self.fields.owner[:n]
+        active = np.zeros(n, dtype=bool)
+        known = owner >= 0
+        active[known] = self.topics.status[owner[known]] == 0
+        return active
+
+    def field_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
+                        half_life: timedelta) -> list[str]:
+        keep = self.fields.mask(statuses) & self._topic_active()
+        if below is not None:
+            keep &= self.fields.salience(now, half_life) < below
+        return [self.fields.ids[i] for i in np.flatnonzero(keep).tolist()]
+
+    def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
+                        half_life: timedelta) -> list[str]:
+        keep = self.topics.mask(statuses)
+        if below is not None:
+            keep &= self.topics.salience(now, half_life) < below
+        return [self.topics.ids[i] for i in np.flatnonzero(keep).tolist()]
+
+    def active_field_count(self) -> int:
+        if self._active_fields is None:
+            self._active_fields = int(np.count_nonzero(self.fields.mask(("active",))
+                                                       & self._topic_active()))
+        return self._active_fields
+
+    def flagged_topics(self) -> list[str]:
+        return [tid for tid, n in self.open_flags.items() if n > 0]
+
+    def least_relevant_fields(self, n: int, exclude: set[str], now: datetime,
+                              half_life: timedelta) -> list[tuple[float, str]]:
+        """The n active fields of active topics with the lowest relevance (the mean of field
+        and topic salience), skipping `exclude`, as (relevance, field id)."""
+        if n <= 0 or not len(self.fields):
+            return []
+        keep = self.fields.mask(("active",)) & self._topic_active()
+        for fid in exclude:
+            row = self.fields.row_of.get(fid)
+            if row is not None:
+                keep[row] = False
+        rows = np.flatnonzero(keep)
+        if rows.shape[0] == 0:
+            return []
+        nf = len(self.fields)
+        fs = self.fields.salience(now, half_life)[rows]
+        ts = self.topics.salience(now, half_life)[self.fields.owner[:nf][rows]]
+        relevance = (fs + ts) / 2
+        if rows.shape[0] > n:
+            cut = np.partition(relevance, n - 1)[n - 1]
+            pick = np.flatnonzero(relevance <= cut)
+        else:
+            pick = np.arange(rows.shape[0])
+        found = sorted((float(relevance[i]), self.fields.ids[int(rows[i])]) for i in pick.tolist())
+        return found[:n]
+
+    def most_salient_topics(self, k: int, now: datetime, half_life: timedelta,
+                            statuses: Sequence[str]) -> list[str]:
+        s = self.topics.salience(now, half_life)
+        rows = np.flatnonzero(self.topics.mask(statuses))
+        if rows.shape[0] == 0:
+            return []
+        order = sorted(rows.tolist(), key=lambda r: (-s[r], self.topics.ids[r]))
+        return [self.topics.ids[r] for r in order[:k]]
+
+    # ------------------------------------------------------------------ units
+    def _put_topic(self, row: Row) -> None:
+        self.topics.put(row["id"], row["strength"], row["last_access"], row["status"])
+
+    def _put_field(self, row: Row) -> None:
+        owner = self.topics.row_of.get(row["topic_id"], -1)
+        self.fields.put(row["id"], row["strength"], row["last_access"], row["status"], owner)
+        fids = self.fields_by_topic.setdefault(row["topic_id"], [])
+        if row["id"] not in fids:
+            fids.append(row["id"])
+
+    def _put_names(self, rows: Sequence[Row], vectors: dict[str, np.ndarray]) -> None:
+        retitled = [r for r in rows if self.names.title_of.get(r["id"]) != r["title"]]
+        missing = [r for r in retitled if r["id"] not in vectors]
+        if missing:
+            embedded = self.embedder.embed([r["title"] for r in missing])
+            vectors = {**vectors, **{r["id"]: v for r, v in zip(missing, embedded)}}
+        for r in rows:
+            self.names.set(r["id"], r["title"], list(r["aliases"] or []))
+        for r in retitled:
+            vec = vectors[r["id"]]
+            if np.any(vec):
+                self.title_vectors.upsert(r["id"], vec)
+            else:
+                self.title_vectors.remove(r["id"])
+
+    # ------------------------------------------------------------------ after a commit
+    def apply(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None = None) -> None:
+        """Take in a committed transition (its own rows are the proposed state it committed)."""
+        topics = {**{k: t.rows["Topic"][k] for k in t.updated["Topic"]}, **t.created["Topic"]}
+        for row in topics.values():
+            self._put_topic(row)  # type: ignore[arg-type]
+        fields = {**{k: t.rows["Field"][k] for k in t.updated["Field"]}, **t.created["Field"]}
+        for row in fields.values():
+            self._put_field(row)  # type: ignore[arg-type]
+        renamed = [topics[k] for k in t.touched.reindex if k in topics]
+        self._put_names([r for r in renamed if r is not None], title_vectors or {})
+        for tid in t.children["FLAGS"]:
+            self.open_flags[tid] = sum(1 for g in t.open_flags(tid))
+        for tid in t.touched.content:
+            self.stale[tid] = None
+        self._active_fields = None
+        self.seq = t.seq
+        self.hash = t.log_record["hash"] if t.log_record else self.hash
+        self.counters = dict(vars(t.counters))
+
+    # ------------------------------------------------------------------ summaries, lazily
+    def refresh(self, cache: "CommittedCache", summarizer: Summarizer,
+                only: Iterable[str] | None = None) -> None:
+        """Recompute stale summaries (all, or those of `only`) from committed state, and their
+        lexical and vector index entries, in one embedder call."""
+        stale = list(self.stale) if only is None else [t for t in only if t in self.stale]
+        if not stale:
+            return
+        texts = summaries_of(cache, stale, summarizer)
+        vectors = self.embedder.embed([texts[t] for t in stale])
+        for tid, vec in zip(stale, vectors):
+            text = texts[tid]
+            self.summaries[tid] = text
+            names = self.names.names_of.get(tid, [])
+            self.lexical.upsert(tid, " ".join([*names, text]))
+            if np.any(vec):
+                self.vectors.upsert(tid, vec)
+            else:
+                self.vectors.remove(tid)
+            del self.stale[tid]
+
+    def summary(self, cache: "CommittedCache", summarizer: Summarizer, tid: str) -> str:
+        self.refresh(cache, summarizer, [tid])
+        return self.summaries.get(tid, self.names.title_of.get(tid, ""))
+
+    # ------------------------------------------------------------------ comparison
+    def fingerprint(self) -> dict[str, Any]:
+        """Everything this state holds, in a canonical form (by key, not by insertion order),
+        so two states compare equal exactly when they would answer every question alike."""
+        def table(t: SalienceTable) -> dict[str, tuple[float, float, str, int]]:
+            n = len(t)
+            return {key: (float(t.strength[i]), float(t.last[i]), t.names[int(t.status[i])],
+                          int(t.owner[i]) if t.owner[i] < 0 else 0)
+                    for key, i in zip(t.ids[:n], range(n))}
+
+        def vectors(index: VectorIndex) -> dict[str, bytes]:
+            return {key: index.get(key).tobytes() for key in index}  # type: ignore[union-attr]
+
+        return {
+            "seq": self.seq, "hash": self.hash, "counters": dict(self.counters),
+            "names": sorted(self.names.by_name.items()), "norms": sorted(self.names.by_norm.items()),
+            "titles": sorted(self.names.title_of.items()),
+            "title_vectors": vectors(self.title_vectors), "vectors": vectors(self.vectors),
+            "lexical": sorted(self.lexical), "summaries": dict(sorted(self.summaries.items())),
+            "stale": sorted(self.stale), "topics": table(self.topics), "fields": table(self.fields),
+            "fields_by_topic": {k: sorted(v) for k, v in sorted(self.fields_by_topic.items())},
+            "open_flags": {k: v for k, v in sorted(self.open_flags.items()) if v},
+        }
+
+    # ------------------------------------------------------------------ rebuild
+    @classmethod
+    def rebuild(cls, store: GraphStore, embedder: "Embedder",
+                progress: Progress | None = None) -> "DerivedState":
+        """Everything derived, from the database alone (summaries are left stale: the first
+        reader refreshes them)."""
+        state = cls(embedder)
+        with store.reading() as tx:
+            last = queries.last_transition(tx)
+            topics = queries.scan(tx, "Topic", columns=("id", "title", "aliases", "status",
+                                                        "strength", "last_access"), order="seq")
+            fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
+                                                        "last_access"))
+            flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
+        if last is not None:
+            state.seq, state.hash = last["seq"], last["hash"]
+            state.counters = json.loads(last["counters"])
+        total = len(topics)
+        for row in topics:
+            state._put_topic(row)
+            state.stale[row["id"]] = None
+        for row in fields:
+            state._put_field(row)
+        for g in flags:
+            state.open_flags[g["topic_id"]] = state.open_flags.get(g["topic_id"], 0) + 1
+        step = 10_000
+        for i in range(0, total, step):
+            state._put_names(topics[i:i + step], {})
+            if progress is not None:
+                progress("index titles", min(i + step, total), total)
+        return state
+
+
+def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summarizer) -> dict[str, str]:
+    """Summaries of committed topics: the title and each visible field's current value."""
+    cache.load_rows("Topic", tids)
+    cache.load_children("HAS_FIELD", tids)
+    fids = [f for t in tids for f in cache.children["HAS_FIELD"][t]]
+    cache.load_children("HAS_ENTRY", fids)
+    out = {}
+    for tid in tids:
+        row = cache.rows["Topic"][tid]
+        if row is None:
+            continue
+        values = {}
+        for fid in cache.children["HAS_FIELD"][tid]:
+            f = cache.rows["Field"][fid]
+            if f is None or f["status"] == "hidden":
+                continue
+            for eid in reversed(cache.children["HAS_ENTRY"][fid]):
+                e = cache.rows["Entry"][eid]
+                if e is not None and e["status"] == "current":
+                    values[f["name"]] = json.loads(e["value"])
+                    break
+        out[tid] = summarizer(row["title"], values)
+    return out
+
+
+def snapshot_dir(db_path: str) -> str:
+    return db_path + ".gem-derived"
+
+
+__all__ = ["DerivedState", "NameDirectory", "SalienceTable", "default_summary", "snapshot_dir",
+           "summaries_of", "GENESIS"]
+_ = os

@@ -1,0 +1,87 @@
+"""State-level primitives that operators and policy actions share.
+
+Each applies one rule of the model to a transition's proposed state; the rules themselves
+(what is current, what a fact does to a history) live in gem/history.py.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .. import history
+from ..errors import InvalidInput
+from ..reliability import Observation as EvidenceObservation
+from ..state.transition import Transition
+from ..store.schema import EDGE_TABLES, Row
+from ..units import EdgeRef, FieldRef, TopicRef
+
+
+def entry_value(row: Row) -> Any:
+    return json.loads(row["value"])
+
+
+def provenance_of(row: Row) -> dict[str, Any]:
+    return {k: row[k] for k in ("source", "actor", "ref", "confidence", "polarity")}
+
+
+def field_ref(t: Transition, fid: str) -> FieldRef:
+    row = t.field_row(fid)
+    assert row is not None, fid
+    return FieldRef(fid, row["topic_id"], row["name"])
+
+
+def settle_current(t: Transition, fid: str) -> Row | None:
+    """Make the history's best entry current and supersede any other current one by it."""
+    plan = history.settle(t.entries(fid))
+    if plan.best is None:
+        return None
+    if plan.promote:
+        t.update("Entry", plan.best["id"], status="current", superseded_by=None, superseded_tx=None)
+        t.touched.entries[plan.best["id"]] = None
+    for entry in plan.demote:
+        t.supersede(entry, plan.best)
+    return plan.best
+
+
+def field_evidence(t: Transition, fid: str,
+                   assume_current: Row | None = None) -> list[EvidenceObservation]:
+    """The evidence sequence F of the field's current value (design section 6).
+
+    Observations of the same value count with their own polarity. Observations of another
+    value count against it only when they claim the same or a later time than its latest
+    statement: an older value that was superseded is history, not a contradiction.
+    `assume_current` assesses a candidate of a contested field instead of the current value.
+    """
+    current = assume_current or t.current_entry(fid)
+    if current is None:
+        return []
+    sequence = []
+    for entry in t.entries(fid):
+        same = entry["value"] == current["value"]
+        for obs in [entry, *t.observations(entry["id"])]:
+            if same:
+                polarity = obs["polarity"]
+            elif obs["polarity"] == "+" and obs["valid_at"] >= current["asserted_at"]:
+                polarity = "-"
+            else:
+                continue
+            sequence.append(EvidenceObservation(polarity, float(obs["confidence"]), obs["valid_at"]))
+    return sequence
+
+
+def add_edge(t: Transition, src: str, dst: str, kind: str, source: str) -> bool:
+    """Create a typed edge unless it already exists. Returns True if created."""
+    if kind not in EDGE_TABLES or kind == "derived":
+        raise InvalidInput(f"edge kind must be 'extension' or 'association', got {kind!r}")
+    if src == dst:
+        raise InvalidInput("an edge must join two different topics")
+    table = EDGE_TABLES[kind]
+    if t.edge(table, src, dst) is not None or not t.once("edge", kind, src, dst):
+        return False
+    t.add_edge(table, src, dst, {"tx": t.seq, "created_at": t.now, "source": source,
+                                 "actor": t.actor})
+    t.touch_topic(src)
+    t.touch_topic(dst)
+    t.emit("linked", edge=EdgeRef(kind, src, dst), source=TopicRef(src), target=TopicRef(dst),
+           kind=kind)
+    return True

@@ -1,0 +1,181 @@
+"""The transition pipeline (design section 2, the paper's Algorithm 1), as named stages.
+
+    operator         the operator proposes M_{t+1}, emitting events
+    policies         matching policies run on the proposed state, FIFO, cascade bounded
+    bound            C5 enforcement: past beta(n) the least relevant fields are hidden
+    commit_policies  the `commit` event: constraint policies see the whole proposal
+    conditions       C1-C6 on the units the transition touched
+    output           the operator's result, built from the proposed state
+    log              the transition-log record, chained by hash to the previous one
+    flush            the proposal is written with a few batched statements and committed
+
+The stages are declared once, in order (`STAGES`); a `Pipeline` is an ordered list of them
+that a test or a tool can extend (`insert_after`) or shorten (`without`), which is how the
+conditions are shown to reject broken transitions and how the benchmarks price the checks.
+Each stage is a plain function of the transition and the engine it runs on. A stage that
+raises ends the transition: nothing was written, so there is nothing to undo.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from . import conditions
+from .errors import InvalidInput, TransitionRejected
+from .operators.forget import enforce_bound
+from .runtime import PolicyRuntime
+from .state.transition import Transition
+from .store import queries
+from .store.schema import TABLES, owning_rel
+from .units import TopicRef, dumps
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[Transition, "Engine"], None]
+
+
+class Pipeline:
+    """An ordered list of named stages."""
+
+    def __init__(self, stages: Iterable[Stage]) -> None:
+        self.stages: tuple[Stage, ...] = tuple(stages)
+        names = [s.name for s in self.stages]
+        if len(set(names)) != len(names):
+            raise InvalidInput(f"stage names must be unique: {names}")
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    def insert_after(self, name: str, stage: Stage) -> "Pipeline":
+        """A pipeline with `stage` right after the stage called `name`."""
+        if name not in self.names:
+            raise InvalidInput(f"no stage named {name!r}; stages: {self.names}")
+        i = self.names.index(name) + 1
+        return Pipeline(self.stages[:i] + (stage,) + self.stages[i:])
+
+    def without(self, name: str) -> "Pipeline":
+        if name not in self.names:
+            raise InvalidInput(f"no stage named {name!r}; stages: {self.names}")
+        return Pipeline(s for s in self.stages if s.name != name)
+
+    def run(self, t: Transition, engine: "Engine") -> None:
+        for stage in self.stages:
+            stage.run(t, engine)
+
+
+# ---------------------------------------------------------------------- the stages
+def run_operator(t: Transition, engine: "Engine") -> None:
+    t.output = t.operator(t)
+
+
+def run_policies(t: Transition, engine: "Engine | None" = None) -> None:
+    """Evaluate matching policies on the proposed state, FIFO, with a bounded cascade."""
+    policies_for = t.policies_for
+    limit = int(t.settings["cascade_depth"])
+    while t.events:
+        event = t.events.popleft()
+        policies = policies_for(event.name)
+        if policies and event.depth > limit:
+            raise TransitionRejected(
+                "cascade", None,
+                f"policy cascade deeper than cascade_depth={limit} at event {event.name!r}")
+        for policy in policies:
+            t.current_event, t.depth = event, event.depth
+            try:
+                policy.fire(event.bindings, PolicyRuntime(t))
+            finally:
+                t.current_event, t.depth = None, 0
+
+
+def bound(t: Transition, engine: "Engine") -> None:
+    enforce_bound(t)
+    run_policies(t)
+
+
+def commit_policies(t: Transition, engine: "Engine") -> None:
+    t.emit("commit", op=t.op, touched=[TopicRef(x) for x in t.touched.topics])
+    run_policies(t)
+
+
+def check_conditions(t: Transition, engine: "Engine") -> None:
+    conditions.check_transition(t)
+
+
+def build_output(t: Transition, engine: "Engine") -> None:
+    if callable(t.output):
+        t.output = t.output(t)
+
+
+def append_log(t: Transition, engine: "Engine") -> None:
+    record = {
+        "seq": t.seq, "op": t.op, "event": t.event, "at": t.now.isoformat(), "actor": t.actor,
+        "units": sorted(set(t.touched.topics) | set(t.touched.fields)),
+        "policies": [{"policy": f.policy, "event": f.event, "action": f.action,
+                      "evidence": f.evidence} for f in t.fired],
+        "detail": {k: v for k, v in t.detail.items() if not k.startswith("_")},
+    }
+    previous = engine.derived.hash
+    t.log_record = {
+        "seq": t.seq, "op": t.op, "event": t.event, "at": t.now, "actor": t.actor,
+        "units": dumps(record["units"]), "policies": dumps(record["policies"]),
+        "detail": dumps(record["detail"]), "counters": json.dumps(asdict(t.counters)),
+        "prev_hash": previous, "hash": chain_hash(previous, record)}
+
+
+def chain_hash(previous: str, record: dict[str, Any]) -> str:
+    return hashlib.sha256((previous + dumps(record)).encode("utf-8")).hexdigest()
+
+
+def flush(t: Transition, engine: "Engine") -> None:
+    """Write the proposal: creates (parents' tables first, each child with its owning
+    relationship), relationship deletes, relationship creates, updates, the log record; one
+    engine transaction."""
+    with engine.store.transaction() as tx:
+        for table in ("Topic", "Field", "Entry", "Observation", "Flag"):
+            rows = list(t.created[table].values())
+            if not rows:
+                continue
+            key = TABLES[table].key
+            owned = [r for r in rows if r[key] in t.parent_of]
+            free = [r for r in rows if r[key] not in t.parent_of]
+            if free:
+                queries.create_rows(tx, table, free)
+            if owned:
+                queries.create_rows(tx, table, owned, owning_rel(table), t.parent_of)
+        for rel, pairs in t.rels_removed.items():
+            if pairs:
+                queries.delete_rels(tx, rel, pairs)
+        for rel, triples in t.rels_added.items():
+            if triples:
+                queries.create_rels(tx, rel, triples)
+        for table, updates in t.updated.items():
+            if updates:
+                queries.update_rows(tx, table, list(updates.items()))
+        for write in t.store_writes:
+            write(tx)
+        if t.log_record is not None:
+            queries.append_transition(tx, t.log_record)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("operator", run_operator),
+    Stage("policies", lambda t, e: run_policies(t)),
+    Stage("bound", bound),
+    Stage("commit_policies", commit_policies),
+    Stage("conditions", check_conditions),
+    Stage("output", build_output),
+    Stage("log", append_log),
+    Stage("flush", flush),
+)
+
+DEFAULT = Pipeline(STAGES)
+
+__all__ = ["Stage", "Pipeline", "STAGES", "DEFAULT", "run_policies", "chain_hash"]

@@ -1,0 +1,338 @@
+"""Every query gem sends to the engine, as named functions over a `Tx`.
+
+Nothing outside gem/store/ writes Cypher. Rows come back as dicts keyed by the column names of
+the schema's TypedDicts (gem/store/schema.py), so a column added there is read and written
+everywhere at once.
+
+Statement forms are chosen per engine by measurement (bench/engine_forms.py): a form that
+looks equivalent can be planned as a full table scan per row on one engine and as an index
+lookup on the other, which is the difference between flat and linear cost in the table size.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Sequence
+
+from .graph import GraphStore, Tx
+from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, ddl
+
+# Rows per UNWIND statement. Larger batches slow down super-linearly on Kuzu.
+BATCH = 200
+# Up to this many keys are read or written one prepared statement each: a plain key match is
+# an index lookup on both engines, while UNWIND into a key match and `IN` lists scan.
+FEW = 16
+
+
+# ---------------------------------------------------------------------- schema and meta
+def ensure_schema(store: GraphStore) -> str:
+    """Create missing tables; return the schema version the database holds."""
+    with store.transaction() as tx:
+        for statement in ddl():
+            tx.run(statement)
+        version = meta_get(tx, "schema")
+        if version is None:
+            meta_put(tx, "schema", SCHEMA_VERSION)
+            version = SCHEMA_VERSION
+    return version
+
+
+def meta_get(tx: Tx, key: str) -> str | None:
+    return tx.scalar("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": key})
+
+
+def meta_put(tx: Tx, key: str, value: str) -> None:
+    tx.run("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+
+
+# ---------------------------------------------------------------------- keyed reads
+def _returns(var: str, columns: Sequence[str]) -> str:
+    return ", ".join(f"{var}.{c}" for c in columns)
+
+
+def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
+    """The rows with these primary keys (missing keys are simply absent)."""
+    spec = TABLES[table]
+    cols = spec.columns
+    if not keys:
+        return []
+    if len(keys) <= FEW:
+        text = f"MATCH (n:{table} {{{spec.key}: $k}}) RETURN {_returns('n', cols)}"
+        found = [r for key in keys for r in tx.run(text, {"k": key})]
+    else:
+        text = f"MATCH (n:{table}) WHERE n.{spec.key} IN $keys RETURN {_returns('n', cols)}"
+        found = tx.run(text, {"keys": list(keys)})
+    return [dict(zip(cols, values)) for values in found]
+
+
+def read_children(tx: Tx, rel: str, parents: Sequence[str]) -> list[tuple[str, Row]]:
+    """(parent key, child row) over an owning relationship, children in creation order."""
+    spec = RELS[rel]
+    parent, child = (spec.target, spec.source) if spec.child_first else (spec.source, spec.target)
+    cols = TABLES[child].columns
+    arrow = f"(p:{parent})<-[:{rel}]-(c:{child})" if spec.child_first else \
+        f"(p:{parent})-[:{rel}]->(c:{child})"
+    order = "ORDER BY c.seq" if "seq" in cols else "ORDER BY c.created_at, c.id"
+    returns = "p.id, " + _returns("c", cols)
+    if not parents:
+        return []
+    if len(parents) <= FEW:
+        text = f"MATCH {arrow} WHERE p.id = $id RETURN {returns} {order}"
+        found = [r for key in parents for r in tx.run(text, {"id": key})]
+    else:
+        found = tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {returns} {order}",
+                       {"ids": list(parents)})
+    return [(values[0], dict(zip(cols, values[1:]))) for values in found]
+
+
+def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]:
+    """Every typed edge (table, source, target, properties) touching these topics."""
+    out: list[tuple[str, str, str, Row]] = []
+    for name in ("EXTENDS", "ASSOCIATES", "DERIVED_FROM"):
+        cols = RELS[name].columns
+        returns = "a.id, b.id, " + _returns("r", cols)
+        for direction in ("a", "b"):
+            if len(topics) <= FEW:
+                text = f"MATCH (a:Topic)-[r:{name}]->(b:Topic) WHERE {direction}.id = $id RETURN {returns}"
+                rows = [r for key in topics for r in tx.run(text, {"id": key})]
+            else:
+                rows = tx.run(f"MATCH (a:Topic)-[r:{name}]->(b:Topic) WHERE {direction}.id IN $ids "
+                              f"RETURN {returns}", {"ids": list(topics)})
+            out += [(name, v[0], v[1], dict(zip(cols, v[2:]))) for v in rows]
+    # An edge between two of the topics is found from both ends.
+    unique: dict[tuple[str, str, str], tuple[str, str, str, Row]] = {}
+    for edge in out:
+        unique.setdefault(edge[:3], edge)
+    return list(unique.values())
+
+
+# ---------------------------------------------------------------------- writes
+def _unwind(tx: Tx, statement: str, rows: list[Row]) -> None:
+    if len(rows) <= FEW and " MATCH " in statement:
+        single = statement.replace("UNWIND $rows AS r ", "").replace("r.", "$")
+        for row in rows:
+            tx.run(single, row)
+        return
+    for i in range(0, len(rows), BATCH):
+        tx.run(statement, {"rows": rows[i:i + BATCH]})
+
+
+def _by_null_columns(rows: Iterable[Row], columns: Sequence[str]) -> dict[tuple[str, ...], list[Row]]:
+    """Rows grouped by which columns are set: an UNWIND column that is null in every row has no
+    type, and the engines refuse to store it into a typed column."""
+    groups: dict[tuple[str, ...], list[Row]] = {}
+    for row in rows:
+        names = tuple(c for c in columns if row.get(c) is not None)
+        groups.setdefault(names, []).append({c: row[c] for c in names})
+    return groups
+
+
+def create_rows(tx: Tx, table: str, rows: list[Row], owner: Rel | None = None,
+                parent_of: dict[str, str] | None = None) -> None:
+    """Create rows; with `owner`, each row is created together with the relationship from its
+    parent (`parent_of[row key]`), in the same statement."""
+    spec = TABLES[table]
+    groups = _by_null_columns(rows, spec.columns)
+    for names, batch in groups.items():
+        node = f"(:{table} {{" + ", ".join(f"{c}: r.{c}" for c in names) + "})"
+        if owner is None or parent_of is None:
+            _unwind(tx, f"UNWIND $rows AS r CREATE {node}", batch)
+            continue
+        parent = owner.target if owner.child_first else owner.source
+        for row in batch:
+            row["parent_id"] = parent_of[row[spec.key]]
+        edge = f"{node}-[:{owner.name}]->(p)" if owner.child_first else f"(p)-[:{owner.name}]->{node}"
+        _unwind(tx, f"UNWIND $rows AS r MATCH (p:{parent} {{id: r.parent_id}}) CREATE {edge}", batch)
+
+
+def update_rows(tx: Tx, table: str, updates: list[tuple[Any, Row]]) -> None:
+    """Set properties of existing rows, by key; None sets a property to null."""
+    spec = TABLES[table]
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Row]] = {}
+    for key, props in updates:
+        values = tuple(sorted(p for p, v in props.items() if v is not None))
+        nulls = tuple(sorted(p for p, v in props.items() if v is None))
+        groups.setdefault((values, nulls), []).append({"key": key, **{p: props[p] for p in values}})
+    for (values, nulls), rows in groups.items():
+        assignments = [f"n.{p} = r.{p}" for p in values] + [f"n.{p} = NULL" for p in nulls]
+        _unwind(tx, f"UNWIND $rows AS r MATCH (n:{table} {{{spec.key}: r.key}}) SET "
+                + ", ".join(assignments), rows)
+
+
+def create_rels(tx: Tx, rel: str, pairs: list[tuple[str, str, Row]]) -> None:
+    spec = RELS[rel]
+    rows = [{"a": a, "b": b, **props} for a, b, props in pairs]
+    for names, batch in _by_null_columns(rows, ("a", "b", *spec.columns)).items():
+        props = [c for c in names if c not in ("a", "b")]
+        body = " {" + ", ".join(f"{p}: r.{p}" for p in props) + "}" if props else ""
+        _unwind(tx, f"UNWIND $rows AS r MATCH (a:{spec.source} {{id: r.a}}), "
+                    f"(b:{spec.target} {{id: r.b}}) CREATE (a)-[:{rel}{body}]->(b)", batch)
+
+
+def delete_rels(tx: Tx, rel: str, pairs: list[tuple[str, str]]) -> None:
+    spec = RELS[rel]
+    _unwind(tx, f"UNWIND $rows AS r MATCH (a:{spec.source} {{id: r.a}})-[x:{rel}]->"
+                f"(b:{spec.target} {{id: r.b}}) DELETE x", [{"a": a, "b": b} for a, b in pairs])
+
+
+# ---------------------------------------------------------------------- the transition log
+_LOG_COLUMNS = TABLES["Transition"].columns
+
+
+def append_transition(tx: Tx, row: Row) -> None:
+    tx.run("CREATE (:Transition {" + ", ".join(f"{c}: ${c}" for c in _LOG_COLUMNS) + "})", row)
+
+
+def last_transition(tx: Tx) -> Row | None:
+    found = tx.one(f"MATCH (x:Transition) RETURN {_returns('x', _LOG_COLUMNS)} "
+                   "ORDER BY x.seq DESC LIMIT 1")
+    return None if found is None else dict(zip(_LOG_COLUMNS, found))
+
+
+def transitions(tx: Tx, since: int = 0, until: int | None = None) -> list[Row]:
+    """Log records with since < seq <= until, in order."""
+    where = "x.seq > $s" + ("" if until is None else " AND x.seq <= $u")
+    params: dict[str, Any] = {"s": since}
+    if until is not None:
+        params["u"] = until
+    rows = tx.run(f"MATCH (x:Transition) WHERE {where} RETURN {_returns('x', _LOG_COLUMNS)} "
+                  "ORDER BY x.seq", params)
+    return [dict(zip(_LOG_COLUMNS, r)) for r in rows]
+
+
+def transition_count(tx: Tx) -> int:
+    return int(tx.scalar("MATCH (x:Transition) RETURN count(*)") or 0)
+
+
+# ---------------------------------------------------------------------- policies
+_POLICY_COLUMNS = TABLES["Policy"].columns
+
+
+def stored_policies(tx: Tx) -> list[Row]:
+    rows = tx.run(f"MATCH (p:Policy) RETURN {_returns('p', _POLICY_COLUMNS)} ORDER BY p.name")
+    return [dict(zip(_POLICY_COLUMNS, r)) for r in rows]
+
+
+def put_policies(tx: Tx, rows: list[tuple[Row, bool]], files: str) -> None:
+    """Store policy rows ((row, already stored) pairs) and the source files they came from."""
+    updates = [(r["name"], {k: v for k, v in r.items() if k != "name"}) for r, exists in rows if exists]
+    if updates:
+        update_rows(tx, "Policy", updates)
+    created = [r for r, exists in rows if not exists]
+    if created:
+        create_rows(tx, "Policy", created)
+    meta_put(tx, "policy_sources", files)
+
+
+# ---------------------------------------------------------------------- whole-state scans
+# Used to rebuild derived state and by the full audit; never on a transition's path.
+def scan(tx: Tx, table: str, where: str = "", params: dict[str, Any] | None = None,
+         columns: Sequence[str] | None = None, order: str | None = None) -> list[Row]:
+    cols = tuple(columns or TABLES[table].columns)
+    order_by = f" ORDER BY n.{order}" if order else ""
+    rows = tx.run(f"MATCH (n:{table}) {('WHERE ' + where) if where else ''} "
+                  f"RETURN {_returns('n', cols)}{order_by}", params)
+    return [dict(zip(cols, r)) for r in rows]
+
+
+def scan_edges(tx: Tx, rel: str) -> list[tuple[str, str, Row]]:
+    cols = RELS[rel].columns
+    rows = tx.run(f"MATCH (a:Topic)-[r:{rel}]->(b:Topic) RETURN a.id, b.id, {_returns('r', cols)}"
+                  if cols else f"MATCH (a:Topic)-[r:{rel}]->(b:Topic) RETURN a.id, b.id")
+    return [(r[0], r[1], dict(zip(cols, r[2:]))) for r in rows]
+
+
+def scan_owned(tx: Tx, rel: str) -> list[tuple[str, str]]:
+    """(parent key, child key) of every owning relationship of one kind."""
+    spec = RELS[rel]
+    if spec.child_first:
+        return [(r[1], r[0]) for r in tx.run(
+            f"MATCH (c:{spec.source})-[:{rel}]->(p:{spec.target}) RETURN c.id, p.id")]
+    return [(r[0], r[1]) for r in tx.run(
+        f"MATCH (p:{spec.source})-[:{rel}]->(c:{spec.target}) RETURN p.id, c.id")]
+
+
+def count(tx: Tx, table: str, where: str = "", params: dict[str, Any] | None = None) -> int:
+    return int(tx.scalar(f"MATCH (n:{table}) {('WHERE ' + where) if where else ''} RETURN count(*)",
+                         params) or 0)
+
+
+def count_rels(tx: Tx, rel: str) -> int:
+    return int(tx.scalar(f"MATCH ()-[r:{rel}]->() RETURN count(*)") or 0)
+
+
+def status_counts(tx: Tx) -> dict[str, dict[str, int]]:
+    """Topics by status, and fields by ladder level (a field of an archived topic counts as
+    archived)."""
+    topics = {r[0]: int(r[1]) for r in tx.run("MATCH (x:Topic) RETURN x.status, count(*)")}
+    fields = {r[0]: int(r[1]) for r in tx.run(
+        "MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) RETURN "
+        "CASE WHEN x.status = 'archived' THEN 'archived' ELSE f.status END, count(*)")}
+    return {"topics": topics, "fields": fields}
+
+
+def entry_counts(tx: Tx) -> tuple[int, int]:
+    """(all entries, entries in the active history). kuzu 0.11.3 miscounts a bare boolean in
+    CASE, hence the explicit comparison."""
+    row = tx.one("MATCH (e:Entry) RETURN count(*), sum(CASE WHEN e.active = true THEN 1 ELSE 0 END)")
+    return (int(row[0]), int(row[1] or 0)) if row else (0, 0)
+
+
+def updates_of_extended_topics(tx: Tx) -> list[tuple[str, str, int]]:
+    """(topic, dependent, transition) for every update of a topic made in or after the
+    transition that created an extension edge from it (C3 over the trajectory). An update is a
+    supersession made by the transition that recorded the new entry, on the field it was
+    recorded in (entries moved in by a merge were updates of another topic then)."""
+    rows = tx.run(
+        "MATCH (a:Topic)-[x:EXTENDS]->(b:Topic), (a)-[:HAS_FIELD]->(f:Field)-[:HAS_ENTRY]->"
+        "(old:Entry), (f)-[:HAS_ENTRY]->(new:Entry) WHERE old.superseded_by = new.id "
+        "AND new.tx >= x.tx AND old.superseded_tx = new.tx AND old.tx < new.tx "
+        "AND new.origin_field = f.id RETURN DISTINCT a.id, b.id, new.tx")
+    return [(r[0], r[1], int(r[2])) for r in rows]
+
+
+def flags_by_transition(tx: Tx) -> set[tuple[str, int]]:
+    return {(r[0], int(r[1])) for r in tx.run("MATCH (g:Flag)-[:FLAGS]->(b:Topic) RETURN b.id, g.tx")}
+
+
+def conflicting_fields(tx: Tx) -> list[str]:
+    """Fields whose current value is contradicted by another source at the same valid time."""
+    return [r[0] for r in tx.run(
+        "MATCH (f:Field)-[:HAS_ENTRY]->(a:Entry), (f)-[:HAS_ENTRY]->(b:Entry) "
+        "WHERE a.status = 'current' AND b.id <> a.id AND b.status <> 'retracted' "
+        "AND b.asserted_at = a.asserted_at AND b.value <> a.value AND b.source <> a.source "
+        "AND f.status <> 'hidden' RETURN DISTINCT f.id ORDER BY f.id")]
+
+
+def stream_histories(tx: Tx) -> Iterator[tuple[str, list[Row]]]:
+    """Every field's history, (field key, entries in recording order), one field at a time."""
+    cols = TABLES["Entry"].columns
+    current: str | None = None
+    entries: list[Row] = []
+    for values in tx.stream(f"MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry) RETURN f.id, "
+                            f"{_returns('e', cols)} ORDER BY f.id, e.seq"):
+        if values[0] != current:
+            if current is not None:
+                yield current, entries
+            current, entries = values[0], []
+        entries.append(dict(zip(cols, values[1:])))
+    if current is not None:
+        yield current, entries
+
+
+def stream_rows(tx: Tx, table: str, order: str | None = None) -> Iterator[Row]:
+    cols = TABLES[table].columns
+    order_by = f" ORDER BY n.{order}" if order else ""
+    for values in tx.stream(f"MATCH (n:{table}) RETURN {_returns('n', cols)}{order_by}"):
+        yield dict(zip(cols, values))
+
+
+def count_owned(tx: Tx, rel: str) -> int:
+    """Children that hang off an existing parent through their owning relationship."""
+    return count_rels(tx, rel)
+
+
+def negative_strengths(tx: Tx) -> list[tuple[str, float]]:
+    out = []
+    for table in ("Topic", "Field"):
+        out += [(r[0], r[1]) for r in tx.run(f"MATCH (n:{table}) WHERE n.strength < 0 "
+                                              "RETURN n.id, n.strength")]
+    return out
