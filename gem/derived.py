@@ -305,11 +305,10 @@ class DerivedState:
     def fingerprint(self) -> dict[str, Any]:
         """Everything this state holds, in a canonical form (by key, not by insertion order),
         so two states compare equal exactly when they would answer every question alike."""
-        def table(t: SalienceTable) -> dict[str, tuple[float, float, str, int]]:
-            n = len(t)
+        def table(t: SalienceTable) -> dict[str, tuple[float, float, str, str | None]]:
             return {key: (float(t.strength[i]), float(t.last[i]), t.names[int(t.status[i])],
-                          int(t.owner[i]) if t.owner[i] < 0 else 0)
-                    for key, i in zip(t.ids[:n], range(n))}
+                          self.topics.ids[int(t.owner[i])] if t.owner[i] >= 0 else None)
+                    for i, key in enumerate(t.ids)}
 
         def vectors(index: VectorIndex) -> dict[str, bytes]:
             return {key: index.get(key).tobytes() for key in index}  # type: ignore[union-attr]

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import gem
+from gem.testing.consistency import cache_disagreements, derived_disagreements
 
 ENGINE = os.environ.get("GEM_TEST_ENGINE", "kuzu")
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
@@ -57,34 +58,8 @@ def snapshot(m: gem.Memory) -> dict:
             tables[rel] = sorted(map(repr, tx.run(
                 f"MATCH (a)-[r:{rel}]->(b) RETURN a.id, b.id")))
     assert cache_disagreements(m) == []
+    assert derived_disagreements(m) == []
     # Summaries are derived lazily: what a reader computes from committed state is not a change.
     with engine.store.lock:
         engine.derived.refresh(engine.cache, engine.services.summarizer)
     return {"tables": tables, "derived": engine.derived.fingerprint()}
-
-
-def cache_disagreements(m: gem.Memory) -> list[str]:
-    """What the row cache holds that the database does not: it may know less, never other."""
-    from gem.store import queries
-    engine = m._engine
-    cache = engine.cache
-    wrong = []
-    with engine.store.reading() as tx:
-        for table, rows in cache.rows.items():
-            stored = {r["id"]: r for r in queries.read_rows(tx, table, list(rows))}
-            for key, row in rows.items():
-                if row != stored.get(key):
-                    wrong.append(f"{table} {key}: cached {row!r}, stored {stored.get(key)!r}")
-        for rel, lists in cache.children.items():
-            stored_lists: dict[str, list[str]] = {p: [] for p in lists}
-            for parent, row in queries.read_children(tx, rel, list(lists)):
-                stored_lists[parent].append(row["id"])
-            for parent, keys in lists.items():
-                if sorted(keys) != sorted(stored_lists[parent]):
-                    wrong.append(f"{rel} of {parent}: cached {keys}, stored {stored_lists[parent]}")
-        stored_edges = queries.read_edges(tx, list(cache.edges))
-        for tid, edges in cache.edges.items():
-            want = sorted(repr(e) for e in stored_edges if tid in (e[1], e[2]))
-            if sorted(map(repr, edges)) != want:
-                wrong.append(f"edges of {tid}: cached {edges}, stored {want}")
-    return wrong

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import gem
+from gem.testing.consistency import cache_disagreements, derived_disagreements
 
 TOPICS = ("Alpha Project", "Beta Launch", "Gamma Budget", "Delta Team")
 FIELDS = ("deadline", "owner", "status")
@@ -348,6 +349,13 @@ class GemMachine(RuleBasedStateMachine):
     @invariant()
     def c6_retrieval_raised_salience(self):
         assert not self.c6_failures, self.c6_failures
+
+    @invariant()
+    def what_is_kept_in_memory_agrees_with_the_database(self):
+        """The row cache holds nothing the database does not, and the derived state equals a
+        rebuild from the database, after every commit and every rejection."""
+        assert cache_disagreements(self.mem) == []
+        assert derived_disagreements(self.mem) == []
 
 
 def memory_machine(policies: Sequence[str | Path] = (), engine: str = "kuzu") -> type[GemMachine]:

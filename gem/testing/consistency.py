@@ -1,0 +1,63 @@
+"""Checks that what gem keeps in memory agrees with the database, its single source of truth.
+
+- `cache_disagreements`: the row cache may know less than the database, never something else.
+- `derived_disagreements`: the derived state (names, indexes, salience columns, flags, log
+  head) equals what a rebuild from the database alone gives.
+
+Both are invariants of the stateful machine (gem/testing/stateful.py) and of the tests that
+reject transitions on purpose.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..derived import DerivedState
+from ..store import queries
+
+
+def cache_disagreements(mem: Any) -> list[str]:
+    engine = mem._engine
+    cache = engine.cache
+    wrong = []
+    with engine.store.reading() as tx:
+        for table, rows in cache.rows.items():
+            stored = {r["id"]: r for r in queries.read_rows(tx, table, list(rows))}
+            for key, row in rows.items():
+                if row != stored.get(key):
+                    wrong.append(f"{table} {key}: cached {row!r}, stored {stored.get(key)!r}")
+        for rel, lists in cache.children.items():
+            stored_lists: dict[str, list[str]] = {p: [] for p in lists}
+            for parent, row in queries.read_children(tx, rel, list(lists)):
+                stored_lists[parent].append(row["id"])
+            for parent, keys in lists.items():
+                if sorted(keys) != sorted(stored_lists[parent]):
+                    wrong.append(f"{rel} of {parent}: cached {keys}, stored {stored_lists[parent]}")
+        stored_edges = queries.read_edges(tx, list(cache.edges))
+        for tid, edges in cache.edges.items():
+            want = sorted(repr(e) for e in stored_edges if tid in (e[1], e[2]))
+            if sorted(map(repr, edges)) != want:
+                wrong.append(f"edges of {tid}: cached {sorted(map(repr, edges))}, stored {want}")
+    return wrong
+
+
+def derived_disagreements(mem: Any) -> list[str]:
+    engine = mem._engine
+    with engine.store.lock:
+        derived = engine.derived
+        derived.refresh(engine.cache, engine.services.summarizer)
+        rebuilt = DerivedState.rebuild(engine.store, engine.services.embedder)
+        rebuilt.refresh(engine.cache, engine.services.summarizer)
+        have, want = derived.fingerprint(), rebuilt.fingerprint()
+    wrong = []
+    for key in want:
+        if have[key] != want[key]:
+            wrong.append(f"{key}: derived {_short(have[key], want[key])}")
+    return wrong
+
+
+def _short(have: Any, want: Any) -> str:
+    if isinstance(have, dict) and isinstance(want, dict):
+        keys = sorted(set(have) | set(want), key=str)
+        diff = {k: (have.get(k), want.get(k)) for k in keys if have.get(k) != want.get(k)}
+        return f"differs from a rebuild at {list(diff.items())[:3]}"
+    return f"{have!r:.300} but a rebuild gives {want!r:.300}"
