@@ -2,7 +2,7 @@
 
 The default is a feature-hashing embedder: deterministic on every platform and process, needs
 no model files and no network, so resolver tier 3 and vector search are reproducible in tests
-(design section 5). A sentence-transformers model is an optional extra and is only ever loaded
+(specs/design.md §7). A sentence-transformers model is an optional extra and is only ever loaded
 from local files.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """gem's own derived search indexes: BM25 over text and cosine search over embeddings.
 
-The database is the single source of truth (design section 1): these indexes hold nothing that
+The database is the single source of truth (specs/design.md §4): these indexes hold nothing that
 cannot be rebuilt from it, are rebuilt when a database is opened and are updated only after a
 commit succeeds. They are not thread-safe; the caller serialises writes, as it does for the
 database itself.

@@ -1,4 +1,4 @@
-"""The public API (design section 7): `gem.open(...)` returns a `Memory`."""
+"""The public API (specs/design.md §7): `gem.open(...)` returns a `Memory`."""
 from __future__ import annotations
 
 import json
@@ -118,9 +118,8 @@ class Memory:
         def op(t: Transition) -> bool:
             directory = Directory.of(t)
             a, b = directory.lookup(src), directory.lookup(dst)
-            for name, tid in ((src, a), (dst, b)):
-                if tid is None:
-                    raise UnknownUnit(f"no topic named {name!r}")
+            if a is None or b is None:
+                raise UnknownUnit(f"no topic named {src if a is None else dst!r}")
             return add_edge(t, a, b, kind, source=actor)
 
         created, _ = self._engine.run("link", op, actor=actor)
@@ -297,7 +296,9 @@ class Memory:
     # ------------------------------------------------------------------ policies
     @property
     def policies(self) -> PolicySet:
-        return self._engine.policies
+        policies = self._engine.policies
+        assert policies is not None  # open() installs a set before it returns
+        return policies
 
     def load_policies(self, paths: Sequence[str | Path], *, actor: str = "api") -> PolicySet:
         """Check, compile and store a new policy set as one transition. A set with any

@@ -1,4 +1,4 @@
-"""The transition pipeline (design section 2, the paper's Algorithm 1), as named stages.
+"""The transition pipeline (specs/design.md §2, the paper's Algorithm 1), as named stages.
 
     operator         the operator proposes M_{t+1}, emitting events
     policies         matching policies run on the proposed state, FIFO, cascade bounded

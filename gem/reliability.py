@@ -1,4 +1,4 @@
-"""Evidence reliability of a field (design section 6, after PolyMemDB).
+"""Evidence reliability of a field (specs/design.md §6, after PolyMemDB).
 
 Every observation recorded for a field (entries and corroborations) is evidence for (+) or
 against (-) its current value, with a confidence. Newer evidence counts more: the weight of the

@@ -1,4 +1,4 @@
-"""Choosing the host topic for a fact (design section 5).
+"""Choosing the host topic for a fact (specs/design.md §7).
 
 The default resolver is deterministic and tiered: exact title or alias, then the
 normalised form (case, whitespace, punctuation), then embedding similarity of the

@@ -1,4 +1,4 @@
-"""Salience with lazy decay (design section 3).
+"""Salience with lazy decay (specs/design.md §3).
 
 A unit stores a *strength* x >= 0 and the time it was last touched; its salience is
 s = 1 - exp(-x), in [0, 1). Reinforcing adds to x, which is s <- s + a(1 - s) with

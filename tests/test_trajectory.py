@@ -13,9 +13,9 @@ import gem
 from gem.bench import add_bench_parser, run_bench
 from gem.bench.baselines import (AddOnlyFactStore, AppendOnlyVectorStore, BitemporalGraph,
                                  OverwriteFactStore, RecencyImportanceMemory)
-from gem.bench.trajectory import (CHATTER, IMPORTANCE, PROJECT_POOL, START, FactSpec, GemSystem,
-                                  Ledger, LinkSpec, QuerySpec, StreamConfig, Turn, generate,
-                                  ground_truth, run_benchmark, run_system, score)
+from gem.bench.stream import (CHATTER, IMPORTANCE, PROJECT_POOL, START, FactSpec, Ledger,
+                              LinkSpec, QuerySpec, StreamConfig, Turn, generate, ground_truth)
+from gem.bench.trajectory import GemSystem, run_benchmark, run_system, score
 
 ENGINE = os.environ.get("GEM_TEST_ENGINE", "kuzu")
 SMALL = StreamConfig(turns=90, seed=7)

@@ -38,7 +38,7 @@ import numpy as np
 from gem.embed import HashingEmbedder
 from gem.text import tokens
 
-from .trajectory import (QUESTION_TEMPLATES, FactSpec, Provenance, StreamConfig, System, Turn,
+from .stream import (QUESTION_TEMPLATES, FactSpec, Provenance, StreamConfig, System, Turn,
                          stamp, value_str)
 
 # A small English stop list (spaCy's is what Mem0 uses before BM25; this is its core).

@@ -45,7 +45,7 @@ def settle_current(t: Transition, fid: str) -> Row | None:
 
 def field_evidence(t: Transition, fid: str,
                    assume_current: Row | None = None) -> list[EvidenceObservation]:
-    """The evidence sequence F of the field's current value (design section 6).
+    """The evidence sequence F of the field's current value (specs/design.md §6).
 
     Observations of the same value count with their own polarity. Observations of another
     value count against it only when they claim the same or a later time than its latest

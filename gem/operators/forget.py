@@ -1,4 +1,4 @@
-"""Forget: the graded, never destructive attenuation ladder (design section 3).
+"""Forget: the graded, never destructive attenuation ladder (specs/design.md §3).
 
     compress  a field keeps its current value and a summary record; older entries leave
               the active history (active=false) but stay recoverable with provenance

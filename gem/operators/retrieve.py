@@ -126,10 +126,10 @@ def _wanted_fields(t: Transition, tid: str, req: Request) -> list[str]:
     lookup, which finds it and, being a read, revives it (C5 then picks another victim)."""
     if req.fields is None:
         return [f for f in t.field_ids(tid)
-                if t.field_row(f)["status"] != "hidden" or req.include_archived]
+                if t.get("Field", f)["status"] != "hidden" or req.include_archived]
     fids = [f for f in (field_id(tid, name) for name in req.fields) if t.field_row(f) is not None]
     for fid in fids:
-        if t.field_row(fid)["status"] == "hidden" and t.topic(tid)["status"] == "active":
+        if t.get("Field", fid)["status"] == "hidden" and t.get("Topic", tid)["status"] == "active":
             restore_field(t, fid)
     return fids
 
@@ -157,7 +157,7 @@ def history_entry(t: Transition, row: dict[str, Any]) -> HistoryEntry:
 
 def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: bool = False,
                full_history: bool = False) -> FieldView:
-    row = t.field_row(fid)
+    row = t.get("Field", fid)
     entries = t.entries(fid)
     current = t.current_entry(fid) if as_of is None else value_as_of(entries, as_of, t.observations)
     shown = entries if full_history else [e for e in entries if e["active"]]

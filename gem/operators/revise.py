@@ -83,11 +83,11 @@ def merge_topics(t: Transition, keep: str, away: str, reason: str = "duplicate")
     if a is None or b is None or keep == away or b["status"] == "archived":
         return
     for fid in list(t.field_ids(away)):
-        name = t.field_row(fid)["name"]
+        name = t.get("Field", fid)["name"]
         target = field_id(keep, name)
         if t.field_row(target) is None:
             t.new_field(keep, name)
-            src = t.field_row(fid)
+            src = t.get("Field", fid)
             t.update("Field", target, strength=src["strength"], last_access=src["last_access"],
                      status="active" if src["status"] == "hidden" else src["status"],
                      summary=src["summary"], contested=src["contested"])
@@ -98,14 +98,14 @@ def merge_topics(t: Transition, keep: str, away: str, reason: str = "duplicate")
     aliases = [x for x in aliases if x != a["title"]]
     t.update("Topic", keep, aliases=aliases, strength=max(t.strength_now(a), t.strength_now(b)),
              last_access=t.now)
-    for table, src, dst, _ in list(t.edges_of(away)):
+    for table, start, end, _ in list(t.edges_of(away)):
         kind = EDGE_KINDS[table]
         if kind == "derived":
             continue
-        new_src, new_dst = (keep if src == away else src), (keep if dst == away else dst)
-        t.remove_edge(table, src, dst)
-        if new_src != new_dst:
-            add_edge(t, new_src, new_dst, kind, source=f"merge:{away}")
+        new_start, new_end = (keep if start == away else start), (keep if end == away else end)
+        t.remove_edge(table, start, end)
+        if new_start != new_end:
+            add_edge(t, new_start, new_end, kind, source=f"merge:{away}")
     for flag in list(t.flags(away)):
         t.move_child("FLAGS", flag["id"], away, keep)
         t.update("Flag", flag["id"], topic_id=keep)
@@ -135,7 +135,7 @@ def move_entries(t: Transition, src: str, dst: str) -> None:
     for e in history.mislinked(t.entries(dst)):
         if successor is not None:
             t.link_successor(e, successor)
-    t.touch_field(dst, t.field_row(dst)["topic_id"])  # type: ignore[index]
+    t.touch_field(dst, t.get("Field", dst)["topic_id"])  # type: ignore[index]
 
 
 def promote_fields(t: Transition, tid: str, names: list[str], title: str) -> str | None:
@@ -149,7 +149,7 @@ def promote_fields(t: Transition, tid: str, names: list[str], title: str) -> str
     for name in moving:
         src = field_id(tid, name)
         target = t.new_field(new["id"], name)["id"]
-        s = t.field_row(src)
+        s = t.get("Field", src)
         t.update("Field", target, strength=s["strength"], last_access=s["last_access"])
         move_entries(t, src, target)
         t.update("Field", src, status="hidden", summary=f"promoted to {new['id']}")
@@ -169,6 +169,8 @@ def settle_conflicts(t: Transition, fids: list[str]) -> None:
     for fid in fids:
         t.update("Field", fid, contested=False)
         current = t.current_entry(fid)
+        if current is None:
+            continue
         f = field_ref(t, fid)
         others = [e for e in t.entries(fid) if e["id"] != current["id"]
                   and e["asserted_at"] == current["asserted_at"] and e["status"] != "retracted"
@@ -197,7 +199,7 @@ def evaluate_flags(t: Transition, tids: list[str], run_policies: Any) -> None:
 def _merge(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: str) -> None:
     a, b = args
     if isinstance(a, TopicRef) and isinstance(b, TopicRef) and rt.t.once("merge", a.id, b.id):
-        keep, away = sorted((a.id, b.id), key=lambda x: rt.t.topic(x)["seq"] if rt.t.topic(x) else 0)
+        keep, away = sorted((a.id, b.id), key=lambda x: rt.t.get("Topic", x)["seq"] if rt.t.topic(x) else 0)
         merge_topics(rt.t, keep, away, reason=f"policy:{policy}")
 
 

@@ -248,7 +248,7 @@ FUNCTIONS: dict[str, FunctionSig] = {
         FunctionSig("age", (union(TIME, UNIT, ENTRY),), DURATION,
                     "time since a time, since a unit's last access, or since an entry was recorded"),
         FunctionSig("count", (list_of(ANY),), NUMBER, "number of elements", pure=True),
-        FunctionSig("reliability", (FIELD,), NUMBER, "evidence reliability R in [-1, 1] (design section 6)"),
+        FunctionSig("reliability", (FIELD,), NUMBER, "evidence reliability R in [-1, 1] (specs/design.md §6)"),
         FunctionSig("state_action", (FIELD,), NUMBER, "S_action = P+(1 - P-)"),
         FunctionSig("state_inaction", (FIELD,), NUMBER, "S_inaction = P-(1 - P+)"),
         FunctionSig("state_conflict", (FIELD,), NUMBER, "S_conflict = P+ P-"),

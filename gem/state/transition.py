@@ -185,6 +185,13 @@ class Transition:
         own[key] = None if committed is None else dict(committed)
         return own[key]
 
+    def get(self, table: str, key: str) -> Row:
+        """A row the caller knows exists (KeyError otherwise)."""
+        row = self.row(table, key)
+        if row is None:
+            raise KeyError(f"{table} {key} does not exist")
+        return row
+
     def topic(self, tid: str) -> Row | None:
         return self.row("Topic", tid)
 
@@ -340,7 +347,7 @@ class Transition:
         """A new row (every column, None where unset). With `parent`, the owning relationship
         from it is created in the same statement as the row."""
         full = {c: row.get(c) for c in TABLES[table].columns}
-        key = full["id"]
+        key = str(full["id"])
         self.rows[table][key] = full
         self.created[table][key] = full
         for own in LISTS_OF.get(table, ()):
@@ -352,9 +359,7 @@ class Transition:
         return full
 
     def update(self, table: str, key: str, **props: Any) -> None:
-        row = self.row(table, key)
-        if row is None:
-            raise KeyError(f"{table} {key} does not exist")
+        row = self.get(table, key)
         row.update(props)
         if key not in self.created[table]:
             self.updated[table].setdefault(key, {}).update(props)
