@@ -19,7 +19,7 @@ JSON blob inside the topic, so every correctness condition can be checked with a
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypedDict, Union, get_args, get_origin, get_type_hints
 
@@ -150,10 +150,10 @@ class Table:
     name: str
     row: type
     key: str
+    columns: tuple[str, ...] = field(init=False)
 
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return tuple(get_type_hints(self.row))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(get_type_hints(self.row)))
 
 
 @dataclass(frozen=True)
@@ -167,10 +167,10 @@ class Rel:
     props: type | None = None
     owns: bool = False
     child_first: bool = False
+    columns: tuple[str, ...] = field(init=False)
 
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return tuple(get_type_hints(self.props)) if self.props else ()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(get_type_hints(self.props)) if self.props else ())
 
 
 TABLES: dict[str, Table] = {t.name: t for t in (
