@@ -392,14 +392,17 @@ class Memory:
 def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,
          embedder: Embedder | None = None, resolver: Resolver | None = None,
          clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
-         summarizer: Summarizer | None = None) -> Memory:
+         summarizer: Summarizer | None = None, create: bool = True) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
     `policies`: .policy files to govern it; by default the policies stored in the
-    database, or `policies/default.policy` for a new one.
+    database, or `policies/default.policy` for a new one. `create=False` refuses a
+    path where no database exists (a mistyped path would otherwise make a new one).
     """
     if policies is not None and isinstance(policies, (str, Path)):
         raise InvalidInput("policies must be a list of paths")
+    if not create and path is not None and not Path(path).exists():
+        raise InvalidInput(f"no database at {str(path)!r}")
     store = open_store(None if path is None else str(path), engine)
     try:
         system_clock = clock or utc_now
