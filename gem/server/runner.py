@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import socket
 import sys
 import time
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterator
 
 import uvicorn
 
@@ -75,10 +76,22 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, telling the service when a stop begins (signal or otherwise), so
-    long-lived streams end instead of holding the shutdown."""
+    """uvicorn's server, telling the service when a stop begins, so long-lived streams end
+    instead of holding the shutdown; and a stop asked for by SIGTERM or SIGINT that ends
+    cleanly exits 0 (uvicorn would re-raise the signal once it has shut down)."""
 
     on_stop: Any = None
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.handle_exit, sig, None)
+        try:
+            yield
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         if self.on_stop is not None:
@@ -160,7 +173,7 @@ async def _run(cfg: ServeConfig, sock: socket.socket) -> int:
     config = uvicorn.Config(app, lifespan="on", log_config=None, log_level="warning",
                             access_log=False, timeout_graceful_shutdown=int(cfg.graceful_timeout))
     server = _Server(config)
-    server.on_stop = lambda: loop.call_soon_threadsafe(begin_stop)
+    server.on_stop = begin_stop  # signal handlers run in the loop (add_signal_handler)
     await server.serve(sockets=[sock])
     return exit_code
 
