@@ -143,3 +143,25 @@ def test_stdio_bridges_to_a_running_server(tmp_path):
         assert read_endpoint(path).pid == server.process.pid
     finally:
         stop(server)
+
+
+def test_a_bridge_ends_when_its_server_dies(tmp_path):
+    from mcp import MCPError
+    path = str(tmp_path / "dies.db")
+    server = start(path, "--create", "--engine", ENGINE)
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "gem", "mcp", path, "--engine", ENGINE])
+
+    async def main():
+        async with Client(params, cache=None) as client:
+            await client.list_tools()
+            stop(server)  # killed, not stopped cleanly
+            try:
+                await asyncio.wait_for(client.call_tool("memory_status", {}), timeout=60)
+            except MCPError as exc:
+                return str(exc)
+        return None
+    try:
+        assert asyncio.run(main()) == "Connection closed"
+    finally:
+        stop(server)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -40,7 +39,6 @@ from mcp.server.stdio import stdio_server
 from .endpoint import Endpoint, read_endpoint
 from .runner import EXIT_ALREADY_SERVED
 
-log = logging.getLogger("gem.mcp")
 
 LOG_SUFFIX = ".gem-serve.log"
 START_TIMEOUT = 60.0  # opening a large database rebuilds its indexes
@@ -146,8 +144,11 @@ async def _bridge(endpoint: Endpoint) -> None:
     async with anyio.create_task_group() as tg:
         async def watch() -> None:
             await anyio.to_thread.run_sync(_hold_attach, endpoint, abandon_on_cancel=True)
-            log.warning("gem mcp: the server at %s went away", endpoint.url)
-            tg.cancel_scope.cancel()
+            # The server is gone: end this process now, so the client sees its MCP server
+            # exit (and may restart it) instead of waiting on calls nobody will answer. A
+            # clean return cannot do it: the stdio transport's thread blocks on stdin.
+            print(f"gem mcp: the server at {endpoint.url} went away", file=sys.stderr, flush=True)
+            os._exit(1)
         tg.start_soon(watch)
         async with Client(endpoint.mcp_url, cache=None) as upstream:
             proxy = _proxy(upstream)
