@@ -8,6 +8,7 @@
 from .embed import Embedder, HashingEmbedder
 from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, PolicySyntaxError,
                      StoreError, StoreLocked, TransitionRejected, UnknownUnit)
+from .aio import AsyncMemory
 from .memory import Memory, open
 from .model import (AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult,
                     Provenance, RetrieveResult, TopicView)
@@ -16,7 +17,7 @@ from .resolve import Resolver, TieredResolver
 __version__ = "0.1.0"
 
 __all__ = [
-    "open", "Memory", "Fact", "Embedder", "HashingEmbedder", "Resolver", "TieredResolver",
+    "open", "Memory", "AsyncMemory", "Fact", "Embedder", "HashingEmbedder", "Resolver", "TieredResolver",
     "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",

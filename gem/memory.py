@@ -5,7 +5,7 @@ import json
 import logging
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, overload
 
 from . import audit as audit_mod
 from . import history as history_rules
@@ -223,7 +223,15 @@ class Memory:
             raise InvalidInput("topic must be a non-empty string")
         return Directory.of(t).lookup(topic)
 
+    @overload
+    def inspect(self, topic: str, field: None = None) -> TopicView | None: ...
+
+    @overload
+    def inspect(self, topic: str, field: str) -> FieldView | None: ...
+
     def inspect(self, topic: str, field: str | None = None) -> TopicView | FieldView | None:
+        """An administrative read: the topic's view (status, salience, fields, pending flags),
+        or that field's view; None if unknown. No salience change, not an interaction."""
         def read(t: Transition) -> TopicView | FieldView | None:
             tid = self._topic_id(t, topic)
             if tid is None:
@@ -357,14 +365,18 @@ class Memory:
 def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,
          embedder: Embedder | None = None, resolver: Resolver | None = None,
          clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
-         summarizer: Summarizer | None = None, progress: Progress | None = None) -> Memory:
+         summarizer: Summarizer | None = None, create: bool = True,
+         progress: Progress | None = None) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
     `policies`: .policy files to govern it; by default the policies stored in the
-    database, or `policies/default.policy` for a new one.
+    database, or `policies/default.policy` for a new one. `create=False` refuses a
+    path where no database exists (a mistyped path would otherwise make a new one).
     """
     if policies is not None and isinstance(policies, (str, Path)):
         raise InvalidInput("policies must be a list of paths")
+    if not create and path is not None and not Path(path).exists():
+        raise InvalidInput(f"no database at {str(path)!r}")
     store = open_store(None if path is None else str(path), engine)
     try:
         system_clock = clock or utc_now

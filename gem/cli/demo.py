@@ -1,10 +1,9 @@
-"""The `gem` command: demo, maintenance, policy tools and benchmarks."""
+"""`gem demo`: the paper's Figure 1 story, told by a governed memory."""
 from __future__ import annotations
 
-import argparse
 import sys
 from datetime import datetime, timedelta, timezone
-from typing import Callable, TextIO
+from typing import TextIO
 
 
 class SimulatedClock:
@@ -99,51 +98,3 @@ def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu"
         say(f"Audit of C1-C6 over the whole state: {'clean' if audit.ok else audit.violations}; "
             f"{audit.transitions} transitions, hash chain {'intact' if audit.chain_ok else 'BROKEN'}")
         return 0 if audit.ok and final.value("Website Redesign", "deadline") == "April 20" else 1
-
-
-def maintain(args: argparse.Namespace) -> int:
-    import gem
-    with gem.open(path=args.path, engine=args.engine) as mem:
-        for i in range(args.count):
-            report = mem.maintain()
-            print(f"run {i + 1}: forgot {len(report['forget']['attenuated'])}, "
-                  f"merged {len(report['revise']['merged'])}, "
-                  f"evaluated flags on {len(report['revise']['flags_evaluated'])} topics")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gem", description="Governed Evolving Memory")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_demo = sub.add_parser("demo", help="tell the paper's Figure 1 story end to end")
-    p_demo.add_argument("--path", default=None, help="database path (default: a temporary one)")
-    p_demo.add_argument("--engine", default="kuzu", choices=["kuzu", "ladybug"])
-    p_maintain = sub.add_parser("maintain", help="run forget + revise on a database")
-    p_maintain.add_argument("path")
-    p_maintain.add_argument("--engine", default="kuzu", choices=["kuzu", "ladybug"])
-    p_maintain.add_argument("--count", type=int, default=1, help="how many runs")
-    runners: dict[str, Callable[[argparse.Namespace], int]] = {
-        "demo": lambda a: demo(path=a.path, engine=a.engine), "maintain": maintain}
-    try:
-        from .policy.cli import add_policy_parser, run_policy
-        add_policy_parser(sub)
-        runners["policy"] = run_policy
-    except ImportError:  # pragma: no cover - the policy tools ship with gem
-        pass
-    try:
-        from .bench import add_bench_parser, run_bench
-        add_bench_parser(sub)
-        runners["bench"] = run_bench
-    except ImportError:
-        pass
-    args = parser.parse_args(argv)
-    from .errors import GemError
-    try:
-        return runners[args.command](args)
-    except GemError as exc:
-        print(f"gem: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

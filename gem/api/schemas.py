@@ -1,0 +1,306 @@
+"""What agents send and read: the request and response bodies of the HTTP API, the MCP
+tools' input and output schemas, and `--json` output of the CLI.
+
+Everything here names topics by title and fields by name, never by internal id (`t12`,
+`e5`): a language model reads these, and ids mean nothing to it. Entries in a history
+are numbered by position instead. Descriptions are written for the model that reads
+the schema.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..model import Observation, Provenance
+
+JsonValue = Any  # any JSON value; gem rejects what json.dumps cannot write
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------------- requests
+class FactIn(_Wire):
+    """One thing learned: `topic`'s `field` has `value`."""
+    topic: str = Field(description="The topic's title, e.g. 'Website Redesign'. An existing topic "
+                                   "is matched by title, alias or a close spelling.")
+    field: str = Field(description="The attribute, e.g. 'deadline'.")
+    value: JsonValue = Field(description="The value: a string, number, boolean, list or object.")
+    at: datetime | None = Field(None, description="When the value became true (ISO 8601); "
+                                                  "default: now.")
+    source: str = Field("agent", description="Where it came from, e.g. 'chat:2024-05-01' or a URL.")
+    actor: str = Field("agent", description="Who stated it.")
+    ref: str | None = Field(None, description="Optional pointer into the source (message id, page).")
+    confidence: float = Field(1.0, ge=0.0, le=1.0, description="How sure the source is, 0..1.")
+    polarity: Literal["+", "-"] = Field("+", description="'-' denies the value instead of stating it.")
+
+
+class IngestRequest(_Wire):
+    facts: list[FactIn] = Field(min_length=1, description="Facts to remember, as one transition.")
+    actor: str = Field("api", description="Recorded in the transition log.")
+
+
+class RetrieveRequest(_Wire):
+    query: str | None = Field(None, description="Free text, e.g. 'deadline of the website redesign'.")
+    topic: str | None = Field(None, description="A topic title to read directly.")
+    fields: list[str] | None = Field(None, description="Only these fields (hidden ones included).")
+    as_of: datetime | None = Field(None, description="Answer as of this time (ISO 8601).")
+    k: int = Field(5, ge=1, le=100, description="At most this many topics.")
+    history: bool = Field(False, description="Include each field's value history.")
+    include_archived: bool = Field(False, description="Also search archived topics.")
+    actor: str = Field("api", description="Recorded in the transition log.")
+
+
+class LinkRequest(_Wire):
+    from_topic: str = Field(description="Title of the topic the link starts from.")
+    to_topic: str = Field(description="Title of the topic it points to.")
+    kind: Literal["extension", "association"] = Field(
+        "extension", description="'extension': a change to from_topic may require one to "
+                                 "to_topic (it gets flagged for review); 'association': related.")
+    actor: str = "api"
+
+
+class RestoreRequest(_Wire):
+    topic: str = Field(description="Title of the topic to bring back.")
+    field: str | None = Field(None, description="Only this field of it.")
+    actor: str = "api"
+
+
+class MaintainRequest(_Wire):
+    dry_run: bool = Field(False, description="Report what forgetting and revision would do, "
+                                             "changing nothing.")
+    actor: str = "maintenance"
+
+
+# ---------------------------------------------------------------------- pieces
+class CandidateCard(_Wire):
+    value: JsonValue
+    provenance: Provenance
+    valid_at: datetime
+    reliability: float = Field(description="Evidence reliability R in [-1, 1].")
+
+
+class FieldCard(_Wire):
+    name: str
+    value: JsonValue = None
+    valid_at: datetime | None = None
+    recorded_at: datetime | None = None
+    provenance: Provenance | None = None
+    status: Literal["active", "compressed", "hidden"]
+    salience: float
+    contested: bool = Field(False, description="Sources disagree; see candidates.")
+    candidates: list[CandidateCard] | None = None
+    history: list["HistoryItem"] | None = None
+
+
+class ReviewFlag(_Wire):
+    """A topic flagged for revision: something it depends on changed."""
+    topic: str = Field(description="Title of the topic that may be out of date.")
+    because_of: str | None = Field(None, description="Title of the topic whose change raised it.")
+    policy: str | None = Field(None, description="The policy that raised it.")
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    since: datetime
+
+
+class TopicCard(_Wire):
+    title: str
+    aliases: list[str] = Field(default_factory=list)
+    summary: str
+    status: Literal["active", "archived"]
+    salience: float
+    score: float | None = Field(None, description="Retrieval score, when retrieved by a query.")
+    fields: dict[str, FieldCard]
+    hidden_fields: list[str] = Field(default_factory=list, description=(
+        "Fields faded out of default recall; ask for them by name to read (and revive) them."))
+    needs_review: list[ReviewFlag] = Field(default_factory=list)
+
+
+class HistoryItem(_Wire):
+    position: int = Field(description="1-based position in the history, oldest valid time first.")
+    value: JsonValue
+    status: Literal["current", "superseded", "retracted"]
+    valid_at: datetime
+    asserted_at: datetime
+    recorded_at: datetime
+    provenance: Provenance
+    superseded_by: int | None = Field(None, description="Position of the entry that replaced it.")
+    active: bool = True
+    observations: list[Observation] = Field(default_factory=list)
+
+
+class UnitChange(_Wire):
+    unit: str = Field(description="'Topic' or 'Topic / field'.")
+    level: str
+
+
+class MergedPair(_Wire):
+    kept: str
+    merged: str
+
+
+# ---------------------------------------------------------------------- results
+class RememberResult(_Wire):
+    transition: int
+    topics: list[str] = Field(description="Titles of the topics touched.")
+    created_topics: list[str]
+    new_values: int = Field(description="Values recorded as new entries.")
+    corroborations: int = Field(description="Re-statements of a value already known.")
+    denials: int
+    flagged_for_review: list[str] = Field(description="Topics now flagged because this changed.")
+
+
+class RecallResult(_Wire):
+    transition: int
+    query: str | None = None
+    as_of: datetime | None = None
+    topics: list[TopicCard]
+
+
+class HistoryResult(_Wire):
+    topic: str
+    field: str
+    entries: list[HistoryItem]
+
+
+class ExplainResult(_Wire):
+    topic: str
+    field: str
+    value: JsonValue
+    reliability: float = Field(description="Evidence reliability R in [-1, 1].")
+    states: dict[str, float] = Field(description="action, inaction, conflict, ignorance.")
+    decay: float
+    entries: list[HistoryItem]
+
+
+class LinkResult(_Wire):
+    created: bool = Field(description="False if the link already existed.")
+    from_topic: str
+    to_topic: str
+    kind: str
+
+
+class RestoreResult(_Wire):
+    changed: bool = Field(description="False if nothing was faded.")
+    topic: str
+    field: str | None = None
+
+
+class ReviewResult(_Wire):
+    flags: list[ReviewFlag]
+
+
+class ForgetReport(_Wire):
+    transition: int | None = None
+    attenuated: list[UnitChange]
+
+
+class ReviseReport(_Wire):
+    merged: list[MergedPair]
+    conflicts_settled: list[str]
+    flags_evaluated: list[str]
+
+
+class MaintainResult(_Wire):
+    dry_run: bool
+    forget: ForgetReport
+    revise: ReviseReport
+
+
+class ViolationView(_Wire):
+    condition: str
+    unit: str | None
+    detail: str
+
+
+class AuditResult(_Wire):
+    ok: bool
+    chain_ok: bool
+    transitions: int
+    checked: dict[str, int]
+    violations: list[ViolationView]
+
+
+class StatsResult(_Wire):
+    topics: dict[str, int] = Field(description="Topics by status.")
+    fields: dict[str, int] = Field(description="Fields by status.")
+    active_fields: int
+    entries: int
+    active_entries: int
+    interactions: int
+    active_bound: int | None = Field(None, description="The C5 bound on active fields, if set.")
+    transitions: int
+
+
+class PolicyFired(_Wire):
+    policy: str
+    event: str | None = None
+    action: str | None = None
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class LogRecord(_Wire):
+    seq: int
+    op: str
+    event: str | None = None
+    at: datetime
+    actor: str
+    units: list[str]
+    policies: list[PolicyFired]
+    detail: dict[str, Any]
+    hash: str
+
+
+class LogPage(_Wire):
+    records: list[LogRecord]
+    next_since: int | None = Field(None, description="Pass as `since` for the next page.")
+
+
+class PolicySource(_Wire):
+    file: str
+    text: str
+
+
+class PoliciesResult(_Wire):
+    names: list[str]
+    hash: str
+    sources: list[PolicySource]
+
+
+class MaintenanceInfo(_Wire):
+    every_seconds: float | None = None
+    runs: int = 0
+    failures: int = 0
+
+
+class StatusResult(_Wire):
+    path: str
+    engine: str
+    stats: StatsResult
+    audit: AuditResult
+    policies: list[str]
+    maintenance: MaintenanceInfo | None = None
+
+
+class Health(_Wire):
+    status: Literal["ok", "starting", "waiting_for_lock", "stopping"]
+    path: str
+    engine: str
+    pid: int
+    version: str
+    busy: str | None = Field(None, description="The call running now, if any.")
+    detail: str | None = None
+
+
+class ErrorBody(_Wire):
+    error: str = Field(description="invalid_input, unknown_unit, transition_rejected, store_locked, "
+                                   "payload_too_large or internal.")
+    message: str
+    condition: str | None = None
+    unit: str | None = None
+    detail: Any = None
+
+
+FieldCard.model_rebuild()

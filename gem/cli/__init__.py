@@ -1,0 +1,94 @@
+"""The `gem` command.
+
+argparse, not a CLI library: it is in the standard library, the policy and benchmark
+tools already mount their sub-parsers on it, and nothing here needs more than it gives
+(the progress bar is twenty lines). Every command is declared once, in COMMANDS.
+
+Exit codes: 0 success; 1 an error gem reports (bad input, unknown topic, a rejected
+transition, audit violations, a locked or missing database); 2 usage errors;
+3 `gem serve` when another server already serves the database.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import __version__
+from . import commands
+from .demo import SimulatedClock, demo
+
+__all__ = ["main", "demo", "SimulatedClock", "COMMANDS"]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _demo_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--path", default=None, help="database path (default: a temporary one)")
+    p.add_argument("--engine", default="kuzu", choices=["kuzu", "ladybug"])
+
+
+COMMANDS: list[Command] = [
+    Command("demo", "tell the paper's Figure 1 story end to end", _demo_arguments,
+            lambda a: demo(path=a.path, engine=a.engine)),
+    Command("init", "create a database", commands.init_arguments, commands.init),
+    Command("ingest", "ingest facts from a JSONL file (one fact per line) or stdin",
+            commands.ingest_arguments, commands.ingest),
+    Command("query", "retrieve by text and/or topic (a transition: reinforces what it returns)",
+            commands.query_arguments, commands.query),
+    Command("inspect", "show a topic or one field as stored (changes nothing)",
+            commands.inspect_arguments, commands.inspect),
+    Command("history", "a field's full value history", commands.history_arguments, commands.history),
+    Command("explain", "the evidence behind a field's value and its reliability",
+            commands.explain_arguments, commands.explain),
+    Command("review", "topics with open revision flags", commands.review_arguments, commands.review),
+    Command("audit", "check C1-C6 and the log's hash chain (exit 1 on violations)",
+            commands.audit_arguments, commands.audit),
+    Command("stats", "sizes of the state", commands.stats_arguments, commands.stats),
+    Command("log", "the transition log", commands.log_arguments, commands.log),
+    Command("link", "add an edge between two topics", commands.link_arguments, commands.link),
+    Command("restore", "undo the forgetting of a topic or field", commands.restore_arguments,
+            commands.restore),
+    Command("maintain", "run forget + revise on a database", commands.maintain_arguments,
+            commands.maintain),
+    Command("serve", "serve a database over HTTP (/v1) and MCP (/mcp)",
+            commands.serve_arguments, commands.serve),
+    Command("mcp", "MCP over stdio for desktop clients (bridged to `gem serve`)",
+            commands.mcp_arguments, commands.mcp),
+]
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argparse.Namespace], int]]]:
+    parser = argparse.ArgumentParser(prog="gem", description="Governed Evolving Memory")
+    parser.add_argument("--version", action="version", version=f"gem {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    runners: dict[str, Callable[[argparse.Namespace], int]] = {}
+    for command in COMMANDS:
+        command.add_arguments(sub.add_parser(command.name, help=command.help,
+                                             description=command.help))
+        runners[command.name] = command.run
+    from ..bench import add_bench_parser, run_bench
+    from ..policy.cli import add_policy_parser, run_policy
+    add_policy_parser(sub)
+    runners["policy"] = run_policy
+    add_bench_parser(sub)
+    runners["bench"] = run_bench
+    return parser, runners
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, runners = build_parser()
+    args = parser.parse_args(argv)
+    return commands.guarded(runners[args.command], args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

@@ -1,0 +1,421 @@
+"""The commands on a database. Read commands print text, or with --json the same
+schemas the HTTP API and MCP tools return (gem.api.schemas: titles, never ids)."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Callable, Iterator, TextIO
+
+from pydantic import BaseModel
+
+from ..api import ops
+from ..api import schemas as s
+from ..errors import GemError, InvalidInput, StoreLocked, TransitionRejected
+from . import render
+
+ENGINES = ["kuzu", "ladybug"]
+
+
+# ---------------------------------------------------------------------- shared
+def guarded(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """gem's typed errors become one line on stderr and exit code 1."""
+    try:
+        return run(args)
+    except StoreLocked as exc:
+        print(f"gem: {exc}{_served_by(exc.path)}", file=sys.stderr)
+    except GemError as exc:
+        print(f"gem: {exc}", file=sys.stderr)
+    return 1
+
+
+def _served_by(path: str) -> str:
+    try:
+        from ..server.endpoint import read_endpoint
+    except ImportError:  # pragma: no cover - the server extra is not installed
+        return ""
+    endpoint = read_endpoint(path)
+    if endpoint is None:
+        return ""
+    return (f"; it is served by `gem serve` (pid {endpoint.pid}) at {endpoint.url}: "
+            f"use its API (/v1, /mcp) or stop it")
+
+
+@contextmanager
+def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[Any]:
+    import gem
+    if not create and not os.path.exists(args.path):
+        raise InvalidInput(f"no database at {args.path!r} (create one with `gem init`)")
+    with gem.open(args.path, engine=args.engine, create=create,
+                  policies=getattr(args, "policies", None) or None) as mem:
+        yield mem
+
+
+def _path(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", metavar="PATH", help="the database")
+    p.add_argument("--engine", default="kuzu", choices=ENGINES)
+
+
+def _read(p: argparse.ArgumentParser) -> None:
+    _path(p)
+    p.add_argument("--json", action="store_true", help="print JSON (the HTTP API's schema)")
+
+
+def _emit(args: argparse.Namespace, result: BaseModel, text: Callable[[Any], str],
+          out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    if args.json:
+        out.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        out.write(text(result))
+
+
+def _time(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {value!r}") from None
+
+
+# ---------------------------------------------------------------------- init
+def init_arguments(p: argparse.ArgumentParser) -> None:
+    _path(p)
+    p.add_argument("--policies", nargs="+", metavar="FILE",
+                   help="policy files to govern it (default: policies/default.policy)")
+
+
+def init(args: argparse.Namespace) -> int:
+    if os.path.exists(args.path):
+        raise InvalidInput(f"{args.path!r} already exists")
+    with opened(args, create=True) as mem:
+        names = [p.name for p in mem.policies.policies]
+        print(f"created {mem.path} ({mem.engine_name} engine, {len(names)} policies)")
+    return 0
+
+
+# ---------------------------------------------------------------------- ingest
+def ingest_arguments(p: argparse.ArgumentParser) -> None:
+    _path(p)
+    p.add_argument("file", metavar="FILE.jsonl", help="one fact per line as a JSON object with "
+                   "topic, field, value (and optionally at, source, actor, ref, confidence, "
+                   "polarity); '-' reads stdin")
+    p.add_argument("--create", action="store_true", help="create the database if it is missing")
+    p.add_argument("--batch", type=int, default=500, help="facts per transition (default 500)")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip lines that are not valid facts (default: refuse the whole run)")
+    p.add_argument("--actor", default="cli", help="recorded in the transition log")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help="progress bar on stderr (auto: when stderr is a terminal)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+class Progress:
+    """A one-line progress bar on a stream, redrawn at most ten times a second."""
+
+    def __init__(self, total: int, stream: TextIO, enabled: bool) -> None:
+        self.total, self.stream, self.enabled = total, stream, enabled
+        self.start = time.monotonic()
+        self._drawn = 0.0
+
+    def update(self, done: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if not self.enabled or (not final and now - self._drawn < 0.1):
+            return
+        self._drawn = now
+        width = 30
+        filled = int(width * done / self.total) if self.total else width
+        rate = done / max(now - self.start, 1e-9)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} facts "
+                          f"{rate:,.0f}/s")
+        if final:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _parse_facts(lines: Iterator[str]) -> tuple[list[tuple[int, Any]], list[tuple[int, str]]]:
+    import gem
+    facts, bad = [], []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            bad.append((number, f"not JSON: {exc}"))
+            continue
+        if not isinstance(obj, dict):
+            bad.append((number, "not a JSON object"))
+            continue
+        try:
+            facts.append((number, gem.Fact(**obj)))
+        except (InvalidInput, TypeError) as exc:
+            bad.append((number, str(exc)))
+    return facts, bad
+
+
+def ingest(args: argparse.Namespace) -> int:
+    """Every line is checked before anything is written: a bad line refuses the whole
+    run (nothing ingested) unless --skip-bad. Each batch is one transition; if one is
+    rejected, the batches before it stay committed and the run stops there."""
+    if args.batch < 1:
+        raise InvalidInput("--batch must be a positive integer")
+    try:
+        if args.file == "-":
+            facts, bad = _parse_facts(iter(sys.stdin))
+        else:
+            with open(args.file, encoding="utf-8") as handle:
+                facts, bad = _parse_facts(handle)
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {args.file!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{args.file!r} is not UTF-8: {exc.reason}") from None
+    for number, message in bad[:20]:
+        print(f"{args.file}:{number}: {message}", file=sys.stderr)
+    if len(bad) > 20:
+        print(f"... and {len(bad) - 20} more bad lines", file=sys.stderr)
+    if bad and not args.skip_bad:
+        print(f"gem ingest: refused: {len(bad)} bad line(s); nothing was ingested "
+              "(--skip-bad ingests the good ones)", file=sys.stderr)
+        return 1
+    summary: dict[str, Any] = {"facts": 0, "batches": 0, "created_topics": 0, "new_values": 0,
+                               "corroborations": 0, "denials": 0, "flagged_topics": 0,
+                               "skipped_lines": len(bad), "rejected": None}
+    progress = Progress(len(facts), sys.stderr,
+                        args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty()))
+    with opened(args, create=args.create) as mem:
+        start = time.monotonic()
+        for i in range(0, len(facts), args.batch):
+            chunk = facts[i:i + args.batch]
+            try:
+                result = mem.ingest([fact for _, fact in chunk], actor=args.actor)
+            except TransitionRejected as exc:
+                progress.update(summary["facts"], final=True)
+                summary["rejected"] = {"lines": [chunk[0][0], chunk[-1][0]],
+                                       "error": ops.describe_rejection(mem, exc).message}
+                break
+            summary["facts"] += len(chunk)
+            summary["batches"] += 1
+            summary["created_topics"] += len(result.created_topics)
+            summary["new_values"] += len(result.entries)
+            summary["corroborations"] += result.corroborations
+            summary["denials"] += result.denials
+            summary["flagged_topics"] += len(result.flagged)
+            progress.update(summary["facts"])
+        else:
+            progress.update(summary["facts"], final=True)
+        summary["seconds"] = round(time.monotonic() - start, 3)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(render.ingest_summary(summary))
+    if summary["rejected"]:
+        lines = summary["rejected"]["lines"]
+        print(f"gem ingest: the batch of lines {lines[0]}-{lines[1]} was rejected: "
+              f"{summary['rejected']['error']}; batches before it are committed", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ---------------------------------------------------------------------- reads
+def query_arguments(p: argparse.ArgumentParser) -> None:
+    _read(p)
+    p.add_argument("text", nargs="?", help="free-text query")
+    p.add_argument("--topic", help="a topic title to read directly")
+    p.add_argument("--field", action="append", dest="fields", metavar="FIELD",
+                   help="only this field (repeatable; hidden fields included)")
+    p.add_argument("--as-of", type=_time, help="answer as of this ISO 8601 time")
+    p.add_argument("-k", type=int, default=5, help="at most this many topics (default 5)")
+    p.add_argument("--history", action="store_true", help="include each field's history")
+    p.add_argument("--include-archived", action="store_true")
+
+
+def query(args: argparse.Namespace) -> int:
+    if args.k < 1:
+        raise InvalidInput("-k must be a positive integer")
+    request = s.RetrieveRequest(query=args.text, topic=args.topic, fields=args.fields,
+                                as_of=args.as_of, k=args.k, history=args.history,
+                                include_archived=args.include_archived, actor="cli")
+    with opened(args) as mem:
+        _emit(args, ops.recall(mem, request), render.recall)
+    return 0
+
+
+def inspect_arguments(p: argparse.ArgumentParser) -> None:
+    _read(p)
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("field", metavar="FIELD", nargs="?")
+
+
+def inspect(args: argparse.Namespace) -> int:
+    with opened(args) as mem:
+        _emit(args, ops.inspect(mem, args.topic, args.field), render.topic)
+    return 0
+
+
+def history_arguments(p: argparse.ArgumentParser) -> None:
+    _read(p)
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("field", metavar="FIELD")
+
+
+def history(args: argparse.Namespace) -> int:
+    with opened(args) as mem:
+        _emit(args, ops.history(mem, args.topic, args.field), render.history)
+    return 0
+
+
+explain_arguments = history_arguments
+
+
+def explain(args: argparse.Namespace) -> int:
+    with opened(args) as mem:
+        _emit(args, ops.explain(mem, args.topic, args.field), render.explain)
+    return 0
+
+
+def review_arguments(p: argparse.ArgumentParser) -> None:
+    _read(p)
+
+
+def review(args: argparse.Namespace) -> int:
+    with opened(args) as mem:
+        _emit(args, ops.review(mem), render.review)
+    return 0
+
+
+audit_arguments = review_arguments
+
+
+def audit(args: argparse.Namespace) -> int:
+    with opened(args) as mem:
+        result = ops.audit(mem)
+    _emit(args, result, render.audit)
+    return 0 if result.ok else 1
+
+
+stats_arguments = review_arguments
+
+
+def stats(args: argparse.Namespace) -> int:
+    with opened(args) as mem:
+        _emit(args, ops.stats(mem), render.stats)
+    return 0
+
+
+def log_arguments(p: argparse.ArgumentParser) -> None:
+    _read(p)
+    p.add_argument("--since", type=int, default=0, help="transitions after this seq")
+    p.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+
+
+def log(args: argparse.Namespace) -> int:
+    with opened(args) as mem:
+        _emit(args, ops.log(mem, args.since, args.limit), render.log)
+    return 0
+
+
+# ---------------------------------------------------------------------- writes
+def link_arguments(p: argparse.ArgumentParser) -> None:
+    _path(p)
+    p.add_argument("src", metavar="FROM_TOPIC")
+    p.add_argument("dst", metavar="TO_TOPIC")
+    p.add_argument("--kind", default="extension", choices=["extension", "association"])
+    p.add_argument("--json", action="store_true")
+
+
+def link(args: argparse.Namespace) -> int:
+    with opened(args) as mem:
+        result = ops.link(mem, s.LinkRequest(from_topic=args.src, to_topic=args.dst,
+                                             kind=args.kind, actor="cli"))
+    _emit(args, result, lambda r: f"{r.from_topic} -[{r.kind}]-> {r.to_topic}: "
+                                  f"{'linked' if r.created else 'already linked'}\n")
+    return 0
+
+
+def restore_arguments(p: argparse.ArgumentParser) -> None:
+    _path(p)
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("field", metavar="FIELD", nargs="?")
+    p.add_argument("--json", action="store_true")
+
+
+def restore(args: argparse.Namespace) -> int:
+    with opened(args) as mem:
+        result = ops.restore(mem, s.RestoreRequest(topic=args.topic, field=args.field, actor="cli"))
+    what = result.topic + (f" / {result.field}" if result.field else "")
+    _emit(args, result, lambda r: f"{what}: {'restored' if r.changed else 'nothing was faded'}\n")
+    return 0
+
+
+def maintain_arguments(p: argparse.ArgumentParser) -> None:
+    _path(p)
+    p.add_argument("--count", type=int, default=1, help="how many runs")
+    p.add_argument("--dry-run", action="store_true",
+                   help="run on a copy of the database and report; change nothing")
+    p.add_argument("--json", action="store_true")
+
+
+def maintain(args: argparse.Namespace) -> int:
+    with opened(args) as mem:
+        for i in range(1 if args.dry_run else args.count):
+            result = ops.maintain(mem, dry_run=args.dry_run, actor="cli")
+            _emit(args, result, lambda r: render.maintain(r, i + 1))
+    return 0
+
+
+# ---------------------------------------------------------------------- serving
+def serve_arguments(p: argparse.ArgumentParser) -> None:
+    _path(p)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765, help="0 picks a free port (default 8765)")
+    p.add_argument("--policies", nargs="+", metavar="FILE", help="load these policy files")
+    p.add_argument("--maintain-every", type=float, metavar="SECONDS",
+                   help="run maintenance (forget + revise) this often")
+    p.add_argument("--create", action="store_true", help="create the database if it is missing")
+    p.add_argument("--idle-exit", type=float, metavar="SECONDS",
+                   help="exit after this long with no request and no `gem mcp` attached")
+    p.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="wait this long for another process to release the database")
+    p.add_argument("--max-body", type=int, default=1 << 20, metavar="BYTES",
+                   help="refuse larger request bodies with 413 (default 1 MiB)")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level),
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+def serve(args: argparse.Namespace) -> int:
+    try:
+        from ..server.runner import serve as run
+        from ..server.service import ServeConfig
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise InvalidInput(f"gem serve needs the server extra: pip install 'gem[server]' ({exc})")
+    _logging(args.log_level)
+    return run(ServeConfig(
+        path=args.path, engine=args.engine, create=args.create, host=args.host, port=args.port,
+        policies=tuple(args.policies) if args.policies else None,
+        maintain_every=args.maintain_every, idle_exit=args.idle_exit,
+        lock_timeout=args.lock_timeout, max_body=args.max_body))
+
+
+def mcp_arguments(p: argparse.ArgumentParser) -> None:
+    _path(p)
+    p.add_argument("--idle-exit", type=float, default=60.0, metavar="SECONDS",
+                   help="a server this command starts exits this long after its last client "
+                        "(default 60)")
+
+
+def mcp(args: argparse.Namespace) -> int:
+    try:
+        from ..server.bridge import run_bridge
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise InvalidInput(f"gem mcp needs the server extra: pip install 'gem[server]' ({exc})")
+    _logging("WARNING")
+    return run_bridge(args.path, args.engine, args.idle_exit)

@@ -1,0 +1,180 @@
+"""gem's MCP server (the official SDK's MCPServer): tools and resources for a model.
+
+Tool names, descriptions and schemas are written for the model that calls them; every
+result names topics by title. Served over streamable HTTP at /mcp by `gem serve`, and
+over stdio by `gem mcp` (a bridge to that server).
+"""
+from __future__ import annotations
+
+import functools
+import json
+from datetime import datetime
+from typing import Annotated, Any, Awaitable, Callable, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from .. import __version__
+from ..api import ops
+from ..api import schemas as s
+from ..errors import GemError
+from .service import Service
+
+INSTRUCTIONS = """\
+gem is a long-term memory with governance. Store what you learn with memory_remember
+(one fact = topic + field + value, with its source); read with memory_recall (a free-text
+query or a topic title). Every value keeps its history and provenance: a newer value
+supersedes an older one, and topics that depend on a changed topic get flagged for review
+(memory_review). Recalling reinforces what it returns; things never recalled fade
+(memory_maintain) but can always be restored (memory_restore). Refer to topics by title."""
+
+
+def _tool_errors(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """gem's typed errors become tool errors the model reads (is_error results)."""
+    @functools.wraps(fn)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except GemError as exc:
+            raise ToolError(str(exc)) from exc
+    return run
+
+
+def build_mcp(service: Service) -> MCPServer:
+    call = service.call
+
+    async def memory_remember(
+        facts: Annotated[list[s.FactIn], Field(min_length=1, description="The facts to store.")],
+    ) -> s.RememberResult:
+        """Store facts in long-term memory, as one atomic step. Each fact says that a
+        topic's field has a value (e.g. topic 'Website Redesign', field 'deadline', value
+        'April 20'), with its source. Restating a known value corroborates it instead of
+        duplicating it; a new value supersedes the old one, which stays in the history.
+        Returns the topics touched and those now flagged for review."""
+        return await call("remember", ops.remember, facts, "mcp")
+
+    async def memory_recall(
+        query: Annotated[str | None, Field(description="What you want to know, in words.")] = None,
+        topic: Annotated[str | None, Field(description="A topic title to read directly.")] = None,
+        fields: Annotated[list[str] | None, Field(description="Only these fields.")] = None,
+        as_of: Annotated[datetime | None, Field(description="Answer as of this time.")] = None,
+        k: Annotated[int, Field(ge=1, le=50, description="At most this many topics.")] = 5,
+        include_history: Annotated[bool, Field(description="Add each field's history.")] = False,
+    ) -> s.RecallResult:
+        """Recall from memory by free-text query and/or topic title. Returns current
+        values with their source and time, fields that are contested (with every
+        candidate), names of fields faded from view (ask for them by name), and flags
+        saying a topic needs review. Recalling reinforces what it returns."""
+        request = s.RetrieveRequest(query=query, topic=topic, fields=fields, as_of=as_of, k=k,
+                                    history=include_history, actor="mcp")
+        return await call("recall", ops.recall, request)
+
+    async def memory_inspect(
+        topic: Annotated[str, Field(description="The topic's title.")],
+        field: Annotated[str | None, Field(description="One field of it.")] = None,
+    ) -> s.TopicCard:
+        """Look at a topic (or one field) as stored, including faded fields and open
+        review flags, without reinforcing anything."""
+        return await call("inspect", ops.inspect, topic, field)
+
+    async def memory_history(
+        topic: Annotated[str, Field(description="The topic's title.")],
+        field: Annotated[str, Field(description="The field.")],
+    ) -> s.HistoryResult:
+        """Every value a field ever had, oldest first: current, superseded and retracted,
+        each with its source, valid time and when it was recorded."""
+        return await call("history", ops.history, topic, field)
+
+    async def memory_explain(
+        topic: Annotated[str, Field(description="The topic's title.")],
+        field: Annotated[str, Field(description="The field.")],
+    ) -> s.ExplainResult:
+        """Why a field has its current value: the evidence behind it and its reliability
+        R in [-1, 1] (how strongly sources agree, recent evidence counting more)."""
+        return await call("explain", ops.explain, topic, field)
+
+    async def memory_link(
+        from_topic: Annotated[str, Field(description="Title of the topic the link starts from.")],
+        to_topic: Annotated[str, Field(description="Title of the topic it points to.")],
+        kind: Annotated[Literal["extension", "association"], Field(description=(
+            "'extension': to_topic depends on from_topic, so a change to from_topic flags "
+            "to_topic for review; 'association': merely related."))] = "extension",
+    ) -> s.LinkResult:
+        """Link two existing topics."""
+        request = s.LinkRequest(from_topic=from_topic, to_topic=to_topic, kind=kind, actor="mcp")
+        return await call("link", ops.link, request)
+
+    async def memory_restore(
+        topic: Annotated[str, Field(description="The topic's title.")],
+        field: Annotated[str | None, Field(description="Only this field.")] = None,
+    ) -> s.RestoreResult:
+        """Bring back a topic (or field) that faded: compressed, hidden or archived."""
+        request = s.RestoreRequest(topic=topic, field=field, actor="mcp")
+        return await call("restore", ops.restore, request)
+
+    async def memory_review() -> s.ReviewResult:
+        """Topics flagged for review because something they depend on changed, with
+        what changed. Recall them, then store corrected facts if needed."""
+        return await call("review", ops.review)
+
+    async def memory_maintain(
+        dry_run: Annotated[bool, Field(description="Only report what would happen.")] = True,
+    ) -> s.MaintainResult:
+        """Run maintenance: fade what has not been used (compress, hide, archive; all
+        restorable), merge duplicate topics, settle conflicts, re-check review flags.
+        With dry_run (the default) nothing changes: you get what it would do."""
+        return await call("maintain", ops.maintain, dry_run, "mcp")
+
+    async def memory_status() -> s.StatusResult:
+        """Sizes of the memory, whether its correctness audit passes, the policies in
+        force and the maintenance schedule."""
+        return await call("status", ops.status, service.maintenance_info())
+
+    # The tool list, in one place: (function, title, read_only, destructive, idempotent).
+    tools = [
+        (memory_remember, "Remember facts", False, False, False),
+        (memory_recall, "Recall from memory", False, False, False),
+        (memory_inspect, "Inspect a topic", True, False, True),
+        (memory_history, "History of a field", True, False, True),
+        (memory_explain, "Explain a value", True, False, True),
+        (memory_link, "Link two topics", False, False, True),
+        (memory_restore, "Restore faded memory", False, False, True),
+        (memory_review, "Topics needing review", True, False, True),
+        (memory_maintain, "Maintain memory", False, False, False),
+        (memory_status, "Memory status", True, False, True),
+    ]
+    server: MCPServer = MCPServer("gem", title="gem memory", version=__version__,
+                                  instructions=INSTRUCTIONS, log_level="WARNING")
+    for fn, title, read_only, destructive, idempotent in tools:
+        server.add_tool(_tool_errors(fn), name=fn.__name__, title=title,
+                        annotations=ToolAnnotations(read_only_hint=read_only,
+                                                    destructive_hint=destructive,
+                                                    idempotent_hint=idempotent,
+                                                    open_world_hint=False),
+                        structured_output=True)
+
+    # Resources, in one place.
+    @server.resource("gem://policies", name="policies", title="Policies in force",
+                     mime_type="text/plain",
+                     description="The policy sources governing this memory (gem's policy language).")
+    async def policy_sources() -> str:
+        try:
+            result = await call("policies", ops.policies)
+        except GemError as exc:
+            raise ResourceError(str(exc)) from exc
+        return "\n".join(f"# --- {src.file}\n{src.text}" for src in result.sources)
+
+    @server.resource("gem://log", name="log", title="Transition log", mime_type="application/json",
+                     description="The latest 100 transitions: operation, time, actor, topics "
+                                 "touched and the policies that fired.")
+    async def transition_log() -> str:
+        try:
+            stats = await call("stats", ops.stats)
+            page = await call("log", ops.log, max(0, stats.transitions - 100), 100)
+        except GemError as exc:
+            raise ResourceError(str(exc)) from exc
+        return json.dumps(page.model_dump(mode="json")["records"], indent=1)
+
+    return server

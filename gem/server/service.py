@@ -1,0 +1,138 @@
+"""The state `gem serve` keeps around its one memory: opening it (waiting out another
+process's lock), running every call on the AsyncMemory's worker, knowing what runs,
+who is attached, and when the process was last used."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+from .. import __version__
+from ..aio import AsyncMemory
+from ..api import ops
+from ..api import schemas as s
+from ..errors import GemError, StoreLocked, TransitionRejected
+
+log = logging.getLogger("gem.server")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    path: str
+    engine: str = "kuzu"
+    policies: tuple[str, ...] | None = None
+    create: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8765
+    maintain_every: float | None = None
+    idle_exit: float | None = None      # exit after this long with no request and no bridge
+    lock_timeout: float = 10.0          # wait this long for another process's database lock
+    max_body: int = 1 << 20             # bytes; larger request bodies get 413
+    graceful_timeout: float = 30.0      # seconds a running call may take to finish on SIGTERM
+
+
+class Rejected(GemError):
+    """A TransitionRejected whose unit has been named for the reader."""
+
+    def __init__(self, body: s.ErrorBody) -> None:
+        self.body = body
+        super().__init__(body.message)
+
+
+class NotReady(GemError):
+    """The server is up but its memory is not open (yet, or any more)."""
+
+
+class Service:
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.memory: AsyncMemory | None = None
+        self.state: str = "starting"       # starting | waiting_for_lock | ok | stopping
+        self.detail: str | None = None
+        self.busy: str | None = None       # the call on the worker now
+        self.in_flight = 0                 # calls submitted and not finished
+        self.attached = 0                  # bridges (gem mcp) holding /v1/attach open
+        self.last_activity = time.monotonic()
+        self.stopping = asyncio.Event()
+        self.failure: str | None = None    # why the memory could not be opened
+
+    # ------------------------------------------------------------------ lifecycle
+    async def open(self) -> None:
+        """Open the memory; while another process holds its lock, retry until lock_timeout.
+        Meanwhile requests are answered 503 (StoreLocked)."""
+        cfg = self.config
+        deadline = time.monotonic() + cfg.lock_timeout
+        while True:
+            try:
+                memory = await AsyncMemory.open(cfg.path, engine=cfg.engine, create=cfg.create,
+                                                policies=list(cfg.policies) if cfg.policies else None)
+                break
+            except StoreLocked as exc:
+                if time.monotonic() >= deadline or self.stopping.is_set():
+                    raise
+                if self.state != "waiting_for_lock":
+                    log.warning("%s; waiting up to %.0f s for it", exc, cfg.lock_timeout)
+                self.state, self.detail = "waiting_for_lock", str(exc)
+                await asyncio.sleep(0.2)
+        self.memory = memory
+        self.state, self.detail = "ok", None
+        if cfg.maintain_every:
+            memory.start_maintenance(cfg.maintain_every)
+        log.info("serving %s (%s engine)", memory.path, memory.engine_name)
+
+    async def close(self) -> None:
+        memory, self.memory = self.memory, None
+        self.state = "stopping"
+        if memory is not None:
+            await memory.close()  # after the call on the worker finishes
+
+    # ------------------------------------------------------------------ calls
+    def _require(self) -> AsyncMemory:
+        if self.memory is None:
+            if self.state == "waiting_for_lock":
+                raise StoreLocked(self.config.path, "the server is waiting for it")
+            raise NotReady(f"the memory is not open ({self.state})")
+        return self.memory
+
+    async def call(self, name: str, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(memory, *args)` (an ops function) on the worker; a rejected transition
+        comes back as `Rejected` with its unit named."""
+        memory = self._require()
+        self.in_flight += 1
+        self.last_activity = time.monotonic()
+
+        def traced(mem: Any, *a: Any) -> T:
+            self.busy = name
+            try:
+                return fn(mem, *a)
+            finally:
+                self.busy = None
+        try:
+            return await memory.run(traced, *args)
+        except TransitionRejected as exc:
+            log.warning("%s rejected: %s", name, exc)
+            raise Rejected(await memory.run(ops.describe_rejection, exc)) from exc
+        finally:
+            self.in_flight -= 1
+            self.last_activity = time.monotonic()
+
+    def maintenance_info(self) -> s.MaintenanceInfo:
+        memory = self.memory
+        return s.MaintenanceInfo(every_seconds=self.config.maintain_every,
+                                 runs=memory.maintenance_runs if memory else 0,
+                                 failures=memory.maintenance_failures if memory else 0)
+
+    def health(self) -> s.Health:
+        return s.Health(status=self.state if not self.stopping.is_set() else "stopping",
+                        path=os.path.abspath(self.config.path), engine=self.config.engine,
+                        pid=os.getpid(), version=__version__, busy=self.busy, detail=self.detail)
+
+    def idle_for(self) -> float | None:
+        """Seconds since the last request or bridge, or None while something is in use."""
+        if self.attached or self.in_flight:
+            return None
+        return time.monotonic() - self.last_activity

@@ -1,0 +1,196 @@
+"""`gem serve` through real HTTP requests: every route, every error mapping, the body
+limit, the endpoint file, waiting out a lock, SIGTERM during a call."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+import httpx
+import pytest
+
+import gem
+from gem.memory import default_policy_path
+from gem.server.endpoint import endpoint_file, read_endpoint
+from conftest import ENGINE
+from servers import start, stop, wait_for
+
+ID = re.compile(r'"[teg]\d+(/[^"]*)?"')  # an internal id as a whole JSON string
+
+
+@pytest.fixture
+def served(tmp_path):
+    path = str(tmp_path / "served.db")
+    server = start(path, "--create", "--engine", ENGINE, "--max-body", "4096")
+    yield server
+    stop(server)
+
+
+def test_every_route(served):
+    with httpx.Client(base_url=served.url + "/v1") as c:
+        health = c.get("/health").json()
+        assert health["status"] == "ok" and health["pid"] == served.process.pid
+        r = c.post("/ingest", json={"facts": [
+            {"topic": "Website Redesign", "field": "deadline", "value": "March 15", "source": "chat:1"},
+            {"topic": "Launch Milestones", "field": "launch", "value": "March 20"}]})
+        assert r.status_code == 200 and r.json()["created_topics"] == ["Website Redesign", "Launch Milestones"]
+        r = c.post("/link", json={"from_topic": "Website Redesign", "to_topic": "Launch Milestones"})
+        assert r.json() == {"created": True, "from_topic": "Website Redesign",
+                            "to_topic": "Launch Milestones", "kind": "extension"}
+        r = c.post("/ingest", json={"facts": [{"topic": "website redesign", "field": "deadline",
+                                               "value": "April 20"}], "actor": "test"})
+        assert r.json()["flagged_for_review"] == ["Launch Milestones"]
+        r = c.post("/retrieve", json={"query": "deadline of the website redesign", "k": 2})
+        top = r.json()["topics"][0]
+        assert top["title"] == "Website Redesign" and top["fields"]["deadline"]["value"] == "April 20"
+        r = c.get("/topic", params={"topic": "Launch Milestones"})
+        assert r.json()["needs_review"][0]["because_of"] == "Website Redesign"
+        r = c.get("/topic", params={"topic": "Website Redesign", "field": "deadline"})
+        assert list(r.json()["fields"]) == ["deadline"]
+        r = c.get("/history", params={"topic": "Website Redesign", "field": "deadline"})
+        assert [e["superseded_by"] for e in r.json()["entries"]] == [2, None]
+        r = c.get("/explain", params={"topic": "Website Redesign", "field": "deadline"})
+        assert r.json()["value"] == "April 20"
+        assert [f["topic"] for f in c.get("/review").json()["flags"]] == ["Launch Milestones"]
+        dry = c.post("/maintain", json={"dry_run": True}).json()
+        assert dry["dry_run"] and dry["revise"]["flags_evaluated"] == ["Launch Milestones"]
+        assert c.get("/review").json()["flags"]  # still open: the dry run changed nothing
+        done = c.post("/maintain", json={}).json()
+        assert not done["dry_run"] and done["forget"]["transition"] > 0
+        assert c.post("/restore", json={"topic": "Launch Milestones"}).json()["changed"] is False
+        audit = c.get("/audit").json()
+        assert audit["ok"] and audit["chain_ok"]
+        stats = c.get("/stats").json()
+        assert stats["topics"] == {"active": 2} and stats["entries"] == 3
+        log = c.get("/log", params={"since": 1, "limit": 3}).json()
+        assert [r["op"] for r in log["records"]] == ["ingest", "link", "ingest"] and log["next_since"] == 4
+        assert "Website Redesign / deadline" in log["records"][2]["units"]
+        assert "propagate-on-change" in c.get("/policies").json()["names"]
+        status = c.get("/status").json()
+        assert status["audit"]["ok"] and status["engine"] == ENGINE
+        everything = json.dumps([health, top, log, status, dry, done, audit])
+        assert not ID.search(everything), ID.search(everything)
+    spec = httpx.get(served.url + "/openapi.json").json()
+    assert {"/v1/ingest", "/v1/retrieve", "/v1/topic", "/v1/history", "/v1/explain", "/v1/link",
+            "/v1/restore", "/v1/maintain", "/v1/audit", "/v1/stats", "/v1/log",
+            "/v1/health"} <= set(spec["paths"])
+    assert httpx.get(served.url + "/docs").status_code == 200
+
+
+def test_errors_are_mapped(served):
+    with httpx.Client(base_url=served.url + "/v1") as c:
+        r = c.post("/ingest", json={"facts": []})  # the request schema refuses it
+        assert r.status_code == 422 and r.json()["error"] == "invalid_input"
+        r = c.post("/ingest", json={"facts": [{"topic": "A", "field": "x", "value": None}]})
+        assert r.status_code == 422 and "must not be null" in r.json()["message"]  # gem refuses it
+        r = c.post("/retrieve", json={})
+        assert r.status_code == 422 and "give a query, a topic" in r.json()["message"]
+        r = c.post("/ingest", content=b"{not json", headers={"content-type": "application/json"})
+        assert r.status_code == 422
+        r = c.get("/history", params={"topic": "Nope", "field": "x"})
+        assert r.status_code == 404 and r.json() == {
+            "error": "unknown_unit", "message": "no topic named 'Nope'", "condition": None,
+            "unit": None, "detail": None}
+        assert c.get("/topic", params={"topic": "Nope"}).status_code == 404
+        assert c.post("/link", json={"from_topic": "A", "to_topic": "B"}).status_code == 404
+        assert c.post("/restore", json={"topic": "Nope"}).status_code == 404
+        r = c.post("/ingest", json={"facts": [{"topic": "A", "field": "x", "value": "y" * 5000}]})
+        assert r.status_code == 413 and r.json()["error"] == "payload_too_large"
+        chunks = (b'{"facts": [{"topic": "A", "field": "x", "value": "' + b"y" * 1000 + b'"}' for _ in range(5))
+        r = c.post("/ingest", content=chunks, headers={"content-type": "application/json"})
+        assert r.status_code == 413  # chunked, no Content-Length: counted while read
+        assert c.get("/stats").json()["entries"] == 0
+
+
+def test_a_rejected_transition_is_409_with_condition_and_unit(tmp_path):
+    policy = tmp_path / "tight.policy"
+    policy.write_text(open(default_policy_path()).read() + "\nSET active_bound = 1\n")
+    path = str(tmp_path / "tight.db")
+    server = start(path, "--create", "--engine", ENGINE, "--policies", str(policy))
+    try:
+        with httpx.Client(base_url=server.url + "/v1") as c:
+            assert c.post("/ingest", json={"facts": [{"topic": "A", "field": "x", "value": 1}]}).status_code == 200
+            r = c.post("/ingest", json={"facts": [{"topic": "C", "field": "z", "value": 3},
+                                                  {"topic": "C", "field": "w", "value": 4}]})
+            assert r.status_code == 409
+            body = r.json()
+            assert body["error"] == "transition_rejected" and body["condition"] == "C5"
+            assert "unit" in body and body["detail"]  # C5 is a bound on the whole: no unit
+            assert body["message"].startswith("C5") and not ID.search(json.dumps(body))
+            assert c.get("/stats").json()["entries"] == 1
+    finally:
+        stop(server)
+
+
+def test_waits_for_a_locked_database_answering_503(tmp_path):
+    path = str(tmp_path / "locked.db")
+    holder = gem.open(path, engine=ENGINE)  # this process holds the database
+    server = None
+    try:
+        server = start(path, "--engine", ENGINE, "--lock-timeout", "60", ready=False)
+        r = httpx.get(server.url + "/v1/stats")
+        assert r.status_code == 503 and r.json()["error"] == "store_locked"
+        assert r.headers["retry-after"] == "1"
+        assert httpx.get(server.url + "/v1/health").json()["status"] == "waiting_for_lock"
+        holder.close()
+        wait_for(lambda: httpx.get(server.url + "/v1/health").status_code == 200, what="the lock")
+        assert httpx.get(server.url + "/v1/stats").status_code == 200
+    finally:
+        holder.close()
+        if server:
+            stop(server)
+
+
+def test_one_server_per_database_and_stale_endpoint_files(tmp_path):
+    path = str(tmp_path / "one.db")
+    gem.open(path, engine=ENGINE).close()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    endpoint_file(path).write_text(json.dumps({
+        "pid": dead.pid, "host": "127.0.0.1", "port": 1, "path": path, "engine": ENGINE,
+        "started_at": "2020-01-01T00:00:00+00:00", "version": "0"}))
+    assert read_endpoint(path) is None  # its process is gone: ignored
+    server = start(path, "--engine", ENGINE)
+    try:
+        assert read_endpoint(path).pid == server.process.pid  # and replaced
+        second = subprocess.run([sys.executable, "-m", "gem", "serve", path, "--port", "0",
+                                 "--engine", ENGINE], capture_output=True, text=True, timeout=60)
+        assert second.returncode == 3
+        assert f"already served by pid {server.process.pid}" in second.stderr
+        cli = subprocess.run([sys.executable, "-m", "gem", "stats", path, "--engine", ENGINE],
+                             capture_output=True, text=True, timeout=60)
+        assert cli.returncode == 1 and f"served by `gem serve` (pid {server.process.pid})" in cli.stderr
+    finally:
+        stop(server)
+
+
+def test_sigterm_lets_the_running_call_finish_and_closes_cleanly(tmp_path):
+    path = str(tmp_path / "term.db")
+    server = start(path, "--create", "--engine", ENGINE, "--max-body", str(64 << 20),
+                   "--maintain-every", "3600")
+    facts = [{"topic": f"Topic {i}", "field": "value", "value": i} for i in range(1500)]
+    answer: dict = {}
+
+    def ingest() -> None:
+        answer["response"] = httpx.post(server.url + "/v1/ingest", json={"facts": facts}, timeout=300)
+    try:
+        wait_for(lambda: httpx.get(server.url + "/v1/status").json()["maintenance"]["runs"] >= 1,
+                 what="the first scheduled maintenance run")
+        caller = threading.Thread(target=ingest)
+        caller.start()
+        wait_for(lambda: httpx.get(server.url + "/v1/health").json()["busy"] == "ingest",
+                 what="the ingest to run")
+        os.kill(server.process.pid, signal.SIGTERM)
+        caller.join(timeout=300)
+        assert answer["response"].status_code == 200
+        assert server.process.wait(timeout=120) == 0
+        assert not endpoint_file(path).exists()
+    finally:
+        stop(server)
+    with gem.open(path, engine=ENGINE, create=False) as mem:
+        assert mem.stats()["entries"] == answer["response"].json()["new_values"] == 1500
+        assert mem.audit().ok

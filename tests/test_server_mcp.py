@@ -1,0 +1,167 @@
+"""MCP with the SDK's own client: over streamable HTTP against `gem serve`, and over stdio
+against `gem mcp` (two clients on one path at once, through one auto-started server)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+
+from mcp import Client, StdioServerParameters
+
+import gem
+from gem.server.endpoint import endpoint_file, read_endpoint
+from conftest import ENGINE
+from servers import kill_group, start, stop, wait_for
+
+TOOLS = {"memory_remember", "memory_recall", "memory_inspect", "memory_history", "memory_explain",
+         "memory_link", "memory_restore", "memory_review", "memory_maintain", "memory_status"}
+ID = re.compile(r'"[teg]\d+(/[^"]*)?"')  # an internal id as a whole JSON string
+
+
+def _readable(result) -> dict:
+    assert not result.is_error, result.content
+    text = json.dumps(result.structured_content)
+    assert not ID.search(text), f"internal id in {text}"
+    return result.structured_content
+
+
+async def _conversation(client: Client) -> None:
+    listed = await client.list_tools()
+    assert {t.name for t in listed.tools} == TOOLS
+    for tool in listed.tools:
+        assert tool.description and tool.output_schema and tool.title
+    remember = _readable(await client.call_tool("memory_remember", {"facts": [
+        {"topic": "Website Redesign", "field": "deadline", "value": "March 15", "source": "chat:1"},
+        {"topic": "Launch Milestones", "field": "launch", "value": "March 20"}]}))
+    assert remember["created_topics"] == ["Website Redesign", "Launch Milestones"]
+    link = _readable(await client.call_tool("memory_link", {
+        "from_topic": "Website Redesign", "to_topic": "Launch Milestones"}))
+    assert link["created"]
+    update = _readable(await client.call_tool("memory_remember", {"facts": [
+        {"topic": "Website Redesign", "field": "deadline", "value": "April 20", "source": "chat:2"}]}))
+    assert update["flagged_for_review"] == ["Launch Milestones"]
+    recall = _readable(await client.call_tool("memory_recall", {
+        "query": "deadline of the website redesign", "include_history": True}))
+    deadline = recall["topics"][0]["fields"]["deadline"]
+    assert deadline["value"] == "April 20" and deadline["provenance"]["source"] == "chat:2"
+    assert [h["value"] for h in deadline["history"]] == ["March 15", "April 20"]
+    inspect = _readable(await client.call_tool("memory_inspect", {"topic": "Launch Milestones"}))
+    assert inspect["needs_review"][0]["because_of"] == "Website Redesign"
+    history = _readable(await client.call_tool("memory_history", {
+        "topic": "Website Redesign", "field": "deadline"}))
+    assert history["entries"][0]["superseded_by"] == 2
+    explain = _readable(await client.call_tool("memory_explain", {
+        "topic": "Website Redesign", "field": "deadline"}))
+    assert explain["value"] == "April 20"
+    review = _readable(await client.call_tool("memory_review", {}))
+    assert [f["topic"] for f in review["flags"]] == ["Launch Milestones"]
+    dry = _readable(await client.call_tool("memory_maintain", {}))
+    assert dry["dry_run"] and dry["revise"]["flags_evaluated"] == ["Launch Milestones"]
+    assert _readable(await client.call_tool("memory_review", {}))["flags"]  # nothing changed
+    done = _readable(await client.call_tool("memory_maintain", {"dry_run": False}))
+    assert not done["dry_run"]
+    restore = _readable(await client.call_tool("memory_restore", {"topic": "Launch Milestones"}))
+    assert restore["changed"] is False
+    status = _readable(await client.call_tool("memory_status", {}))
+    assert status["audit"]["ok"] and "propagate-on-change" in status["policies"]
+
+    failed = await client.call_tool("memory_history", {"topic": "Nope", "field": "x"})
+    assert failed.is_error and "no topic named 'Nope'" in failed.content[0].text
+    failed = await client.call_tool("memory_remember", {"facts": []})
+    assert failed.is_error
+
+    resources = {str(r.uri) for r in (await client.list_resources()).resources}
+    assert resources == {"gem://policies", "gem://log"}
+    policies = (await client.read_resource("gem://policies")).contents[0].text
+    assert "POLICY propagate-on-change" in policies
+    log = json.loads((await client.read_resource("gem://log")).contents[0].text)
+    assert [r["op"] for r in log][:3] == ["policy", "ingest", "link"]
+    assert "Website Redesign / deadline" in json.dumps(log) and not ID.search(json.dumps(log))
+
+
+def test_streamable_http_against_gem_serve(tmp_path):
+    server = start(str(tmp_path / "http.db"), "--create", "--engine", ENGINE)
+    try:
+        async def main():
+            async with Client(server.endpoint.mcp_url, cache=None) as client:
+                await _conversation(client)
+        asyncio.run(main())
+    finally:
+        stop(server)
+
+
+def test_two_stdio_clients_share_one_auto_started_server(tmp_path):
+    path = str(tmp_path / "stdio.db")
+    gem.open(path, engine=ENGINE).close()
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "gem", "mcp", path, "--engine", ENGINE, "--idle-exit", "2"])
+    seen: list[int] = []
+
+    async def client(name: str, other: str, both_stored: asyncio.Event, stored: list) -> set:
+        async with Client(params, cache=None) as c:
+            endpoint = read_endpoint(path)
+            seen.append(endpoint.pid)
+            _readable(await c.call_tool("memory_remember", {"facts": [
+                {"topic": f"Notes of {name}", "field": "author", "value": name}]}))
+            stored.append(name)
+            if len(stored) == 2:
+                both_stored.set()
+            await asyncio.wait_for(both_stored.wait(), timeout=120)  # both sessions are open now
+            found = _readable(await c.call_tool("memory_recall", {"topic": f"Notes of {other}"}))
+            return {t["title"] for t in found["topics"]}
+
+    async def main():
+        event, stored = asyncio.Event(), []
+        return await asyncio.gather(client("Ann", "Bob", event, stored),
+                                    client("Bob", "Ann", event, stored))
+    try:
+        assert asyncio.run(main()) == [{"Notes of Bob"}, {"Notes of Ann"}]
+        assert len(set(seen)) == 1  # one server for both
+        # Both clients are gone: the auto-started server exits by itself (--idle-exit 2).
+        wait_for(lambda: not endpoint_file(path).exists(), timeout=60,
+                 what="the auto-started server to exit after its last client")
+        with gem.open(path, engine=ENGINE, create=False) as mem:
+            assert mem.audit().ok
+    finally:
+        for pid in set(seen):
+            kill_group(pid)
+
+
+def test_stdio_bridges_to_a_running_server(tmp_path):
+    path = str(tmp_path / "bridged.db")
+    server = start(path, "--create", "--engine", ENGINE)
+    try:
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-m", "gem", "mcp", path, "--engine", ENGINE])
+
+        async def main():
+            async with Client(params, cache=None) as client:
+                await _conversation(client)
+        asyncio.run(main())
+        assert server.process.poll() is None  # a server started by hand is never stopped by bridges
+        assert read_endpoint(path).pid == server.process.pid
+    finally:
+        stop(server)
+
+
+def test_a_bridge_ends_when_its_server_dies(tmp_path):
+    from mcp import MCPError
+    path = str(tmp_path / "dies.db")
+    server = start(path, "--create", "--engine", ENGINE)
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "gem", "mcp", path, "--engine", ENGINE])
+
+    async def main():
+        async with Client(params, cache=None) as client:
+            await client.list_tools()
+            stop(server)  # killed, not stopped cleanly
+            try:
+                await asyncio.wait_for(client.call_tool("memory_status", {}), timeout=60)
+            except MCPError as exc:
+                return str(exc)
+        return None
+    try:
+        assert asyncio.run(main()) == "Connection closed"
+    finally:
+        stop(server)
