@@ -38,6 +38,29 @@ def test_transaction_commits_or_rolls_back_whole(db_path):
     store.close()
 
 
+def test_a_held_engine_error_does_not_keep_a_closed_database_alive(db_path):
+    """LadybugDB 0.22: an exception's traceback holds a prepared statement, which kept the
+    closed database alive; its shutdown after a reopen overwrote the new database's writes."""
+    held = []
+    for cycle in range(12):
+        store = open_store(db_path, ENGINE)
+        queries.ensure_schema(store)
+        with store.transaction() as tx:
+            tx.run("CREATE (:Meta {key: $k, value: $v})", {"k": f"k{cycle}", "v": f"v{cycle} ✓"})
+        with pytest.raises(gem.StoreError) as info:
+            with store.reading() as tx:
+                tx.run("MATCH (m:Meta {key: $k}) RETURN m.nope", {"k": "k0"})
+        held.append(info.value)
+        store.close()
+        if len(held) > 3:
+            held.pop(0)  # freed after the next reopen, as a caller's old error would be
+    store = open_store(db_path, ENGINE)
+    with store.reading() as tx:
+        rows = dict(tx.run("MATCH (m:Meta) WHERE m.key STARTS WITH 'k' RETURN m.key, m.value"))
+    store.close()
+    assert rows == {f"k{c}": f"v{c} ✓" for c in range(12)}
+
+
 def test_values_never_enter_query_text(db_path):
     store = open_store(db_path, ENGINE)
     queries.ensure_schema(store)
