@@ -68,6 +68,27 @@ def test_canonical_layout_keeps_comments():
     )
 
 
+def test_canonical_layout_of_a_composing_file():
+    src = ("# faster\nOVERRIDE   POLICY archive-faded-topics ON tick WHEN EXISTS t IN active_topics WHERE t.salience < 0.1 "
+           "DO archive(t)\nDISABLE POLICY hide-faded-fields  # never hide\n"
+           "OVERRIDE SET half_life=7d\nDISABLE POLICY compress-faded-fields\n")
+    text = fmt(parse(src))
+    assert text == (
+        "OVERRIDE SET half_life = 7d\n"
+        "\n"
+        "DISABLE POLICY hide-faded-fields  # never hide\n"
+        "DISABLE POLICY compress-faded-fields\n"
+        "\n"
+        "# faster\n"
+        "OVERRIDE POLICY archive-faded-topics\n"
+        "ON tick\n"
+        "WHEN EXISTS t IN active_topics WHERE t.salience < 0.1\n"
+        "DO archive(t)\n"
+    )
+    assert parse(text) == parse(src) and fmt(parse(text)) == text
+    assert fmt(parse("DISABLE POLICY a\n")) == "DISABLE POLICY a\n"
+
+
 def test_fmt_parenthesises_only_where_needed():
     assert fmt_expr(parse("SET x = (a + b) * (c - (d - e))").settings[0].expr) == "(a + b) * (c - (d - e))"
     assert fmt_expr(A.Attr(A.Binary("+", A.Name("a"), A.Name("b")), "c")) == "(a + b).c"
