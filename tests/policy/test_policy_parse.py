@@ -289,8 +289,8 @@ def test_deep_nesting_is_a_syntax_error_not_a_crash():
 
 # ---- fuzzing: nothing but PolicySyntaxError ------------------------------------------------
 
-_PIECES = ["POLICY", "OVERRIDE", "DISABLE", "ON", "OR", "WHEN", "DO", "WITH", "SET", "AND", "NOT", "IN", "EXISTS", "WHERE",
-           "PRIORITY", "p", "a-b", "tick", "(", ")", "{", "}", "[", "]", ",", ":", ".", "=", "<", "+", "-",
+_PIECES = ["POLICY", "OVERRIDE", "DISABLE", "ON", "OR", "WHEN", "DO", "WITH", "SET", "AND", "NOT", "IN", "EXISTS",
+           "WHERE", "PRIORITY", "p", "a-b", "tick", "(", ")", "{", "}", "[", "]", ",", ":", ".", "=", "<", "+", "-",
            "1", "2.5", "30d", "2026-01-01", '"s"', '"', "true", "null", "\n", "# c\n", "@", "f(x)"]
 
 
