@@ -29,12 +29,12 @@ from .diagnostics import CODES, WARNINGS, Diagnostic
 from .explain import explain
 from .fmt import fmt
 from .parser import grammar_path, parse, parse_all
-from .sources import (Source, composition, default_policy_path, default_sources, is_default_policy,
+from .sources import (Source, compose_sources, default_policy_path, default_sources, is_default_policy,
                       read_sources)
 
 __all__ = [
     "CODES", "PASSES", "WARNINGS", "CheckedPolicies", "CompiledExpr", "CompiledPolicy", "Composition",
     "Diagnostic", "PolicyFile", "PolicyRuntime", "PolicySet", "Source", "Span", "catalogue", "check", "compile",
-    "compose", "composition", "default_policy_path", "default_sources", "explain", "fmt", "grammar_path",
+    "compose", "compose_sources", "default_policy_path", "default_sources", "explain", "fmt", "grammar_path",
     "is_default_policy", "load", "load_sources", "load_text", "parse", "parse_all", "read_sources",
 ]

@@ -29,7 +29,7 @@ from .checker import CheckedPolicies, check, positive_exists
 from .diagnostics import Diagnostic
 from .fmt import fmt_expr, fmt_policy
 from .parser import parse_all
-from .sources import Source, composition, read_sources
+from .sources import Source, compose_sources, read_sources
 
 
 class PolicyRuntime(Protocol):
@@ -450,7 +450,7 @@ def load(paths: Sequence[str | os.PathLike], available_actions: Iterable[str] | 
     Diagnostics of all files are combined (sorted by file, then position; at most 10);
     syntax errors are reported before any check runs. Warnings are in `.warnings`.
     """
-    return load_sources(read_sources(paths), available_actions, defaults=defaults)
+    return load_sources(read_sources(paths), available_actions, defaults=defaults, argument="paths")
 
 
 def load_text(text: str, filename: str = "<string>", available_actions: Iterable[str] | None = None, *,
@@ -460,12 +460,13 @@ def load_text(text: str, filename: str = "<string>", available_actions: Iterable
 
 
 def load_sources(sources: Sequence[Source | tuple[str, str]], available_actions: Iterable[str] | None = None,
-                 *, defaults: bool = False) -> PolicySet:
+                 *, defaults: bool = False, argument: str = "sources") -> PolicySet:
     """Like `load`, from sources already in memory ((file, text) pairs or Source objects),
     composed exactly as given unless `defaults=True`: that is the form a stored set is read
     back in (`PolicySet.sources` already begins with the default policy it was composed with).
+    `argument` names `sources` in InvalidInput messages (e.g. "policies" for gem.open's).
     """
-    composed = composition(sources, defaults=defaults)
+    composed = compose_sources(sources, defaults=defaults, argument=argument)
     return compile(check(parse_all([(s.file, s.text) for s in composed]), available_actions))
 
 

@@ -103,7 +103,7 @@ def _not_utf8(name: str, raw: bytes, exc: UnicodeDecodeError):
               Span(name, line, col, line, col + 1), shown, "save the file as UTF-8")
 
 
-def composition(sources: Iterable, *, defaults: bool, argument: str = "sources") -> list[Source]:
+def compose_sources(sources: Iterable, *, defaults: bool, argument: str = "sources") -> list[Source]:
     """The sources of a policy set in composition order: the default policy first if
     `defaults`, then `sources` ((file, text) pairs or Source objects).
 

@@ -311,15 +311,21 @@ def test_load_composes_the_default_policy_first_unless_told_otherwise(tmp_path):
 
 def test_the_default_governance_is_never_silently_dropped(tmp_path):
     assert load([]).hash == load_sources([], defaults=True).hash == load([default_policy_path()], defaults=False).hash
-    with pytest.raises(InvalidInput, match="sources is empty and defaults=False: that would leave no governance"):
+    with pytest.raises(InvalidInput, match="^paths is empty and defaults=False: that would leave no governance"):
         load([], defaults=False)
+    with pytest.raises(InvalidInput, match="^sources is empty and defaults=False"):
+        load_sources([])
+    with pytest.raises(InvalidInput, match="^policies is empty and defaults=False"):
+        load_sources([], argument="policies")
     empty = tmp_path / "empty.policy"
     empty.write_text("# nothing yet\n")
     assert load([empty]).hash == load([]).hash  # an empty file adds nothing to the defaults
     with pytest.raises(PolicyCheckError, match="gem_no_policies"):
         load([empty], defaults=False)
-    with pytest.raises(InvalidInput, match=r"sources\[0\] is the default policy, which defaults=True composes first"):
+    with pytest.raises(InvalidInput, match=r"^paths\[0\] is the default policy, which defaults=True composes first"):
         load([default_policy_path()])
+    with pytest.raises(InvalidInput, match=r"^sources\[1\] is the default policy"):
+        load_sources([("a.policy", "# a\n"), (str(default_policy_path()), "")], defaults=True)
 
 
 def test_a_stored_composition_loads_back_to_the_same_set(tmp_path):
