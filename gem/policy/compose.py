@@ -96,7 +96,7 @@ def compose(files: Sequence[A.PolicyFile]) -> Composition:
             else:
                 problems.append(Problem(
                     "gem_nothing_to_disable", f"no earlier file defines policy '{d.name}'", d.name_span,
-                    did_you_mean(d.name, policies)))
+                    did_you_mean(d.name, policies) or _in_force(policies)))
 
         for p in own_policies:
             first = earlier_defined.get(p.name)
@@ -129,6 +129,12 @@ def compose(files: Sequence[A.PolicyFile]) -> Composition:
             defined.setdefault(p.name, p)
 
     return Composition(tuple(policies.values()), tuple(settings.values()), tuple(changes), tuple(problems))
+
+
+def _in_force(policies: dict[str, A.Policy]) -> str | None:
+    if not policies or len(policies) > 10:
+        return None
+    return "the policies in force are: " + ", ".join(sorted(policies))
 
 
 def _unique_names(f: A.PolicyFile, problems: list[Problem]):

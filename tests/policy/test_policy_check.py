@@ -479,6 +479,16 @@ def test_one_file_says_one_thing_about_each_name():
     )
 
 
+def test_a_disable_of_no_close_name_lists_the_policies_in_force():
+    assert composed_error("DISABLE POLICY forgetting").endswith(
+        "hint: the policies in force are: archive-faded-topics, compress-faded-fields, contest-unreliable-conflict, "
+        "hide-faded-fields, propagate-on-change, reinforce-on-ingest, reinforce-on-retrieval")
+    assert check_error("DISABLE POLICY forgetting\n" + _READS).endswith(
+        "gem_nothing_to_disable: no earlier file defines policy 'forgetting'\n"
+        "DISABLE POLICY forgetting\n"
+        "               ^^^^^^^^^^")  # nothing is in force before the first file: no hint
+
+
 def test_an_override_in_the_first_file_has_nothing_to_override():
     err = check_error("OVERRIDE POLICY p ON tick DO reject(\"x\")")
     assert "gem_nothing_to_override: no earlier file defines policy 'p'" in err
