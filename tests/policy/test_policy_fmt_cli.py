@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from strategies import exprs, files
 
 from gem.policy import ast as A
-from gem.policy import default_policy_path, explain, fmt, parse
+from gem.policy import compose, default_policy_path, explain, fmt, parse
 from gem.policy.cli import add_policy_parser, run_policy
 from gem.policy.fmt import fmt_expr
 
@@ -123,6 +124,19 @@ def test_explain_lists_composition_problems_instead_of_raising():
     assert ("  C6 needs a policy that reinforces on 'retrieved': r\n"
             "  C3 needs a policy that flags dependents on 'field_updated': none (warning gem_c3_no_propagation)\n"
             ) in text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(files, max_size=3))
+def test_explain_and_compose_never_raise_on_any_composition_of_parsed_trees(trees):
+    comp = compose(trees)
+    in_force = {p.name for p in comp.policies}
+    for f in trees[1:]:
+        # what a later file DISABLEs without redefining it later is never in force
+        for d in f.disables:
+            if not any(p.name == d.name for g in trees[trees.index(f):] for p in g.policies):
+                assert d.name not in in_force
+    assert isinstance(explain(trees), str)
 
 
 def test_explain_shows_unbounded_loops():
