@@ -2,13 +2,19 @@
 
 The conventions are documented at the top of the reference ("How this document is tested"):
 
-    ```policy          must parse and check clean against the actions this build implements
+    ```policy          must parse and check clean against the actions this build implements;
+                       <!-- warns: CODE ... --> above it: with exactly those warnings
     ```policy-error    preceded by <!-- expect: CODE ... [; available: a, b] -->; must be refused
                        with exactly those diagnostic codes, in order
-    ```diagnostics     right after a policy-error block: its exact rendered error text
+    ```diagnostics     right after a policy-error block: its exact rendered error text;
+                       right after a policy block with warns: its exact rendered warnings
     ```python          runs after the block marked <!-- preamble -->, against a real memory
     ```lark            every line is a line of grammar/policy.lark (whitespace-normalised)
-    <!-- default-policy -->   on policy blocks: together they are policies/default.policy
+    <!-- default-policy -->   on policy blocks: together they are policies/default.policy (and
+                              they are checked together, not one by one)
+    <!-- after: default -->   on policy and policy-error blocks: composed after the default policy
+    <!-- encoding: NAME -->   on policy-error blocks: the text is saved in that encoding and read
+                              from a file, as gem.policy.load reads one
     <!-- table: NAME -->      a reference table compared with gem/policy/catalogue.py
 
 Any other fenced block fails the suite, so nothing in the document goes unexercised.
@@ -16,6 +22,7 @@ The last tests feed the runners broken examples to show they can fail.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import tempfile
@@ -27,12 +34,14 @@ from conftest import ENGINE
 
 import gem
 from gem.errors import PolicyError
-from gem.policy import CODES, default_policy_path, grammar_path, load_text, parse
+from gem.policy import CODES, WARNINGS, default_policy_path, grammar_path, load, load_sources, load_text, parse
 from gem.policy import catalogue as C
 from gem.runtime import available_actions
 
 DOC = Path(__file__).resolve().parent.parent / "specs" / "policy-language.md"
 EXAMPLE_FILE = "example.policy"
+# Under a short, stable name, so that diagnostics naming it read the same on every machine.
+DEFAULT_FILE = "default.policy"
 KINDS = ("policy", "policy-error", "diagnostics", "python", "lark")
 
 
@@ -121,8 +130,37 @@ def code_spans(cell: str) -> list[str]:
 # ---- runners (pure: the meta-tests at the end feed them broken examples) ------------------
 
 
-def run_policy(block: Block) -> None:
-    load_text(block.text, EXAMPLE_FILE, available_actions=available_actions())
+def load_block(block: Block, available=None):
+    """Load a block as its note says: alone, after the default policy, or from a file in an encoding."""
+    d = directives(block.note)
+    available = available_actions() if available is None else available
+    if "encoding" in d:
+        with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+            Path(EXAMPLE_FILE).write_bytes(block.text.encode(d["encoding"]))
+            return load([EXAMPLE_FILE], available, defaults=False)
+    sources = [(EXAMPLE_FILE, block.text)]
+    if d.get("after") == "default":
+        sources.insert(0, (DEFAULT_FILE, default_policy_path().read_text(encoding="utf-8")))
+    elif "after" in d:
+        raise AssertionError(f"{block.id}: 'after: {d['after']}' is not a thing; only 'after: default' is")
+    return load_sources(sources, available)
+
+
+def run_policy(block: Block, rendered: Block | None = None) -> None:
+    policy_set = load_block(block)
+    d = directives(block.note)
+    if "warns" not in d:
+        assert rendered is None, f"{block.id}: a diagnostics block follows a policy block without warns:"
+        return
+    expected = d["warns"].split()
+    unknown = [c for c in expected if c not in WARNINGS]
+    assert not unknown, f"{block.id}: no such warning code {unknown}"
+    got = [w.code for w in policy_set.warnings]
+    assert got == expected, f"{block.id}: expected warnings {expected}, got {got}"
+    if rendered is not None:
+        text = "\n".join(w.render() for w in policy_set.warnings)
+        assert text == rendered.text.rstrip("\n"), (
+            f"{block.id}: rendered warnings differ\n--- document\n{rendered.text}--- actual\n{text}\n")
 
 
 def run_policy_error(block: Block, rendered: Block | None) -> None:
@@ -132,11 +170,11 @@ def run_policy_error(block: Block, rendered: Block | None) -> None:
     expected = d["expect"].split()
     unknown = [c for c in expected if c not in CODES]
     assert not unknown, f"{block.id}: no such diagnostic code {unknown}"
-    available = available_actions()
+    available = None
     if "available" in d:
         available = frozenset(a.strip() for a in d["available"].split(",") if a.strip())
     try:
-        load_text(block.text, EXAMPLE_FILE, available_actions=available)
+        load_block(block, available)
     except PolicyError as e:
         got = [x.code for x in e.diagnostics]
         assert got == expected, f"{block.id}: expected {expected}, got {got}:\n{e}"
@@ -198,15 +236,28 @@ def test_the_document_has_examples_of_every_kind():
     assert len(against_memory) >= 8, "the Python examples must run against real memories with a clock"
 
 
-def test_every_diagnostics_block_follows_a_policy_error_block():
+def test_every_diagnostics_block_follows_a_policy_error_or_a_warning_block():
     for i, b in enumerate(BLOCKS):
         if b.kind == "diagnostics":
-            assert i > 0 and BLOCKS[i - 1].kind == "policy-error", f"{b.id} follows no policy-error block"
+            before = BLOCKS[i - 1] if i > 0 else None
+            assert before is not None and (before.kind == "policy-error" or (
+                before.kind == "policy" and "warns" in directives(before.note))), \
+                f"{b.id} follows no policy-error block and no policy block with warns:"
 
 
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind == "policy"], ids=lambda b: b.id)
+def _is_default(block: Block) -> bool:
+    return "default-policy" in directives(block.note)
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind == "policy" and not _is_default(b)],
+                         ids=lambda b: b.id)
 def test_policy_example_checks_clean(block):
-    run_policy(block)
+    run_policy(block, _rendered_for(block))
+
+
+def test_the_default_policy_blocks_check_clean_together_without_warnings():
+    text = "".join(b.text for b in BLOCKS if _is_default(b))
+    assert load_text(text, DEFAULT_FILE, available_actions=available_actions()).warnings == ()
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind == "policy-error"], ids=lambda b: b.id)
@@ -279,19 +330,22 @@ def test_actions_table_is_the_catalogue():
 
 
 def test_settings_table_is_the_catalogue_and_the_compiled_defaults():
-    defaults = load_text("").settings
+    defaults = load_text('POLICY p ON tick DO reject("x")').settings
     documented = {_first_code(r): (code_spans(r[1])[0], code_spans(r[2])[0]) for r in _table("settings")}
     assert documented == {n: (str(sig.type), defaults[n].text) for n, sig in C.SETTINGS.items()}
 
 
 def test_codes_table_lists_every_code_and_each_has_an_example():
-    assert [_first_code(r) for r in _table("codes")] == list(CODES)
+    assert [_first_code(r) for r in _table("codes")] == list(CODES) + list(WARNINGS)
     exemplified = {c for b in BLOCKS if b.kind == "policy-error"
                    for c in directives(b.note).get("expect", "").split()}
     assert set(CODES) <= exemplified
     rendered = {directives(b.note)["expect"].split()[0] for b in BLOCKS
                 if b.kind == "policy-error" and _rendered_for(b) is not None}
     assert set(CODES) <= rendered, f"codes without a rendered example: {set(CODES) - rendered}"
+    warned = {c for b in BLOCKS if b.kind == "policy" and _rendered_for(b) is not None
+              for c in directives(b.note).get("warns", "").split()}
+    assert set(WARNINGS) <= warned, f"warnings without a rendered example: {set(WARNINGS) - warned}"
 
 
 def test_the_default_policy_blocks_are_the_default_policy_file():
@@ -327,6 +381,32 @@ def test_runner_refuses_a_policy_error_example_that_checks_clean_or_fails_otherw
         run_policy_error(wrong, None)
     with pytest.raises(AssertionError, match="needs <!-- expect"):
         run_policy_error(unannotated, None)
+
+
+def test_runner_checks_warnings_exactly_and_composes_after_the_default_when_told():
+    quiet, noisy, composed, wrong = _blocks(
+        "<!-- warns: gem_c6_no_reinforcement -->\n```policy\nPOLICY p ON tick DO reject(\"x\")\n```\n"
+        "<!-- warns: gem_c3_no_propagation -->\n```policy\nPOLICY r ON retrieved DO reinforce(topic, 1)\n```\n"
+        "<!-- after: default -->\n```policy\nDISABLE POLICY hide-faded-fields\n```\n"
+        "<!-- after: default -->\n```policy\nDISABLE POLICY hide-faded-field\n```\n")
+    with pytest.raises(AssertionError, match="expected warnings"):
+        run_policy(quiet)
+    run_policy(noisy)
+    run_policy(composed)
+    with pytest.raises(PolicyError, match="gem_nothing_to_disable"):
+        run_policy(wrong)
+    (alone,) = _blocks("```policy\nDISABLE POLICY hide-faded-fields\n```\n")
+    with pytest.raises(PolicyError, match="gem_nothing_to_disable"):
+        run_policy(alone)
+
+
+def test_runner_reads_an_encoded_example_from_a_file():
+    (b,) = _blocks("<!-- expect: gem_not_utf8; encoding: latin-1 -->\n```policy-error\n# café\n```\n")
+    run_policy_error(b, None)
+    (b,) = _blocks("<!-- expect: gem_not_utf8; encoding: utf-8 -->\n```policy-error\n"
+                   "POLICY p ON tick DO reject(\"café\")\n```\n")
+    with pytest.raises(AssertionError, match="checks clean"):
+        run_policy_error(b, None)
 
 
 def test_runner_compares_rendered_diagnostics_exactly():

@@ -1,13 +1,15 @@
-"""The policy language front-end: parse -> check -> compile, plus fmt and explain.
+"""The policy language front-end: read -> parse -> check -> compile, plus fmt and explain.
 
     from gem.policy import load
-    policy_set = load(["policies/default.policy"])      # PolicySyntaxError / PolicyCheckError
+    policy_set = load(["team.policy"])     # the default policy, then team.policy composed on it
+    policy_set.warnings                    # what C6 / C3 will hold against the set, if anything
     for p in policy_set.triggered_by("field_updated"):
-        p.fire(bindings, runtime)                       # runtime implements PolicyRuntime
+        p.fire(bindings, runtime)          # runtime implements PolicyRuntime
+
+Errors: InvalidInput (bad arguments, unreadable files), PolicySyntaxError,
+PolicyCheckError; each policy error lists its diagnostics.
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 from . import catalogue
 from .ast import PolicyFile, Span
@@ -17,25 +19,22 @@ from .compiler import (
     CompiledPolicy,
     PolicyRuntime,
     PolicySet,
-    Source,
     compile,
     load,
     load_sources,
     load_text,
 )
-from .diagnostics import CODES, Diagnostic
+from .compose import Composition, compose
+from .diagnostics import CODES, WARNINGS, Diagnostic
 from .explain import explain
 from .fmt import fmt
-from .parser import data_file, grammar_path, parse
-
-
-def default_policy_path() -> Path:
-    """policies/default.policy: inside the wheel (gem/_data/policies) or the source checkout."""
-    return data_file("policies", "default.policy")
-
+from .parser import grammar_path, parse, parse_all
+from .sources import (Source, compose_sources, default_policy_path, default_sources, is_default_policy,
+                      read_sources)
 
 __all__ = [
-    "CODES", "PASSES", "CheckedPolicies", "CompiledExpr", "CompiledPolicy", "Diagnostic", "PolicyFile",
-    "PolicyRuntime", "PolicySet", "Source", "Span", "catalogue", "check", "compile", "default_policy_path",
-    "explain", "fmt", "grammar_path", "load", "load_sources", "load_text", "parse",
+    "CODES", "PASSES", "WARNINGS", "CheckedPolicies", "CompiledExpr", "CompiledPolicy", "Composition",
+    "Diagnostic", "PolicyFile", "PolicyRuntime", "PolicySet", "Source", "Span", "catalogue", "check", "compile",
+    "compose", "compose_sources", "default_policy_path", "default_sources", "explain", "fmt", "grammar_path",
+    "is_default_policy", "load", "load_sources", "load_text", "parse", "parse_all", "read_sources",
 ]

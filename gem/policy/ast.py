@@ -181,6 +181,9 @@ class WithItem:
 
 @dataclass(frozen=True)
 class Setting:
+    """`SET name = expr`; with `override`, `OVERRIDE SET ...`: it replaces the value an
+    earlier file of the composition set."""
+
     name: str
     expr: Expr
     span: Span = _span()
@@ -188,10 +191,14 @@ class Setting:
     # Comment lines written above the setting, and one written at the end of its line.
     comments: tuple[str, ...] = field(default=(), compare=False, repr=False)
     trailing_comment: str | None = field(default=None, compare=False, repr=False)
+    override: bool = False
 
 
 @dataclass(frozen=True)
 class Policy:
+    """`POLICY ...`; with `override`, `OVERRIDE POLICY ...`: it replaces the policy of that
+    name an earlier file of the composition defines."""
+
     name: str
     priority: int
     events: tuple[str, ...]
@@ -203,12 +210,28 @@ class Policy:
     event_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
     comments: tuple[str, ...] = field(default=(), compare=False, repr=False)
     trailing_comment: str | None = field(default=None, compare=False, repr=False)
+    override: bool = False
+
+
+@dataclass(frozen=True)
+class Disable:
+    """`DISABLE POLICY name`: the policy an earlier file of the composition defines is not in force."""
+
+    name: str
+    span: Span = _span()
+    name_span: Span = _span()
+    comments: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    trailing_comment: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class PolicyFile:
+    """One source. Items are kept by kind, each kind in source order: within a file the
+    order of items carries no meaning (fmt lays them out settings, disables, policies)."""
+
     settings: tuple[Setting, ...]
     policies: tuple[Policy, ...]
+    disables: tuple[Disable, ...] = ()
     file: str = field(default="<string>", compare=False)
     # The exact source text: diagnostics quote lines from it.
     source: str = field(default="", compare=False, repr=False)

@@ -8,6 +8,7 @@ dataclasses) so that adding an event or an action is adding an entry.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -317,6 +318,79 @@ class SettingSig:
     maximum: float | None = None
     min_exclusive: bool = False
     integer: bool = False
+    nullable: bool = False  # null is a value ("none"), not a mistake
+
+    def validate(self, value: object) -> str | None:
+        """Why `value` cannot be this setting's value, or None when it can.
+
+        One rule for both times a setting is judged: the checker calls it on a setting
+        whose expression is constant, and the engine must call it on every value it
+        evaluates (a setting computed from `interactions` or `active_topics` is only
+        known then), rejecting the transition with this message.
+        """
+        if value is None and self.nullable:
+            return None
+        if self.type == DURATION:
+            if isinstance(value, timedelta) and value > timedelta(0):
+                return None
+            return f"setting '{self.name}' must be a positive duration, got {_describe(value)}"
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = number and math.isfinite(value)
+        lo, hi = self.minimum, self.maximum
+        if ok and lo is not None:
+            ok = value > lo if self.min_exclusive else value >= lo
+        if ok and hi is not None:
+            ok = value <= hi
+        if ok and self.integer:
+            ok = value == int(value)
+        if ok:
+            return None
+        return f"setting '{self.name}' must be {self.range_text()}, got {_describe(value)}"
+
+    def range_text(self) -> str:
+        """`a number in [0, 1]`, `an integer in [1, inf)`, ... (Number settings)."""
+        lo, hi = self.minimum, self.maximum
+        left = "(" if self.min_exclusive or lo is None else "["
+        low = _number_text(lo) if lo is not None else "-inf"
+        high = _number_text(hi) if hi is not None else "inf"
+        text = f"{left}{low}, {high}" + ("]" if hi is not None else ")")
+        kind = "an integer" if self.integer else "a number"
+        return f"{kind} in {text}" + (" or null" if self.nullable else "")
+
+
+def _number_text(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def duration_text(d: timedelta) -> str:
+    """A duration as the language writes it: 30d, 1d12h, 0s, -2h, 0.5s."""
+    seconds = d.total_seconds()
+    if seconds < 0:
+        return "-" + duration_text(-d)
+    whole, fraction = divmod(seconds, 1)
+    if fraction:
+        return f"{seconds:g}s"
+    parts, rest = [], int(whole)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if rest >= size:
+            parts.append(f"{rest // size}{unit}")
+            rest %= size
+    return "".join(parts) or "0s"
+
+
+def _describe(value: object) -> str:
+    """A value in a message: as the language would write it where it can."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, timedelta):
+        return duration_text(value)
+    if isinstance(value, (int, float)):
+        return _number_text(value) if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return f"text {value!r}"
+    return type(value).__name__
 
 
 SETTINGS: dict[str, SettingSig] = {
@@ -330,7 +404,8 @@ SETTINGS: dict[str, SettingSig] = {
         SettingSig("cascade_depth", NUMBER, 8, "how deep policy cascades may go in one transition", 1, None,
                    integer=True),
         SettingSig("active_bound", NUMBER, None,
-                   "C5 bound beta(n) on active units; may use `interactions`; none means unbounded", 0, None),
+                   "C5 bound beta(n) on active units; may use `interactions`; none means unbounded", 0, None,
+                   nullable=True),
         SettingSig("merge_similarity", NUMBER, 0.92, "similarity above which topics are merge candidates", 0, 1),
         SettingSig("reliability_decay", NUMBER, 0.8, "lambda in (0, 1] for evidence weights", 0, 1,
                    min_exclusive=True),

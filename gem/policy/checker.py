@@ -1,9 +1,15 @@
 """Static checks: a policy set that passes never reaches the engine with an unknown
-name, a wrong arity, a type error or a cascade that can loop without bound.
+name, a wrong arity, a type error, a cascade that can loop without bound, or no
+policy at all.
+
+The files are checked as one composition (compose.py): later files may override
+and disable what earlier ones define. Every definition is checked, also one a later
+file replaces; cascades and governance are judged on what is in force.
 
 The checks run as ordered, named passes (PASSES). Each reports into one list; an
 expression that already failed is typed Any afterwards so one mistake yields one
-diagnostic, not a cascade of them.
+diagnostic, not a cascade of them. Warnings (a set a correctness condition will
+hold against) never fail the check; they come back with the result.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from ..errors import PolicyCheckError
 from . import ast as A
 from . import catalogue as C
 from .catalogue import ANY, BOOL, DURATION, NULL, NUMBER, TEXT, TIME, VALUE, Type
+from .compose import Composition, compose, governance
 from .diagnostics import Diagnostic, at, did_you_mean, finish
 
 # ---- results ---------------------------------------------------------------------------
@@ -39,24 +46,20 @@ class CascadeEdge:
 class CheckedPolicies:
     """The input of `compile`: files that passed every check, plus what the checks learned."""
 
-    files: tuple[A.PolicyFile, ...]
-    cascades: tuple[CascadeEdge, ...]
+    files: tuple[A.PolicyFile, ...]  # in composition order
+    policies: tuple[A.Policy, ...]  # in force after composition
+    settings: tuple[A.Setting, ...]  # in force after composition
+    cascades: tuple[CascadeEdge, ...]  # of the policies in force
+    warnings: tuple[Diagnostic, ...] = ()
     available_actions: frozenset[str] | None = None
-
-    @property
-    def policies(self) -> tuple[A.Policy, ...]:
-        return tuple(p for f in self.files for p in f.policies)
-
-    @property
-    def settings(self) -> tuple[A.Setting, ...]:
-        return tuple(s for f in self.files for s in f.settings)
 
 
 def check(
     files: A.PolicyFile | Sequence[A.PolicyFile],
     available_actions: Iterable[str] | None = None,
 ) -> CheckedPolicies:
-    """Check one file or several together (names must then be unique across them)."""
+    """Check one file, or several composed in the order given (the first is the base the
+    others override and disable). Raises PolicyCheckError; warnings come back with the result."""
     if isinstance(files, A.PolicyFile):
         files = (files,)
     files = tuple(files)
@@ -66,7 +69,8 @@ def check(
         run(ctx)
     if ctx.diagnostics:
         raise PolicyCheckError(finish(ctx.diagnostics, [f.file for f in files]))
-    return CheckedPolicies(files, tuple(ctx.cascades), available)
+    return CheckedPolicies(files, ctx.composition.policies, ctx.composition.settings, tuple(ctx.cascades),
+                           tuple(finish(ctx.warnings, [f.file for f in files])), available)
 
 
 class _Context:
@@ -75,13 +79,18 @@ class _Context:
         self.available = available
         self.sources = {f.file: f.source for f in files}
         self.diagnostics: list[Diagnostic] = []
+        self.warnings: list[Diagnostic] = []
         self.cascades: list[CascadeEdge] = []
+        self.composition = Composition((), (), (), ())
 
-    def report(self, code: str, message: str, span: A.Span, hint: str | None = None) -> None:
-        self.diagnostics.append(at(code, message, span, self.sources.get(span.file, ""), hint))
+    def report(self, code: str, message: str, span: A.Span, hint: str | None = None,
+               severity: str = "error") -> None:
+        d = at(code, message, span, self.sources.get(span.file, ""), hint, severity)
+        (self.warnings if severity == "warning" else self.diagnostics).append(d)
 
     @property
     def policies(self):
+        """Every policy definition, also those a later file overrides or disables: all are checked."""
         return [p for f in self.files for p in f.policies]
 
     @property
@@ -89,24 +98,13 @@ class _Context:
         return [s for f in self.files for s in f.settings]
 
 
-# ---- pass: duplicates ---------------------------------------------------------------
+# ---- pass: composition ---------------------------------------------------------------
 
 
-def _pass_duplicates(ctx: _Context) -> None:
-    seen: dict[str, A.Span] = {}
-    for p in ctx.policies:
-        if p.name in seen:
-            ctx.report("gem_duplicate_policy", f"policy '{p.name}' is already defined at {seen[p.name]}",
-                       p.name_span, "policy names must be unique across every loaded file")
-        else:
-            seen[p.name] = p.name_span
-    seen = {}
-    for s in ctx.settings:
-        if s.name in seen:
-            ctx.report("gem_duplicate_setting", f"setting '{s.name}' is already set at {seen[s.name]}",
-                       s.name_span, "set each setting once across every loaded file")
-        else:
-            seen[s.name] = s.name_span
+def _pass_composition(ctx: _Context) -> None:
+    ctx.composition = compose(ctx.files)
+    for problem in ctx.composition.problems:
+        ctx.report(problem.code, problem.message, problem.span, problem.hint)
     for p in ctx.policies:
         keys: set[str] = set()
         for w in p.with_:
@@ -526,40 +524,28 @@ def _quiet_element_type(ex: A.Exists, scope: _Scope) -> Type:
 
 
 def _check_setting_value(ctx: _Context, s: A.Setting, sig: C.SettingSig) -> None:
-    value = _constant(s.expr)
-    if value is None:
+    """A setting whose expression reads nothing has one value for ever: judge it now,
+    by the rule the engine applies to computed values (SettingSig.validate)."""
+    if not _reads_nothing(s.expr):
         return
-    if sig.type == DURATION:
-        if isinstance(s.expr, A.Duration) and s.expr.seconds <= 0:
-            ctx.report("gem_invalid_value", f"setting '{s.name}' must be a positive duration", s.expr.span)
-        return
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return
-    lo, hi = sig.minimum, sig.maximum
-    bad = (lo is not None and (value <= lo if sig.min_exclusive else value < lo)) or (hi is not None and value > hi)
-    if sig.integer and value != int(value):
-        bad = True
-    if bad:
-        left = "(" if sig.min_exclusive else "["
-        rng = f"{left}{_num(lo) if lo is not None else '-inf'}, {_num(hi) if hi is not None else 'inf'}"
-        rng += "]" if hi is not None else ")"
-        kind = "an integer" if sig.integer else "a number"
-        ctx.report("gem_invalid_value", f"setting '{s.name}' must be {kind} in {rng}, got {_num(value)}",
-                   s.expr.span)
+    # The compiler's own evaluation, so that check and run time can never disagree on a
+    # value; imported here because the compiler imports this module.
+    from .compiler import evaluate_constant
+
+    problem = sig.validate(evaluate_constant(s.expr))
+    if problem is not None:
+        ctx.report("gem_invalid_value", problem, s.expr.span)
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
-
-
-def _constant(e: A.Expr):
-    if isinstance(e, A.Literal) and e.kind == "number":
-        return e.value
-    if isinstance(e, A.Unary) and e.op == "-" and isinstance(e.operand, A.Literal) and e.operand.kind == "number":
-        return -e.operand.value
-    if isinstance(e, A.Duration):
-        return e.seconds
-    return None
+def _reads_nothing(e: A.Expr) -> bool:
+    """No names, attributes, EXISTS or calls that need the runtime: literals, operators and
+    pure functions of them."""
+    for x in A.walk(e):
+        if isinstance(x, (A.Name, A.Attr, A.Exists)):
+            return False
+        if isinstance(x, A.Call) and not (x.func in C.FUNCTIONS and C.FUNCTIONS[x.func].pure):
+            return False
+    return True
 
 
 # ---- pass: cascades ------------------------------------------------------------------
@@ -678,7 +664,7 @@ def describe_cycle(path: list[CascadeEdge]) -> str:
 
 
 def _pass_cascades(ctx: _Context) -> None:
-    edges = cascade_edges(ctx.policies)
+    edges = cascade_edges(ctx.composition.policies)
     ctx.cascades = edges
     for path in unbounded_cycles(edges):
         first = min(path, key=lambda e: (e.span.file, e.span.line, e.span.col))
@@ -688,11 +674,26 @@ def _pass_cascades(ctx: _Context) -> None:
                    "(WHEN EXISTS dependent_topic), or break the cycle")
 
 
+# ---- pass: governance -------------------------------------------------------------------
+
+
+def _pass_governance(ctx: _Context) -> None:
+    # A judgement of the set as a whole: only worth making once each file is right.
+    if ctx.diagnostics:
+        return
+    errors, warnings = governance(ctx.composition, ctx.files)
+    for problem in errors:
+        ctx.report(problem.code, problem.message, problem.span, problem.hint)
+    for problem in warnings:
+        ctx.report(problem.code, problem.message, problem.span, problem.hint, severity="warning")
+
+
 PASSES: tuple[tuple[str, Callable[[_Context], None]], ...] = (
-    ("duplicates", _pass_duplicates),
+    ("composition: duplicates, overrides and disables", _pass_composition),
     ("unknown events", _pass_events),
     ("unknown actions", _pass_actions),
     ("unknown settings", _pass_setting_names),
     ("names, scope, attributes, functions, arities and types", _pass_expressions),
     ("cascade termination", _pass_cascades),
+    ("governance: a set with no policy in force; C6 and C3 warnings", _pass_governance),
 )

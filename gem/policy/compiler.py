@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from ..errors import InvalidInput
 from . import ast as A
 from . import catalogue as C
 from .checker import CheckedPolicies, check, positive_exists
+from .diagnostics import Diagnostic
 from .fmt import fmt_expr, fmt_policy
 from .parser import parse_all
+from .sources import Source, compose_sources, read_sources
 
 
 class PolicyRuntime(Protocol):
@@ -202,17 +203,12 @@ class CompiledPolicy:
 
 
 @dataclass(frozen=True)
-class Source:
-    file: str
-    text: str
-    hash: str
-
-
-@dataclass(frozen=True)
 class PolicySet:
-    policies: tuple[CompiledPolicy, ...]  # priority descending, then name
+    policies: tuple[CompiledPolicy, ...]  # in force; priority descending, then name
     settings: Mapping[str, CompiledExpr]  # every catalogue setting; defaults where not SET
-    sources: tuple[Source, ...] = ()
+    sources: tuple[Source, ...] = ()  # in composition order: load_sources(sources) rebuilds the set
+    # What the checker warns about the set (gem_c6_no_reinforcement, gem_c3_no_propagation).
+    warnings: tuple[Diagnostic, ...] = ()
 
     def triggered_by(self, event: str) -> tuple[CompiledPolicy, ...]:
         """Policies listening to `event`, in firing order."""
@@ -247,8 +243,14 @@ def compile(checked: CheckedPolicies) -> PolicySet:  # noqa: A001 - the pipeline
             settings[name] = _default_setting(name, sig.default)
     policies = [_compile_policy(p, settings) for p in checked.policies]
     policies.sort(key=lambda p: (-p.priority, p.name))
-    sources = tuple(Source(f.file, f.source, _sha(f.source)) for f in checked.files)
-    return PolicySet(tuple(policies), settings, sources)
+    sources = tuple(Source.of(f.file, f.source) for f in checked.files)
+    return PolicySet(tuple(policies), settings, sources, checked.warnings)
+
+
+def evaluate_constant(e: A.Expr) -> Any:
+    """The value of an expression that reads nothing (checked; no names, attributes or
+    runtime calls), with exactly the semantics it has at run time."""
+    return _Compiler({}, frozenset()).expr(e)({}, None)  # type: ignore[arg-type] - never consulted
 
 
 def _default_setting(name: str, value: Any) -> CompiledExpr:
@@ -274,7 +276,9 @@ def _compile_policy(p: A.Policy, settings: dict[str, CompiledExpr]) -> CompiledP
     do = _Compiler(settings, do_locals)
     calls = tuple(CompiledAction(a.name, tuple(do.expr(x) for x in a.args), a.span) for a in p.actions)
     with_ = tuple((w.key, do.expr(w.expr, in_with=True)) for w in p.with_)
-    text = fmt_policy(p)
+    # A policy is the same policy whether a file defines it or overrides an earlier
+    # definition with it: OVERRIDE is about the composition, not the policy's meaning.
+    text = fmt_policy(replace(p, override=False))
     return CompiledPolicy(
         name=p.name,
         priority=p.priority,
@@ -436,40 +440,37 @@ class _Compiler:
 # ---- loading -----------------------------------------------------------------------------
 
 
-def load(paths: Sequence[str | Path], available_actions: Iterable[str] | None = None) -> PolicySet:
-    """Parse, check and compile several policy files as one set.
+def load(paths: Sequence[str | os.PathLike], available_actions: Iterable[str] | None = None, *,
+         defaults: bool = True) -> PolicySet:
+    """Read, parse, check and compile policy files as one composed set: the default policy
+    first (unless `defaults=False`), then `paths` in order, each able to OVERRIDE and
+    DISABLE what the files before it define.
 
-    Diagnostics of all files are combined (sorted by file, then position; at most 10).
-    Syntax errors are reported before any check runs.
+    `load([])` is the default governance; `load([], defaults=False)` is InvalidInput.
+    Diagnostics of all files are combined (sorted by file, then position; at most 10);
+    syntax errors are reported before any check runs. Warnings are in `.warnings`.
     """
-    texts = []
-    for p in paths:
-        path = Path(p)
-        try:
-            texts.append((path.read_text(encoding="utf-8"), str(p)))
-        except FileNotFoundError:
-            raise InvalidInput(f"policy file not found: {p}") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise InvalidInput(f"cannot read policy file {p}: {e}") from None
-    return load_sources([(name, text) for text, name in texts], available_actions)
+    return load_sources(read_sources(paths), available_actions, defaults=defaults, argument="paths")
 
 
-def load_text(text: str, filename: str = "<string>", available_actions: Iterable[str] | None = None) -> PolicySet:
-    return load_sources([(filename, text)], available_actions)
+def load_text(text: str, filename: str = "<string>", available_actions: Iterable[str] | None = None, *,
+              defaults: bool = False) -> PolicySet:
+    """One policy source held in memory; alone unless `defaults=True`."""
+    return load_sources([(filename, text)], available_actions, defaults=defaults)
 
 
-def load_sources(sources: Sequence[tuple[str, str]], available_actions: Iterable[str] | None = None) -> PolicySet:
-    """Like `load`, from (filename, text) pairs already in memory (e.g. read back from the store)."""
-    return compile(check(parse_all(list(sources)), available_actions))
+def load_sources(sources: Sequence[Source | tuple[str, str]], available_actions: Iterable[str] | None = None,
+                 *, defaults: bool = False, argument: str = "sources") -> PolicySet:
+    """Like `load`, from sources already in memory ((file, text) pairs or Source objects),
+    composed exactly as given unless `defaults=True`: that is the form a stored set is read
+    back in (`PolicySet.sources` already begins with the default policy it was composed with).
+    `argument` names `sources` in InvalidInput messages (e.g. "policies" for gem.open's).
+    """
+    composed = compose_sources(sources, defaults=defaults, argument=argument)
+    return compile(check(parse_all([(s.file, s.text) for s in composed]), available_actions))
 
 
 __all__ = [
     "PolicyRuntime", "CompiledExpr", "CompiledPolicy", "CompiledAction", "PolicySet", "Source",
     "compile", "load", "load_sources", "load_text", "truth", "equal", "member",
 ]
-
-
-def _load(texts: list[tuple[str, str]], available_actions: Iterable[str] | None = None) -> PolicySet:
-    # Kept for gem.memory, which imported this private helper ((text, name) pairs)
-    # before load_sources became public; new code should call load_sources.
-    return load_sources([(name, text) for text, name in texts], available_actions)

@@ -6,6 +6,9 @@ Rendered form (stable; tests pin it):
     ON field_updatd
        ^^^^^^^^^^^^
     hint: did you mean 'field_updated'?
+
+A warning (a set that checks but that a correctness condition will hold against) is
+rendered the same way with `warning: ` before its code.
 """
 from __future__ import annotations
 
@@ -17,8 +20,9 @@ from .ast import Span
 
 MAX_DIAGNOSTICS = 10
 
-# Every code the front-end can emit. Stable: tools and tests match on them.
+# Every error code the front-end can emit. Stable: tools and tests match on them.
 CODES = (
+    "gem_not_utf8",
     "gem_syntax",
     "gem_missing_do",
     "gem_with_before_do",
@@ -36,8 +40,17 @@ CODES = (
     "gem_duplicate_policy",
     "gem_duplicate_setting",
     "gem_duplicate_key",
+    "gem_nothing_to_override",
+    "gem_nothing_to_disable",
     "gem_cascade_loop",
     "gem_action_unavailable",
+    "gem_no_policies",
+)
+
+# Warning codes: the set checks, but a correctness condition will reject transitions it governs.
+WARNINGS = (
+    "gem_c6_no_reinforcement",
+    "gem_c3_no_propagation",
 )
 
 
@@ -52,9 +65,11 @@ class Diagnostic:
     hint: str | None = None
     # Width of the caret run; at least one caret is always drawn.
     width: int = 1
+    severity: str = "error"  # or "warning"
 
     def render(self) -> str:
-        out = [f"{self.file}:{self.line}:{self.col}: {self.code}: {self.message}"]
+        label = "warning: " if self.severity == "warning" else ""
+        out = [f"{self.file}:{self.line}:{self.col}: {label}{self.code}: {self.message}"]
         if self.line > 0:
             src = self.source_line.rstrip("\r\n")
             # Copy tabs from the source so the caret lines up however tabs are shown.
@@ -79,14 +94,15 @@ def source_line(source: str, line: int) -> str:
     return ""
 
 
-def at(code: str, message: str, span: Span, source: str, hint: str | None = None) -> Diagnostic:
+def at(code: str, message: str, span: Span, source: str, hint: str | None = None,
+       severity: str = "error") -> Diagnostic:
     """A diagnostic pointing at `span` (carets to its end, or to the end of its first line)."""
     text = source_line(source, span.line)
     if span.end_line == span.line and span.end_col > span.col:
         width = span.end_col - span.col
     else:
         width = max(len(text) - span.col + 1, 1)
-    return Diagnostic(code, message, span.file, span.line, span.col, text, hint, width)
+    return Diagnostic(code, message, span.file, span.line, span.col, text, hint, width, severity)
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:

@@ -1,8 +1,10 @@
 """Canonical formatting: `parse(fmt(tree)) == tree` for every tree the parser can produce.
 
-Layout: settings first (one SET per line), then each policy as one clause per line
-(POLICY, ON, WHEN, DO, WITH), policies separated by a blank line, comments kept
-above the item they were written above (or at the end of its last line).
+Layout: settings first (one SET per line), then the DISABLE lines, then each policy
+as one clause per line (POLICY, ON, WHEN, DO, WITH), blocks and policies separated
+by a blank line, comments kept above the item they were written above (or at the
+end of its last line). Within a file the order of items carries no meaning, so this
+reordering never changes what a file does.
 Expressions get the fewest parentheses that preserve their structure.
 """
 from __future__ import annotations
@@ -24,6 +26,11 @@ def fmt(tree: A.PolicyFile) -> str:
     for s in tree.settings:
         out.extend(s.comments)
         out.append(_with_trailing(fmt_setting(s), s.trailing_comment))
+    for i, d in enumerate(tree.disables):
+        if out and i == 0:
+            out.append("")
+        out.extend(d.comments)
+        out.append(_with_trailing(f"DISABLE POLICY {d.name}", d.trailing_comment))
     for p in tree.policies:
         if out:
             out.append("")
@@ -42,11 +49,11 @@ def _with_trailing(text: str, comment: str | None) -> str:
 
 
 def fmt_setting(s: A.Setting) -> str:
-    return f"SET {s.name} = {fmt_expr(s.expr)}"
+    return f"{'OVERRIDE ' if s.override else ''}SET {s.name} = {fmt_expr(s.expr)}"
 
 
 def fmt_policy(p: A.Policy) -> str:
-    head = f"POLICY {p.name}"
+    head = f"{'OVERRIDE ' if p.override else ''}POLICY {p.name}"
     if p.priority:
         head += f" PRIORITY {p.priority}"
     lines = [head, "ON " + " OR ".join(p.events)]

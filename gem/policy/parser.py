@@ -74,10 +74,12 @@ def lark_parser(strict: bool | None = None) -> Lark:
 
 
 KEYWORDS = frozenset(
-    "SET POLICY PRIORITY ON OR WHEN DO WITH AND NOT IN EXISTS WHERE true false null".split()
+    "SET POLICY PRIORITY ON OR WHEN DO WITH AND NOT IN EXISTS WHERE OVERRIDE DISABLE true false null".split()
 )
+# Tokens that begin an item of a file.
+_ITEM_START = frozenset({"POLICY", "SET", "OVERRIDE", "DISABLE"})
 # Tokens that begin a clause: panic-mode recovery resynchronises on them.
-_SYNC = frozenset({"POLICY", "SET", "ON", "WHEN", "DO", "WITH"})
+_SYNC = _ITEM_START | {"ON", "WHEN", "DO", "WITH"}
 _CLOSERS = {"RPAR": ("LPAR", "("), "RSQB": ("LSQB", "["), "RBRACE": ("LBRACE", "{")}
 _TERMINAL_WORDS = {
     "NAME": "a name",
@@ -263,7 +265,7 @@ class _Recovery:
         if tok.type == "WITH" and "DO" in expected:
             return at("gem_with_before_do", "WITH must come after DO", span, self.text,
                       "write DO <action>(...) first, then WITH key = value")
-        if tok.type in {"POLICY", "SET", "$END"} and "DO" in expected:
+        if tok.type in _ITEM_START | {"$END"} and "DO" in expected:
             header = _last_token(stack, "POLICY")
             name = _policy_name_after(stack, header)
             where = self._token_span(header) if header is not None else span
@@ -278,6 +280,10 @@ class _Recovery:
                     before = "the end of the file" if tok.type == "$END" else f"'{tok.value}'"
                     return at("gem_unclosed_paren", f"'{char}' is never closed", where, self.text,
                               f"add '{_CLOSE_CHAR[char]}' before {before}")
+        prev = stack[-1] if stack else None
+        if tok.type == "SET" and isinstance(prev, Token) and prev.type == "DISABLE":
+            return at("gem_syntax", "only policies can be disabled", span, self.text,
+                      "change a setting of an earlier file with OVERRIDE SET name = value")
         if tok.type in {"DO", "WHEN", "WITH"} and "ON" in expected:
             return at("gem_syntax", "missing ON clause", span, self.text,
                       "a policy starts with POLICY <name> ON <event>")
@@ -341,6 +347,10 @@ def _describe_token(tok: Token) -> str:
 def _describe_expected(expected: set[str]) -> str:
     if {"NAME", "STRING", "LPAR"} <= expected:
         return "an expression"
+    if _ITEM_START <= expected:
+        # Where any item may start, naming POLICY and SET says so; the composition
+        # keywords would only lengthen the list.
+        expected = expected - {"OVERRIDE", "DISABLE"}
     if not expected or len(expected) > 8:
         return ""
     parser = lark_parser()
@@ -389,27 +399,40 @@ class _Builder:
     # -- declarations --
 
     def build(self, tree: Tree) -> A.PolicyFile:
-        settings, policies = [], []
+        settings, policies, disables = [], [], []
         for item in tree.children:
             if item.data == "setting":
                 settings.append(self.setting(item))
+            elif item.data == "disable":
+                disables.append(self.disable(item))
             else:
                 policies.append(self.policy(item))
-        settings, policies, trailing = self._attach_comments(settings, policies)
-        return A.PolicyFile(tuple(settings), tuple(policies), self.file, self.text, trailing)
+        items, trailing = self._attach_comments([*settings, *disables, *policies])
+        settings, disables, policies = (tuple(x for x in items if isinstance(x, kind))
+                                        for kind in (A.Setting, A.Disable, A.Policy))
+        return A.PolicyFile(settings, policies, disables, file=self.file, source=self.text,
+                            trailing_comments=trailing)
 
     def setting(self, t: Tree) -> A.Setting:
-        name, expr = t.children
-        return A.Setting(str(name), self.expr(expr), self.span(t), self.span(name))
+        override, name, expr = t.children
+        return A.Setting(str(name), self.expr(expr), self.span(t), self.span(name), override=override is not None)
 
-    def policy(self, t: Tree) -> A.Policy:
-        name_t, prio_t, on_t, when_t, do_t, with_t = t.children
+    def disable(self, t: Tree) -> A.Disable:
+        (name_t,) = t.children
+        return A.Disable(self.policy_name(name_t), self.span(t), self.span(name_t))
+
+    def policy_name(self, name_t: Tree) -> str:
         parts = name_t.children
         for prev, nxt in zip(parts, parts[1:]):
             if nxt.start_pos - prev.end_pos != 1:
                 self.error("spaces are not allowed around '-' in a policy name", self.span(name_t),
                            "write the name as one word: " + "-".join(str(p) for p in parts))
                 break
+        return "-".join(str(p) for p in parts)
+
+    def policy(self, t: Tree) -> A.Policy:
+        override, name_t, prio_t, on_t, when_t, do_t, with_t = t.children
+        name = self.policy_name(name_t)
         priority = 0
         if prio_t is not None:
             priority = int(prio_t.children[0]) * (-1 if prio_t.data == "neg_priority" else 1)
@@ -419,8 +442,9 @@ class _Builder:
         actions = tuple(self.action(a) for a in do_t.children)
         with_ = tuple(self.with_item(w) for w in with_t.children) if with_t is not None else ()
         return A.Policy(
-            "-".join(str(p) for p in parts), priority, events, condition, actions, with_,
+            name, priority, events, condition, actions, with_,
             span=self.span(t), name_span=self.span(name_t), event_spans=event_spans,
+            override=override is not None,
         )
 
     def action(self, t: Tree) -> A.ActionCall:
@@ -529,9 +553,10 @@ class _Builder:
 
     # -- comments --
 
-    def _attach_comments(self, settings, policies):
-        """Give each comment to the item it sits above (or at the end of the line of)."""
-        items = sorted([*settings, *policies], key=lambda it: (it.span.line, it.span.col))
+    def _attach_comments(self, items: list) -> tuple[list, tuple[str, ...]]:
+        """Give each comment to the item it sits above (or at the end of the line of).
+        Returns the items in source order and the comments after the last item."""
+        items = sorted(items, key=lambda it: (it.span.line, it.span.col))
         leading: dict[int, list[tuple[int, str]]] = {id(it): [] for it in items}
         trailing: dict[int, str] = {}
         after_all: list[tuple[int, str]] = []
@@ -564,7 +589,7 @@ class _Builder:
             return _replace(it, comments=block(leading[id(it)], it.span.line),
                             trailing_comment=trailing.get(id(it)))
 
-        return [attach(s) for s in settings], [attach(p) for p in policies], block(after_all, None)
+        return [attach(it) for it in items], block(after_all, None)
 
 
 class _TooDeep(RecursionError):

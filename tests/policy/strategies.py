@@ -64,6 +64,9 @@ policies = st.builds(
     condition=st.none() | exprs,
     actions=st.lists(actions, min_size=1, max_size=3).map(tuple),
     with_=st.lists(with_items, max_size=3).map(tuple),
+    override=st.booleans(),
 )
-settings = st.builds(A.Setting, names, exprs)
-files = st.builds(A.PolicyFile, st.lists(settings, max_size=3).map(tuple), st.lists(policies, max_size=3).map(tuple))
+settings = st.builds(A.Setting, names, exprs, override=st.booleans())
+disables = st.builds(A.Disable, policy_names)
+files = st.builds(A.PolicyFile, st.lists(settings, max_size=3).map(tuple), st.lists(policies, max_size=3).map(tuple),
+                  st.lists(disables, max_size=3).map(tuple))

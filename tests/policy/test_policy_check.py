@@ -1,11 +1,16 @@
 """The checker: every diagnostic code with its exact rendered text, scopes, cascades."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from gem.errors import PolicyCheckError
-from gem.policy import CODES, PASSES, check, default_policy_path, parse
+from gem.policy import ast as A
+from gem.policy import CODES, PASSES, WARNINGS, check, default_policy_path, parse
 from gem.policy import catalogue as C
+
+DEFAULT = parse(default_policy_path().read_text(), "default.policy")
 
 
 def check_error(text: str, file: str = "c.policy", **kw) -> str:
@@ -93,14 +98,14 @@ EXACT = {
         "c.policy:2:8: gem_duplicate_policy: policy 'p' is already defined at c.policy:1:8\n"
         'POLICY p ON tick DO reject("b")\n'
         "       ^\n"
-        "hint: policy names must be unique across every loaded file",
+        "hint: a file names each policy once",
     ),
     "gem_duplicate_setting": (
         "SET half_life = 1d\nSET half_life = 2d",
         "c.policy:2:5: gem_duplicate_setting: setting 'half_life' is already set at c.policy:1:5\n"
         "SET half_life = 2d\n"
         "    ^^^^^^^^^\n"
-        "hint: set each setting once across every loaded file",
+        "hint: a file sets each setting once",
     ),
     "gem_duplicate_key": (
         'POLICY p ON tick DO reject("a") WITH a = 1, a = 2',
@@ -139,15 +144,19 @@ def test_gem_action_unavailable():
 
 
 def test_every_code_is_listed_and_tested_somewhere():
-    tested = set(EXACT) | {"gem_action_unavailable"}
+    tested = set(EXACT) | {"gem_action_unavailable"} | set(COMPOSITION_EXACT) | {"gem_no_policies"}
     syntax = {"gem_syntax", "gem_missing_do", "gem_with_before_do", "gem_unclosed_paren"}  # test_policy_parse
-    assert tested | syntax == set(CODES)
+    reader = {"gem_not_utf8"}  # test_policy_sources
+    assert tested | syntax | reader == set(CODES)
+    assert set(WARNINGS) == {"gem_c6_no_reinforcement", "gem_c3_no_propagation"}
+    assert not set(WARNINGS) & set(CODES)
 
 
 def test_passes_are_ordered_and_named():
     assert [name for name, _ in PASSES] == [
-        "duplicates", "unknown events", "unknown actions", "unknown settings",
-        "names, scope, attributes, functions, arities and types", "cascade termination",
+        "composition: duplicates, overrides and disables", "unknown events", "unknown actions",
+        "unknown settings", "names, scope, attributes, functions, arities and types", "cascade termination",
+        "governance: a set with no policy in force; C6 and C3 warnings",
     ]
 
 
@@ -221,6 +230,52 @@ def test_type_and_name_errors(text, message):
     assert message in check_error(text)
 
 
+@pytest.mark.parametrize("value,message", [
+    ("half_life = 0d", "setting 'half_life' must be a positive duration, got 0s"),
+    ("half_life = -30d", "setting 'half_life' must be a positive duration, got -30d"),
+    ("half_life = 1d - 2d", "setting 'half_life' must be a positive duration, got -1d"),
+    ("half_life = null", "setting 'half_life' must be a positive duration, got null"),
+    ("half_life = 30d / 0", "setting 'half_life' must be a positive duration, got null"),
+    ("merge_similarity = 1 - 2", "setting 'merge_similarity' must be a number in [0, 1], got -1"),
+    ("merge_similarity = null", "setting 'merge_similarity' must be a number in [0, 1], got null"),
+    ("relevance_floor = max(0.2, 2)", "setting 'relevance_floor' must be a number in [0, 1], got 2"),
+    ("reliability_decay = 0", "setting 'reliability_decay' must be a number in (0, 1], got 0"),
+    ("cascade_depth = 0", "setting 'cascade_depth' must be an integer in [1, inf), got 0"),
+    ("cascade_depth = 1e300 * 1e300", "setting 'cascade_depth' must be an integer in [1, inf), got inf"),
+    ("active_bound = -1", "setting 'active_bound' must be a number in [0, inf) or null, got -1"),
+])
+def test_a_setting_that_reads_nothing_is_range_checked_by_value(value, message):
+    err = check_error(f"SET {value}")
+    assert err.count("gem_") == 1 and f"gem_invalid_value: {message}" in err
+
+
+def test_settings_that_read_the_state_are_left_to_run_time_and_null_is_none_only_where_allowed():
+    for value in ("active_bound = null", "active_bound = 10 + interactions", "half_life = 1d / 3",
+                  "merge_similarity = min(1, count(active_topics) / 100)", "cascade_depth = 3 * 2"):
+        ok(f"SET {value}\n" + _READS + _FLAGS)
+
+
+def test_setting_values_are_validated_by_the_catalogue_rule_at_run_time():
+    assert C.SETTINGS["half_life"].validate(timedelta(days=30)) is None
+    assert C.SETTINGS["half_life"].validate(timedelta(0)) == "setting 'half_life' must be a positive duration, got 0s"
+    assert C.SETTINGS["half_life"].validate(timedelta(hours=-36)) == (
+        "setting 'half_life' must be a positive duration, got -1d12h")
+    assert C.SETTINGS["half_life"].validate(None) == "setting 'half_life' must be a positive duration, got null"
+    assert C.SETTINGS["half_life"].validate(30) == "setting 'half_life' must be a positive duration, got 30"
+    merge = C.SETTINGS["merge_similarity"]
+    assert merge.validate(0.92) is None and merge.validate(0) is None and merge.validate(1) is None
+    assert merge.validate(-0.1) == "setting 'merge_similarity' must be a number in [0, 1], got -0.1"
+    assert merge.validate(float("nan")) == "setting 'merge_similarity' must be a number in [0, 1], got nan"
+    assert merge.validate(True) == "setting 'merge_similarity' must be a number in [0, 1], got true"
+    assert merge.validate("0.5") == "setting 'merge_similarity' must be a number in [0, 1], got text '0.5'"
+    assert C.SETTINGS["cascade_depth"].validate(4.0) is None
+    assert C.SETTINGS["active_bound"].validate(None) is None
+    assert C.SETTINGS["active_bound"].validate(float("inf")) == (
+        "setting 'active_bound' must be a number in [0, inf) or null, got inf")
+    for name, sig in C.SETTINGS.items():  # every default is a valid value of its setting
+        assert sig.validate(sig.default) is None, name
+
+
 def test_well_typed_policies_check():
     ok('POLICY p ON field_updated WHEN entry.provenance.source = "x" AND new_value > 5 '
        "AND age(entry) < 2w AND now() - timestamp < 1h DO contest(field)")
@@ -250,9 +305,16 @@ def test_duplicate_names_across_files():
     b = parse('SET half_life = 2d\nPOLICY same ON tick DO reject("b")', "b.policy")
     with pytest.raises(PolicyCheckError) as info:
         check([a, b])
-    assert [(d.file, d.code) for d in info.value.diagnostics] == [
-        ("b.policy", "gem_duplicate_setting"), ("b.policy", "gem_duplicate_policy")]
-    assert "already defined at a.policy:1:8" in str(info.value)
+    assert str(info.value) == (
+        "b.policy:1:5: gem_duplicate_setting: setting 'half_life' is already set at a.policy:2:5\n"
+        "SET half_life = 2d\n"
+        "    ^^^^^^^^^\n"
+        "hint: to change it, write OVERRIDE SET half_life = ...\n"
+        "b.policy:2:8: gem_duplicate_policy: policy 'same' is already defined at a.policy:1:8\n"
+        'POLICY same ON tick DO reject("b")\n'
+        "       ^^^^\n"
+        "hint: to replace it, write OVERRIDE POLICY same; to remove it, DISABLE POLICY same"
+    )
 
 
 def test_three_mistakes_three_caret_diagnostics_sorted():
@@ -297,3 +359,230 @@ def test_a_loop_across_files_is_refused():
 def test_the_default_policy_checks_with_every_catalogue_action():
     checked = check(parse(default_policy_path().read_text(), "default.policy"), available_actions=C.ACTIONS)
     assert checked.policies[0].name == "propagate-on-change"
+
+
+# ---- composition: OVERRIDE and DISABLE across files ------------------------------------------
+
+
+def composed(text: str, base: A.PolicyFile = DEFAULT, **kw):
+    return check([base, parse(text, "mine.policy")], **kw)
+
+
+def composed_error(text: str, base: A.PolicyFile = DEFAULT) -> str:
+    with pytest.raises(PolicyCheckError) as info:
+        composed(text, base)
+    return str(info.value)
+
+
+def in_force(checked) -> list[str]:
+    return [p.name for p in checked.policies]
+
+
+COMPOSITION_EXACT = {
+    "gem_nothing_to_override": (
+        "OVERRIDE POLICY hide-faded-field\nON tick\nWHEN EXISTS f IN active_fields WHERE f.salience < 0.01\nDO hide(f)",
+        "mine.policy:1:17: gem_nothing_to_override: no earlier file defines policy 'hide-faded-field'\n"
+        "OVERRIDE POLICY hide-faded-field\n"
+        "                ^^^^^^^^^^^^^^^^\n"
+        "hint: did you mean 'hide-faded-fields'?",
+    ),
+    "gem_nothing_to_disable": (
+        "DISABLE POLICY compress-faded-field",
+        "mine.policy:1:16: gem_nothing_to_disable: no earlier file defines policy 'compress-faded-field'\n"
+        "DISABLE POLICY compress-faded-field\n"
+        "               ^^^^^^^^^^^^^^^^^^^^\n"
+        "hint: did you mean 'compress-faded-fields'?",
+    ),
+}
+
+
+@pytest.mark.parametrize("code", sorted(COMPOSITION_EXACT))
+def test_each_composition_code_renders_exactly(code):
+    text, expected = COMPOSITION_EXACT[code]
+    assert composed_error(text) == expected
+
+
+def test_override_set_replaces_the_earlier_value_and_keeps_the_rest():
+    checked = composed("OVERRIDE SET half_life = 7d\nSET cascade_depth = 4")
+    settings = {s.name: s for s in checked.settings}
+    assert settings["half_life"].expr == A.Duration(7 * 86400, "7d") and settings["half_life"].override
+    assert settings["reinforce_amount"].span.file == "default.policy"
+    assert settings["cascade_depth"].span.file == "mine.policy"
+    assert in_force(checked) == [p.name for p in DEFAULT.policies]
+
+
+def test_override_set_needs_an_earlier_set_and_an_unknown_name_is_reported_once():
+    assert composed_error("OVERRIDE SET cascade_depth = 4") == (
+        "mine.policy:1:14: gem_nothing_to_override: no earlier file sets 'cascade_depth'\n"
+        "OVERRIDE SET cascade_depth = 4\n"
+        "             ^^^^^^^^^^^^^\n"
+        "hint: to set it, write SET cascade_depth = ... without OVERRIDE"
+    )
+    err = composed_error("OVERRIDE SET half_lif = 7d")
+    assert err.count("gem_") == 1 and "gem_unknown_setting: unknown setting 'half_lif'" in err
+    assert "did you mean 'half_life'?" in err
+
+
+def test_override_policy_replaces_in_place_and_disable_removes():
+    checked = composed("DISABLE POLICY hide-faded-fields\n"
+                       "OVERRIDE POLICY archive-faded-topics PRIORITY 10\nON tick\n"
+                       "WHEN EXISTS t IN active_topics WHERE t.salience < 0.01\nDO archive(t)\n"
+                       'POLICY note-archived ON archived DO annotate(topic, "archived_at", timestamp)\n')
+    names = [p.name for p in DEFAULT.policies]
+    names.remove("hide-faded-fields")
+    assert in_force(checked) == names + ["note-archived"]
+    archive = next(p for p in checked.policies if p.name == "archive-faded-topics")
+    assert archive.span.file == "mine.policy" and archive.override
+    assert checked.warnings == ()
+
+
+def test_a_later_file_overrides_what_an_earlier_override_set():
+    second = parse("OVERRIDE SET half_life = 7d", "a.policy")
+    third = parse("OVERRIDE SET half_life = 1d\nOVERRIDE POLICY reinforce-on-retrieval ON retrieved "
+                  "DO reinforce(field, 1), reinforce(topic, 1)", "b.policy")
+    fourth = parse("OVERRIDE POLICY reinforce-on-retrieval ON retrieved DO reinforce(field, 2), "
+                   "reinforce(topic, 2)", "c.policy")
+    checked = check([DEFAULT, second, third, fourth])
+    assert {s.name: s.span.file for s in checked.settings}["half_life"] == "b.policy"
+    assert next(p for p in checked.policies if p.name == "reinforce-on-retrieval").span.file == "c.policy"
+
+
+def test_disabling_twice_and_redefining_a_disabled_policy():
+    first = parse("DISABLE POLICY hide-faded-fields", "a.policy")
+    assert "gem_nothing_to_disable: policy 'hide-faded-fields' is already disabled at a.policy:1:16" in str(
+        pytest.raises(PolicyCheckError, check, [DEFAULT, first, parse("DISABLE POLICY hide-faded-fields", "b")]).value)
+    again = parse("POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)", "b.policy")
+    assert str(pytest.raises(PolicyCheckError, check, [DEFAULT, first, again]).value) == (
+        "b.policy:1:8: gem_duplicate_policy: policy 'hide-faded-fields' is already defined at "
+        "default.policy:46:8 (disabled at a.policy:1:16)\n"
+        "POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)\n"
+        "       ^^^^^^^^^^^^^^^^^\n"
+        "hint: to define it anew, write OVERRIDE POLICY hide-faded-fields"
+    )
+    back = parse("OVERRIDE POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)", "b.policy")
+    assert "hide-faded-fields" in in_force(check([DEFAULT, first, back]))
+
+
+def test_one_file_says_one_thing_about_each_name():
+    assert composed_error("SET cascade_depth = 4\nOVERRIDE SET cascade_depth = 5").endswith(
+        "mine.policy:2:14: gem_duplicate_setting: setting 'cascade_depth' is already set at mine.policy:1:5\n"
+        "OVERRIDE SET cascade_depth = 5\n"
+        "             ^^^^^^^^^^^^^\n"
+        "hint: a file sets each setting once")
+    err = composed_error("DISABLE POLICY hide-faded-fields\n"
+                         "OVERRIDE POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)")
+    assert err == (
+        "mine.policy:2:17: gem_duplicate_policy: policy 'hide-faded-fields' is already disabled at mine.policy:1:16\n"
+        "OVERRIDE POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)\n"
+        "                ^^^^^^^^^^^^^^^^^\n"
+        "hint: a file names each policy once"
+    )
+
+
+def test_a_disable_of_no_close_name_lists_the_policies_in_force():
+    assert composed_error("DISABLE POLICY forgetting").endswith(
+        "hint: the policies in force are: archive-faded-topics, compress-faded-fields, contest-unreliable-conflict, "
+        "hide-faded-fields, propagate-on-change, reinforce-on-ingest, reinforce-on-retrieval")
+    assert check_error("DISABLE POLICY forgetting\n" + _READS).endswith(
+        "gem_nothing_to_disable: no earlier file defines policy 'forgetting'\n"
+        "DISABLE POLICY forgetting\n"
+        "               ^^^^^^^^^^")  # nothing is in force before the first file: no hint
+
+
+def test_an_override_in_the_first_file_has_nothing_to_override():
+    err = check_error("OVERRIDE POLICY p ON tick DO reject(\"x\")")
+    assert "gem_nothing_to_override: no earlier file defines policy 'p'" in err
+    assert "hint: to add a policy, write POLICY p without OVERRIDE" in err
+
+
+def test_every_definition_is_checked_even_one_a_later_file_replaces():
+    base = parse('POLICY p ON tick DO reject(1)\nPOLICY keep ON retrieved DO reinforce(field, 1), '
+                 "reinforce(topic, 1)", "base.policy")
+    err = composed_error("DISABLE POLICY p\nOVERRIDE POLICY keep ON retrieved DO reinforce(feild, 1)", base)
+    assert "base.policy:1:28: gem_type: argument 1 of action 'reject' must be Text, got Number" in err
+    assert "mine.policy:2:48: gem_unbound_name: unknown name 'feild'" in err
+
+
+def test_cascades_are_judged_on_the_policies_in_force():
+    looping = parse("POLICY re-flag ON flagged DO flag_for_revision(topic)\n" + _READS, "base.policy")
+    with pytest.raises(PolicyCheckError, match="gem_cascade_loop"):
+        check(looping)
+    assert "re-flag" not in in_force(composed("DISABLE POLICY re-flag", looping))
+    err = composed_error("OVERRIDE POLICY archive-faded-topics ON archived DO restore(topic)\n"
+                         "POLICY re-archive ON restored WHEN EXISTS t IN active_topics DO archive(t)")
+    assert "gem_cascade_loop: policies can trigger each other without bound: 'archive-faded-topics'" in err
+
+
+# ---- governance: an empty set is an error; C6 and C3 warnings ---------------------------------
+
+_READS = "POLICY reads ON retrieved DO reinforce(field, 1), reinforce(topic, 1)\n"
+_FLAGS = ("POLICY flags ON field_updated WHEN EXISTS dependent_topic "
+          "DO flag_for_revision(dependent_topic)\n")
+
+
+def test_a_set_with_no_policy_in_force_is_an_error():
+    assert check_error("# just settings\nSET half_life = 7d\n") == (
+        "c.policy:1:1: gem_no_policies: no policy is in force: these files would leave a memory without governance\n"
+        "# just settings\n"
+        "^\n"
+        "hint: compose them with the default policy (defaults=True; gem policy check without --no-defaults)"
+    )
+    base = parse(_READS, "base.policy")
+    assert composed_error("DISABLE POLICY reads", base) == (
+        "mine.policy:1:16: gem_no_policies: no policy is in force: these files would leave a memory without "
+        "governance\n"
+        "DISABLE POLICY reads\n"
+        "               ^^^^^\n"
+        "hint: this took 'reads', the last policy in force, out of force"
+    )
+
+
+def test_the_set_as_a_whole_is_judged_only_when_each_file_is_right():
+    err = check_error("SET half_lif = 7d")
+    assert err.count("gem_") == 1 and "gem_unknown_setting" in err
+
+
+def test_warnings_name_the_condition_and_do_not_fail_the_check():
+    checked = ok("POLICY only-archive ON tick WHEN EXISTS t IN active_topics WHERE t.salience < 0.01 DO archive(t)")
+    # Sorted like errors: by file, position, then code.
+    assert [(w.code, w.severity) for w in checked.warnings] == [
+        ("gem_c3_no_propagation", "warning"), ("gem_c6_no_reinforcement", "warning")]
+    assert "\n".join(w.render() for w in checked.warnings) == (
+        "c.policy:1:1: warning: gem_c3_no_propagation: no policy flags dependents on 'field_updated', so C3 will "
+        "reject every update of a topic that another topic extends\n"
+        "POLICY only-archive ON tick WHEN EXISTS t IN active_topics WHERE t.salience < 0.01 DO archive(t)\n"
+        "^\n"
+        "hint: add a policy ON field_updated WHEN EXISTS dependent_topic DO flag_for_revision(dependent_topic)\n"
+        "c.policy:1:1: warning: gem_c6_no_reinforcement: no policy reinforces on 'retrieved', so C6 will reject "
+        "every retrieval that returns something\n"
+        "POLICY only-archive ON tick WHEN EXISTS t IN active_topics WHERE t.salience < 0.01 DO archive(t)\n"
+        "^\n"
+        "hint: add a policy ON retrieved DO reinforce(field, reinforce_amount), reinforce(topic, reinforce_amount)"
+    )
+    assert ok(_READS + _FLAGS).warnings == ()
+    assert check(DEFAULT).warnings == ()
+
+
+def test_any_condition_and_any_argument_count_for_a_role():
+    # The approximation is generous: a guarded reinforce, or propagate of the event's own topic, counts.
+    assert ok("POLICY r ON retrieved WHEN false DO reinforce(topic, 0.1)\n"
+              "POLICY f ON field_updated DO propagate(topic)").warnings == ()
+    # set_salience, or a reinforce on another event, does not.
+    codes = [w.code for w in ok("POLICY r ON retrieved DO set_salience(topic, 0.9)\n"
+                                "POLICY i ON field_created DO reinforce(field, 1)\n" + _FLAGS).warnings]
+    assert codes == ["gem_c6_no_reinforcement"]
+
+
+def test_a_warning_points_at_the_override_or_disable_that_removed_the_last_policy_doing_the_job():
+    checked = composed("DISABLE POLICY reinforce-on-retrieval")
+    assert [w.render() for w in checked.warnings] == [
+        "mine.policy:1:16: warning: gem_c6_no_reinforcement: no policy reinforces on 'retrieved', so C6 will "
+        "reject every retrieval that returns something\n"
+        "DISABLE POLICY reinforce-on-retrieval\n"
+        "               ^^^^^^^^^^^^^^^^^^^^^^\n"
+        "hint: this took 'reinforce-on-retrieval', the last policy that reinforced on 'retrieved', out of force"]
+    checked = composed("OVERRIDE POLICY propagate-on-change\nON field_updated\nDO annotate(topic, \"changed\", true)")
+    (w,) = checked.warnings
+    assert (w.code, w.file, w.line, w.col) == ("gem_c3_no_propagation", "mine.policy", 1, 17)
+    assert w.hint == ("this replaced 'propagate-on-change', the last policy that flagged dependents on "
+                      "'field_updated', with one that does not")

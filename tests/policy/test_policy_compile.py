@@ -202,14 +202,17 @@ def test_value_helpers():
 # ---- settings ---------------------------------------------------------------------------------
 
 
+ANY_POLICY = 'POLICY p ON tick DO reject("x")\n'
+
+
 def test_settings_compile_to_callables_with_defaults():
-    ps = load_text("SET half_life = 2w\nSET active_bound = 100 + 2 * interactions", "s.policy")
+    ps = load_text("SET half_life = 2w\nSET active_bound = 100 + 2 * interactions\n" + ANY_POLICY, "s.policy")
     rt = GraphRuntime([], interactions=5)
     assert ps.settings["half_life"](rt) == timedelta(weeks=2)
     assert ps.setting("active_bound", rt) == 110
     assert ps.settings["reinforce_amount"](rt) == 0.5
     assert ps.settings["cascade_depth"](rt) == 8
-    assert load_text("", "e.policy").settings["active_bound"](rt) is None
+    assert load_text(ANY_POLICY, "e.policy").settings["active_bound"](rt) is None
 
 
 def test_policies_read_settings():
@@ -237,7 +240,7 @@ def test_source_hash_is_stable_under_formatting_and_changes_with_meaning():
     b = load_text("# note\nPOLICY   p\n  ON tick\n  DO reject( \"x\" )\n").policies[0]
     c = load_text("POLICY p ON tick DO reject(\"y\")").policies[0]
     assert a.source_hash == b.source_hash != c.source_hash
-    assert load_text("SET half_life = 1d").hash != load_text("SET half_life = 2d").hash
+    assert load_text("SET half_life = 1d\n" + ANY_POLICY).hash != load_text("SET half_life = 2d\n" + ANY_POLICY).hash
 
 
 def test_compile_takes_only_checked_input():
@@ -251,10 +254,10 @@ def test_load_combines_files_and_their_diagnostics(tmp_path):
     b = tmp_path / "b.policy"
     a.write_text("POLICY a ON tick DO reject(\"a\")\n")
     b.write_text("POLICY b ON tick DO reject(\"b\")\n")
-    assert [p.name for p in load([a, b]).policies] == ["a", "b"]
+    assert [p.name for p in load([a, b], defaults=False).policies] == ["a", "b"]
     b.write_text("POLICY a ON tick DO reject(\"b\")\nPOLICY c ON nope DO reject(\"c\")\n")
     with pytest.raises(PolicyCheckError) as info:
-        load([a, b])
+        load([a, b], defaults=False)
     assert [d.code for d in info.value.diagnostics] == ["gem_duplicate_policy", "gem_unknown_event"]
     a.write_text("POLICY a ON tick\n")
     b.write_text("POLICY b ON tick WITH x = 1 DO y()\n")
@@ -262,7 +265,7 @@ def test_load_combines_files_and_their_diagnostics(tmp_path):
         load([b, a])
     assert [(d.file, d.code) for d in info.value.diagnostics] == [
         (str(b), "gem_with_before_do"), (str(a), "gem_missing_do")]
-    with pytest.raises(InvalidInput, match="policy file not found"):
+    with pytest.raises(InvalidInput, match="no such policy file"):
         load([tmp_path / "missing.policy"])
 
 
@@ -275,7 +278,7 @@ def test_load_sources_and_available_actions():
 
 
 def test_the_default_policy_compiles_and_reinforces_on_retrieval():
-    ps = load([default_policy_path()])
+    ps = load([])
     names = [p.name for p in ps.policies]
     assert "propagate-on-change" in names and "reinforce-on-retrieval" in names
     t = Topic("A")
@@ -284,3 +287,80 @@ def test_the_default_policy_compiles_and_reinforces_on_retrieval():
     for p in ps.triggered_by("retrieved"):
         p.fire({"topic": t, "field": f, "query": "x", "timestamp": NOW}, rt)
     assert [(c[0], c[1][0]) for c in rt.calls] == [("reinforce", f), ("reinforce", t)]
+
+
+# ---- composition ------------------------------------------------------------------------------
+
+DEFAULT_NAMES = ["propagate-on-change", "reinforce-on-retrieval", "reinforce-on-ingest", "contest-unreliable-conflict",
+                 "compress-faded-fields", "hide-faded-fields", "archive-faded-topics"]
+
+
+def test_load_composes_the_default_policy_first_unless_told_otherwise(tmp_path):
+    mine = tmp_path / "mine.policy"
+    mine.write_text("OVERRIDE SET half_life = 7d\nDISABLE POLICY hide-faded-fields\n"
+                    'POLICY note-archived ON archived DO annotate(topic, "archived_at", timestamp)\n')
+    ps = load([mine])
+    assert [s.file for s in ps.sources] == [str(default_policy_path()), str(mine)]
+    assert sorted(p.name for p in ps.policies) == sorted(set(DEFAULT_NAMES) - {"hide-faded-fields"} | {"note-archived"})
+    rt = GraphRuntime([])
+    assert ps.setting("half_life", rt) == timedelta(days=7) and ps.setting("reinforce_amount", rt) == 0.5
+    assert ps.warnings == ()
+    with pytest.raises(PolicyCheckError, match="gem_nothing_to_override: no earlier file sets 'half_life'"):
+        load([mine], defaults=False)
+
+
+def test_the_default_governance_is_never_silently_dropped(tmp_path):
+    assert load([]).hash == load_sources([], defaults=True).hash == load([default_policy_path()], defaults=False).hash
+    with pytest.raises(InvalidInput, match="^paths is empty and defaults=False: that would leave no governance"):
+        load([], defaults=False)
+    with pytest.raises(InvalidInput, match="^sources is empty and defaults=False"):
+        load_sources([])
+    with pytest.raises(InvalidInput, match="^policies is empty and defaults=False"):
+        load_sources([], argument="policies")
+    empty = tmp_path / "empty.policy"
+    empty.write_text("# nothing yet\n")
+    assert load([empty]).hash == load([]).hash  # an empty file adds nothing to the defaults
+    with pytest.raises(PolicyCheckError, match="gem_no_policies"):
+        load([empty], defaults=False)
+    with pytest.raises(InvalidInput, match=r"^paths\[0\] is the default policy, which defaults=True composes first"):
+        load([default_policy_path()])
+    with pytest.raises(InvalidInput, match=r"^sources\[1\] is the default policy"):
+        load_sources([("a.policy", "# a\n"), (str(default_policy_path()), "")], defaults=True)
+
+
+def test_a_stored_composition_loads_back_to_the_same_set(tmp_path):
+    mine = tmp_path / "mine.policy"
+    mine.write_text("OVERRIDE POLICY reinforce-on-retrieval ON retrieved DO reinforce(field, 1), reinforce(topic, 1)\n")
+    ps = load([mine])
+    again = load_sources([(s.file, s.text) for s in ps.sources])  # defaults=False: the sources are the whole set
+    assert again.hash == ps.hash and again.sources == ps.sources
+    assert load_sources(list(ps.sources)).hash == ps.hash
+
+
+def test_an_override_compiles_like_the_same_policy_defined_plainly():
+    plain = load_text("POLICY reinforce-on-retrieval ON retrieved DO reinforce(field, 1), reinforce(topic, 1)\n"
+                      + _FLAGS)
+    base = "POLICY reinforce-on-retrieval ON retrieved DO reinforce(topic, 2)\n" + _FLAGS
+    over = load_sources([("base.policy", base),
+                         ("mine.policy", "OVERRIDE POLICY reinforce-on-retrieval ON retrieved DO "
+                                         "reinforce(field, 1), reinforce(topic, 1)\n")])
+    p = next(p for p in over.policies if p.name == "reinforce-on-retrieval")
+    assert p.source.startswith("POLICY reinforce-on-retrieval\n") and p.span.file == "mine.policy"
+    assert over.hash == plain.hash
+
+
+def test_warnings_come_back_with_the_policy_set():
+    ps = load_text("POLICY reads ON retrieved DO reinforce(field, 1), reinforce(topic, 1)\n", "r.policy")
+    assert [(w.code, w.severity) for w in ps.warnings] == [("gem_c3_no_propagation", "warning")]
+    assert load_text(ANY_POLICY + "POLICY reads ON retrieved DO reinforce(topic, 1)\n" + _FLAGS).warnings == ()
+
+
+def test_load_sources_refuses_what_is_not_a_list_of_sources():
+    with pytest.raises(InvalidInput, match="sources must be a list of policy sources, not one str"):
+        load_sources("POLICY p ON tick DO reject(\"x\")")
+    with pytest.raises(InvalidInput,
+                       match=r"sources\[1\] must be a Source or a \(file, text\) pair of str, got NoneType"):
+        load_sources([("a", ANY_POLICY), None])
+
+
+_FLAGS = "POLICY flags ON field_updated WHEN EXISTS dependent_topic DO flag_for_revision(dependent_topic)\n"

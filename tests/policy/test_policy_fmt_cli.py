@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from strategies import exprs, files
 
 from gem.policy import ast as A
-from gem.policy import default_policy_path, explain, fmt, parse
+from gem.policy import compose, default_policy_path, explain, fmt, parse
 from gem.policy.cli import add_policy_parser, run_policy
 from gem.policy.fmt import fmt_expr
 
@@ -68,6 +69,28 @@ def test_canonical_layout_keeps_comments():
     )
 
 
+def test_canonical_layout_of_a_composing_file():
+    src = ("# faster\nOVERRIDE   POLICY archive-faded-topics ON tick "
+           "WHEN EXISTS t IN active_topics WHERE t.salience < 0.1 DO archive(t)\n"
+           "DISABLE POLICY hide-faded-fields  # never hide\n"
+           "OVERRIDE SET half_life=7d\nDISABLE POLICY compress-faded-fields\n")
+    text = fmt(parse(src))
+    assert text == (
+        "OVERRIDE SET half_life = 7d\n"
+        "\n"
+        "DISABLE POLICY hide-faded-fields  # never hide\n"
+        "DISABLE POLICY compress-faded-fields\n"
+        "\n"
+        "# faster\n"
+        "OVERRIDE POLICY archive-faded-topics\n"
+        "ON tick\n"
+        "WHEN EXISTS t IN active_topics WHERE t.salience < 0.1\n"
+        "DO archive(t)\n"
+    )
+    assert parse(text) == parse(src) and fmt(parse(text)) == text
+    assert fmt(parse("DISABLE POLICY a\n")) == "DISABLE POLICY a\n"
+
+
 def test_fmt_parenthesises_only_where_needed():
     assert fmt_expr(parse("SET x = (a + b) * (c - (d - e))").settings[0].expr) == "(a + b) * (c - (d - e))"
     assert fmt_expr(A.Attr(A.Binary("+", A.Name("a"), A.Name("b")), "c")) == "(a + b).c"
@@ -92,6 +115,28 @@ def test_explain_names_triggers_cascades_loops_and_settings():
     assert "  odd: frobnicate (unknown action)" in text
     assert "  bounded: 'spread' -[propagate]-> flagged acts on an element of dependent_topic" in text
     assert "  half_life = 7d\n" in text and "  reinforce_amount = 0.5 (default)" in text
+
+
+def test_explain_lists_composition_problems_instead_of_raising():
+    text = explain(parse("DISABLE POLICY nope\nPOLICY r ON retrieved DO reinforce(topic, 1)", "m.policy"))
+    assert ("Composition problems (gem policy check reports them):\n"
+            "  m.policy:1:16: gem_nothing_to_disable: no earlier file defines policy 'nope'\n") in text
+    assert ("  C6 needs a policy that reinforces on 'retrieved': r\n"
+            "  C3 needs a policy that flags dependents on 'field_updated': none (warning gem_c3_no_propagation)\n"
+            ) in text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(files, max_size=3))
+def test_explain_and_compose_never_raise_on_any_composition_of_parsed_trees(trees):
+    comp = compose(trees)
+    in_force = {p.name for p in comp.policies}
+    for f in trees[1:]:
+        # what a later file DISABLEs without redefining it later is never in force
+        for d in f.disables:
+            if not any(p.name == d.name for g in trees[trees.index(f):] for p in g.policies):
+                assert d.name not in in_force
+    assert isinstance(explain(trees), str)
 
 
 def test_explain_shows_unbounded_loops():
@@ -122,8 +167,39 @@ DO reinforce(field, old_value)
 
 
 def test_check_clean_file_exits_0():
+    rc, out, err = run("check", "--no-defaults", str(default_policy_path()))
+    assert (rc, out, err) == (0, "ok: 1 file, 7 policies in force\n", "")
+
+
+def test_check_composes_the_default_policy_first(tmp_path):
+    mine = tmp_path / "mine.policy"
+    mine.write_text("OVERRIDE SET half_life = 7d\nDISABLE POLICY hide-faded-fields\n")
+    assert run("check", str(mine)) == (0, "ok: 1 file on the default policy, 6 policies in force\n", "")
+    rc, out, err = run("check", "--no-defaults", str(mine))
+    assert (rc, out) == (1, "")
+    assert err.startswith(f"{mine}:1:14: gem_nothing_to_override: no earlier file sets 'half_life'\n")
+    assert err.endswith("2 problems found\n")
     rc, out, err = run("check", str(default_policy_path()))
-    assert (rc, err) == (0, "") and out.startswith("ok: 1 file, ")
+    assert (rc, out) == (2, "")
+    assert err == (f"gem policy: {default_policy_path()} is the default policy, which is composed first already: "
+                   "leave it out, or use --no-defaults\n")
+
+
+def test_check_prints_warnings_and_fails_on_them_only_when_strict(tmp_path):
+    mine = tmp_path / "mine.policy"
+    mine.write_text("# reads are not reinforced here\nDISABLE POLICY reinforce-on-retrieval\n")
+    rc, out, err = run("check", str(mine))
+    assert (rc, out) == (0, "ok: 1 file on the default policy, 6 policies in force, 1 warning\n")
+    assert err == (
+        f"{mine}:2:16: warning: gem_c6_no_reinforcement: no policy reinforces on 'retrieved', so C6 will reject "
+        "every retrieval that returns something\n"
+        "DISABLE POLICY reinforce-on-retrieval\n"
+        "               ^^^^^^^^^^^^^^^^^^^^^^\n"
+        "hint: this took 'reinforce-on-retrieval', the last policy that reinforced on 'retrieved', out of force\n"
+        "1 warning found\n"
+    )
+    rc, out, strict_err = run("check", "--strict", str(mine))
+    assert (rc, out, strict_err) == (1, "", err)
 
 
 def test_check_three_mistakes_prints_three_caret_diagnostics_and_exits_1(tmp_path):
@@ -154,7 +230,17 @@ def test_check_syntax_errors_exit_1_and_missing_files_exit_2(tmp_path):
     rc, _, err = run("check", str(bad))
     assert rc == 1 and "gem_with_before_do" in err
     rc, _, err = run("check", str(tmp_path / "nope.policy"))
-    assert rc == 2 and err == f"gem policy: no such file: {tmp_path / 'nope.policy'}\n"
+    assert rc == 2 and err == f"gem policy: no such policy file: {tmp_path / 'nope.policy'}\n"
+
+
+def test_every_command_reports_a_file_that_is_not_utf8_as_a_diagnostic(tmp_path):
+    bad = tmp_path / "bad.policy"
+    bad.write_bytes(b"# caf\xe9\n")
+    for command in ("check", "fmt", "explain"):
+        rc, out, err = run(command, str(bad))
+        assert (rc, out) == (1, "")
+        assert err.startswith(f"{bad}:1:6: gem_not_utf8: the file is not UTF-8: byte 0xe9 (invalid continuation byte)")
+    assert bad.read_bytes() == b"# caf\xe9\n"
 
 
 def test_check_checks_files_together(tmp_path):
@@ -164,6 +250,8 @@ def test_check_checks_files_together(tmp_path):
     assert run("check", str(a))[0] == 0
     rc, _, err = run("check", str(a), str(b))
     assert rc == 1 and "gem_duplicate_policy: policy 'same' is already defined at" in err
+    b.write_text('OVERRIDE POLICY same ON tick DO reject("b")\n')
+    assert run("check", str(a), str(b))[:2] == (0, "ok: 2 files on the default policy, 8 policies in force\n")
 
 
 def test_fmt_rewrites_in_place_and_check_mode_reports(tmp_path):
@@ -189,6 +277,36 @@ def test_fmt_refuses_files_that_do_not_parse(tmp_path):
 def test_explain_command(tmp_path):
     rc, out, _ = run("explain", str(default_policy_path()))
     assert rc == 0 and "field_updated\n    -> propagate-on-change" in out
+    assert "Files, composed" not in out
+
+
+def test_explain_with_defaults_shows_the_composed_trigger_graph(tmp_path):
+    mine = tmp_path / "mine.policy"
+    mine.write_text("OVERRIDE SET half_life = 7d\nDISABLE POLICY hide-faded-fields\n"
+                    "OVERRIDE POLICY archive-faded-topics PRIORITY 10\nON tick\n"
+                    "WHEN EXISTS t IN active_topics WHERE t.salience < 0.01\nDO archive(t)\n")
+    rc, out, _ = run("explain", "--with-defaults", str(mine))
+    default = default_policy_path()
+    assert rc == 0
+    assert out.startswith(
+        "Files, composed in this order:\n"
+        f"  {default}: 2 settings, 7 policies\n"
+        f"  {mine}: 1 setting, 1 policy, 1 disable\n"
+        "Changes to earlier files:\n"
+        f"  {mine}:1:14: OVERRIDE SET half_life (set at {default}:4:5)\n"
+        f"  {mine}:2:16: DISABLE POLICY hide-faded-fields (defined at {default}:46:8)\n"
+        f"  {mine}:3:17: OVERRIDE POLICY archive-faded-topics (defined at {default}:51:8)\n")
+    assert ("  tick\n"
+            "    -> compress-faded-fields [priority 30] (default.policy): WHEN EXISTS f IN active_fields "
+            "WHERE f.salience < 0.3 DO compress\n"
+            "    -> archive-faded-topics [priority 10] (mine.policy): WHEN EXISTS t IN active_topics "
+            "WHERE t.salience < 0.01 DO archive\n") in out
+    assert ("Correctness conditions that need a policy:\n"
+            "  C6 needs a policy that reinforces on 'retrieved': reinforce-on-retrieval\n"
+            "  C3 needs a policy that flags dependents on 'field_updated': propagate-on-change\n") in out
+    assert "  half_life = 7d (OVERRIDE in mine.policy)\n" in out
+    rc, _, err = run("explain", "--with-defaults", str(default))
+    assert rc == 2 and "leave it out, or drop --with-defaults" in err
 
 
 def test_usage_errors_exit_2():
@@ -205,6 +323,7 @@ def test_the_gem_command_mounts_policy(tmp_path):
                        capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 1
     assert r.stderr.count("^") == len("field_updatd") + len("flag_for_revison") + len("old_value")
-    r = subprocess.run([sys.executable, "-m", "gem.policy.cli", "policy", "check", str(default_policy_path())],
+    r = subprocess.run([sys.executable, "-m", "gem.policy.cli", "policy", "check", "--no-defaults",
+                        str(default_policy_path())],
                        capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -153,6 +153,64 @@ def test_empty_and_comment_only_files_parse():
     assert parse("# nothing yet\n").trailing_comments == ("# nothing yet",)
 
 
+# ---- composition: OVERRIDE SET, OVERRIDE POLICY, DISABLE POLICY ---------------------------
+
+
+def test_composition_items_parse_into_flags_and_disables_with_spans():
+    tree = parse("OVERRIDE SET half_life = 7d\n"
+                 "DISABLE POLICY hide-faded-fields\n"
+                 "OVERRIDE POLICY reinforce-on-retrieval PRIORITY 2\nON retrieved\nDO reinforce(topic, 1)\n"
+                 "SET cascade_depth = 4\n", "c.policy")
+    assert tree.settings == (A.Setting("half_life", A.Duration(7 * 86400, "7d"), override=True),
+                             A.Setting("cascade_depth", A.Literal(4, "number")))
+    assert tree.disables == (A.Disable("hide-faded-fields"),)
+    (p,) = tree.policies
+    assert (p.name, p.priority, p.override) == ("reinforce-on-retrieval", 2, True)
+    d = tree.disables[0]
+    assert d.span == A.Span("c.policy", 2, 1, 2, 33) and d.name_span == A.Span("c.policy", 2, 16, 2, 33)
+    assert tree.settings[0].span.col == 1 and tree.settings[0].name_span.col == 14  # the item starts at OVERRIDE
+    assert p.span.line == 3 and p.name_span == A.Span("c.policy", 3, 17, 3, 39)
+
+
+def test_override_is_part_of_the_meaning_and_disables_are_compared():
+    assert parse("OVERRIDE SET x = 1") != parse("SET x = 1")
+    assert parse("OVERRIDE POLICY p ON tick DO x()") != parse("POLICY p ON tick DO x()")
+    assert parse("DISABLE POLICY a") != parse("DISABLE POLICY b")
+    assert parse("DISABLE POLICY a\nDISABLE POLICY b") != parse("DISABLE POLICY b\nDISABLE POLICY a")
+
+
+def test_comments_attach_to_disables_too():
+    tree = parse("# no hiding here\nDISABLE POLICY hide-faded-fields  # see ADR 7\n")
+    assert tree.disables[0].comments == ("# no hiding here",)
+    assert tree.disables[0].trailing_comment == "# see ADR 7"
+
+
+def test_composition_keywords_are_reserved_and_upper_case():
+    assert "did you mean 'OVERRIDE'?" in syntax_error("override SET x = 1")
+    assert "did you mean 'DISABLE'?" in syntax_error("disable POLICY p")
+    assert "unexpected 'OVERRIDE'; expected an expression" in syntax_error("SET x = OVERRIDE SET y = 1")
+
+
+def test_composition_syntax_errors_name_the_mistake():
+    assert syntax_error("DISABLE SET half_life = 7d") == (
+        "t.policy:1:9: gem_syntax: only policies can be disabled\n"
+        "DISABLE SET half_life = 7d\n"
+        "        ^^^\n"
+        "hint: change a setting of an earlier file with OVERRIDE SET name = value"
+    )
+    assert syntax_error("DISABLE hide-faded-fields") == (
+        "t.policy:1:9: gem_syntax: unexpected name 'hide'; expected 'POLICY'\n"
+        "DISABLE hide-faded-fields\n"
+        "        ^^^^"
+    )
+    assert "gem_syntax: spaces are not allowed around '-' in a policy name" in syntax_error("DISABLE POLICY a - b")
+    assert "unexpected 'DISABLE'; expected 'POLICY' or 'SET'" in syntax_error("OVERRIDE DISABLE POLICY p")
+    assert "gem_missing_do: policy 'p' has no DO clause" in syntax_error("OVERRIDE POLICY p ON tick\nDISABLE POLICY q")
+    # Where any item may start, the message names POLICY and SET, not all four item keywords.
+    assert syntax_error("SET x = 1 < 2 < 3").startswith(
+        "t.policy:1:15: gem_syntax: unexpected '<'; expected '+', '-', 'AND', 'OR', 'POLICY', 'SET' or end of file")
+
+
 # ---- syntax diagnostics: each named mistake, exact text -------------------------------
 
 
@@ -231,8 +289,8 @@ def test_deep_nesting_is_a_syntax_error_not_a_crash():
 
 # ---- fuzzing: nothing but PolicySyntaxError ------------------------------------------------
 
-_PIECES = ["POLICY", "ON", "OR", "WHEN", "DO", "WITH", "SET", "AND", "NOT", "IN", "EXISTS", "WHERE",
-           "PRIORITY", "p", "a-b", "tick", "(", ")", "{", "}", "[", "]", ",", ":", ".", "=", "<", "+", "-",
+_PIECES = ["POLICY", "OVERRIDE", "DISABLE", "ON", "OR", "WHEN", "DO", "WITH", "SET", "AND", "NOT", "IN", "EXISTS",
+           "WHERE", "PRIORITY", "p", "a-b", "tick", "(", ")", "{", "}", "[", "]", ",", ":", ".", "=", "<", "+", "-",
            "1", "2.5", "30d", "2026-01-01", '"s"', '"', "true", "null", "\n", "# c\n", "@", "f(x)"]
 
 
