@@ -130,11 +130,18 @@ class Engine:
         return t
 
     def evaluate_settings(self, t: Transition) -> dict[str, Any]:
+        """Every setting's value for this transition. A value out of its range (a half-life
+        computed as 0, a negative merge similarity) rejects the transition: the engine never
+        computes with it."""
         values = dict(DEFAULT_SETTINGS)
         if self.policies is not None:
             rt = PolicyRuntime(t)
             for name, expr in self.policies.settings.items():
-                values[name] = expr(rt)
+                value = expr(rt)
+                problem = catalogue.SETTINGS[name].validate(value)
+                if problem is not None:
+                    raise TransitionRejected("policy", name, problem)
+                values[name] = value
         return values
 
     def run(self, op: str, operator: Callable[[Transition], Any], *, actor: str = "api",

@@ -22,7 +22,7 @@ from .operators import retrieve as retrieve_op
 from .operators.common import add_edge, field_evidence
 from .operators.resolution import Directory
 from .pipeline import run_policies
-from .policy import PolicySet, default_policy_path, load_sources
+from .policy import PolicySet, load_sources, read_sources
 from .reliability import evidence_states
 from .resolve import Resolver, TieredResolver
 from .runtime import available_actions
@@ -42,6 +42,9 @@ class Memory:
         self._scheduler = None
         self.maintenance_runs = 0      # scheduled maintenance runs that committed
         self.maintenance_failures = 0  # and those that were rolled back (to be retried)
+        # Set when gem.open replaced the policies stored in the database: the load
+        # transition's detail (hashes, policies enabled and disabled).
+        self.policy_change: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -308,23 +311,20 @@ class Memory:
         assert policies is not None  # open() installs a set before it returns
         return policies
 
-    def load_policies(self, paths: Sequence[str | Path], *, actor: str = "api") -> PolicySet:
-        """Check, compile and store a new policy set as one transition. A set with any
-        error is refused whole (PolicySyntaxError / PolicyCheckError) and the previous
-        set stays in force."""
+    def load_policies(self, paths: Sequence[str | Path], *, defaults: bool = True,
+                      actor: str = "api") -> PolicySet:
+        """Check, compile and store a new policy set as one transition: the default governance
+        followed by `paths` (which may OVERRIDE its settings and policies, or DISABLE them), or
+        only `paths` with `defaults=False`. A set with any error is refused whole
+        (PolicySyntaxError / PolicyCheckError) and the previous set stays in force."""
         self._check_open()
-        sources = []
-        for p in paths:
-            path = Path(p)
-            try:
-                sources.append((str(p), path.read_text(encoding="utf-8")))
-            except OSError as exc:
-                raise InvalidInput(f"cannot read policy file {str(p)!r}: {exc.strerror}") from None
-        return self._install(sources, actor)
+        policy_set = load_sources(read_sources(paths, argument="paths"), available_actions(),
+                                  defaults=defaults, argument="paths")
+        return self._install(policy_set, actor)
 
-    def _install(self, sources: list[tuple[str, str]], actor: str) -> PolicySet:
-        policy_set = load_sources(sources, available_actions=available_actions())
+    def _install(self, policy_set: PolicySet, actor: str) -> PolicySet:
         engine = self._engine
+        previous_set = engine.policies
 
         def op(t: Transition) -> None:
             with engine.store.reading() as tx:
@@ -345,6 +345,13 @@ class Memory:
             t.store_writes.append(lambda tx: queries.put_policies(tx, rows, files))
             t.detail["policies"] = sorted(names)
             t.detail["policy_set_hash"] = policy_set.hash
+            if previous_set is not None:
+                before = {p.name for p in previous_set.policies}
+                t.detail["previous_policy_set_hash"] = previous_set.hash
+                t.detail["enabled"] = sorted(names - before)
+                t.detail["disabled"] = sorted(before - names)
+            if policy_set.warnings:
+                t.detail["warnings"] = [w.render() for w in policy_set.warnings]
 
         with engine.store.lock:
             previous = engine.policies
@@ -366,17 +373,25 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
          embedder: Embedder | None = None, resolver: Resolver | None = None,
          clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
          summarizer: Summarizer | None = None, create: bool = True,
-         progress: Progress | None = None) -> Memory:
+         progress: Progress | None = None, *, defaults: bool = True) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
-    `policies`: .policy files to govern it; by default the policies stored in the
-    database, or `policies/default.policy` for a new one. `create=False` refuses a
-    path where no database exists (a mistyped path would otherwise make a new one).
+    `policies`: .policy files that extend the default governance (`defaults=False`: that
+    replace it). Without `policies` a database keeps the policies stored in it (a new one
+    gets the default governance). Opening an existing database with a set different from the
+    stored one is a policy transition, logged, and reported in `Memory.policy_change`.
+    `create=False` refuses a path where no database exists (a mistyped path would otherwise
+    make a new one). `progress(step, done, total)` is told about long work (rebuilding what is
+    derived from a database).
     """
-    if policies is not None and isinstance(policies, (str, Path)):
-        raise InvalidInput("policies must be a list of paths")
     if not create and path is not None and not Path(path).exists():
         raise InvalidInput(f"no database at {str(path)!r}")
+    wanted = None
+    if policies is not None:  # read and checked before anything is opened
+        wanted = load_sources(read_sources(policies, argument="policies"), available_actions(),
+                              defaults=defaults, argument="policies")
+    elif not defaults:
+        raise InvalidInput("defaults=False needs the policies that replace the default governance")
     store = open_store(None if path is None else str(path), engine)
     try:
         system_clock = clock or utc_now
@@ -387,10 +402,15 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         core = Engine(store, embedder or default_embedder(), resolver or TieredResolver(),
                       checked_clock, summarizer, progress)
         memory = Memory(core)
-        if policies is not None:
-            memory.load_policies(list(policies))
-        elif core.policies is None:
-            memory.load_policies([default_policy_path()])
+        stored = core.policies
+        if stored is None:
+            memory._install(wanted or load_sources([], available_actions(), defaults=True), "api")
+        elif wanted is not None and wanted.hash != stored.hash:
+            memory._install(wanted, "api")
+            memory.policy_change = memory.transitions(core.seq - 1)[-1]["detail"]
+            log.warning("gem: %s opened with a different policy set (%s -> %s); enabled %s, "
+                        "disabled %s", memory.path, stored.hash[:12], wanted.hash[:12],
+                        memory.policy_change.get("enabled"), memory.policy_change.get("disabled"))
         return memory
     except BaseException:
         store.close()

@@ -149,9 +149,8 @@ def test_bad_lines_refuse_the_run_or_are_skipped(db, tmp_path):
 
 
 def test_a_rejected_batch_stops_the_run_and_keeps_earlier_batches(tmp_path):
-    from gem.memory import default_policy_path
     policy = tmp_path / "tight.policy"
-    policy.write_text(open(default_policy_path()).read() + "\nSET active_bound = 1\n")
+    policy.write_text("SET active_bound = 1\n")
     path = str(tmp_path / "tight.db")
     gem_here("init", path, "--engine", ENGINE, "--policies", str(policy))
     rows = [{"topic": "A", "field": "x", "value": 1},

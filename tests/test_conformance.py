@@ -23,7 +23,6 @@ from conftest import ENGINE, T0, Clock, snapshot
 
 import gem
 from gem.errors import PolicyError, TransitionRejected
-from gem.policy import default_policy_path
 
 ROOT = Path(__file__).resolve().parent.parent / "specs" / "conformance"
 
@@ -458,20 +457,23 @@ class Runner:
         self.clock = Clock(parse_time(case["start"], "start") if "start" in case else T0)
         self.files = 0
         paths = None
+        self.defaults = not case.get("replace_default", False)
         if "policies" in case:
-            paths = self.policy_paths(case["policies"], case.get("replace_default", False))
+            paths = self.policy_paths(case["policies"])
         self.mem = self.open(paths)
 
     def open(self, paths: list[str] | None) -> gem.Memory:
         return gem.open(path=str(self.tmp / "memory.db"), policies=paths, clock=self.clock,
-                        engine=ENGINE,
+                        engine=ENGINE, defaults=self.defaults if paths else True,
                         resolver=ExactOnly() if self.case.get("resolver") == "exact" else None)
 
-    def policy_paths(self, text: str, replace_default: bool) -> list[str]:
+    def policy_paths(self, text: str) -> list[str]:
+        """A case's policy text as a file; it extends the default governance unless the case
+        says `replace_default`."""
         self.files += 1
         path = self.tmp / f"case-{self.files}.policy"
         path.write_text(text, encoding="utf-8")
-        return [str(path)] if replace_default else [str(default_policy_path()), str(path)]
+        return [str(path)]
 
     # ------------------------------------------------------------ units
     def topic_id(self, name: str) -> str:
@@ -595,7 +597,7 @@ class Runner:
         if op == "load_policies":
             text, replace = (args["text"], args.get("replace_default", False)) \
                 if isinstance(args, dict) else (args, False)
-            return mem.load_policies(self.policy_paths(text, replace), **who)
+            return mem.load_policies(self.policy_paths(text), defaults=not replace, **who)
         if op == "inspect":
             return mem.inspect(args["topic"], args.get("field"))
         if op == "history":

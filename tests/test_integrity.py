@@ -49,7 +49,7 @@ def seed(mem: gem.Memory, n: int) -> dict[str, dict[str, object]]:
 def test_a_batch_adding_a_new_field_to_many_topics_after_a_checkpoint(tmp_path, clock, after):
     path = str(tmp_path / "db")
     policy = tmp_path / "guard.policy"
-    policy.write_text(open(gem.memory.default_policy_path()).read() + "\n" + REJECT_POISON)
+    policy.write_text(REJECT_POISON)
     mem = gem.open(path, clock=clock, engine=ENGINE, policies=[str(policy)])
     want = seed(mem, 40)
     if after == "reopen":
@@ -76,7 +76,7 @@ def test_a_batch_adding_a_new_field_to_many_topics_after_a_checkpoint(tmp_path, 
 
 def test_concurrent_batches_with_rejections_keep_every_topic_its_own(tmp_path, clock):
     policy = tmp_path / "guard.policy"
-    policy.write_text(open(gem.memory.default_policy_path()).read() + "\n" + REJECT_POISON)
+    policy.write_text(REJECT_POISON)
     path = str(tmp_path / "db")
     mem = gem.open(path, clock=clock, engine=ENGINE, policies=[str(policy)])
     want = seed(mem, 80)

@@ -18,7 +18,7 @@ class ExactOnly:
 
 def policy_file(tmp_path, extra: str, name: str = "test.policy") -> str:
     path = tmp_path / name
-    path.write_text(open(gem.memory.default_policy_path()).read() + "\n" + extra)
+    path.write_text(extra)
     return str(path)
 
 

@@ -14,7 +14,6 @@ import httpx
 import pytest
 
 import gem
-from gem.memory import default_policy_path
 from gem.server.endpoint import endpoint_file, read_endpoint
 from conftest import ENGINE
 from servers import start, stop, wait_for
@@ -108,7 +107,7 @@ def test_errors_are_mapped(served):
 
 def test_a_rejected_transition_is_409_with_condition_and_unit(tmp_path):
     policy = tmp_path / "tight.policy"
-    policy.write_text(open(default_policy_path()).read() + "\nSET active_bound = 1\n")
+    policy.write_text("SET active_bound = 1\n")
     path = str(tmp_path / "tight.db")
     server = start(path, "--create", "--engine", ENGINE, "--policies", str(policy))
     try:

@@ -90,8 +90,7 @@ def test_each_condition_can_reject(seeded, condition):
 def test_c5_rejects_when_attenuation_cannot_restore_the_bound(tmp_path, clock):
     from conftest import ENGINE
     policy = tmp_path / "tight.policy"
-    default = gem.memory.default_policy_path()
-    policy.write_text(open(default).read() + "\nSET active_bound = 1\n")
+    policy.write_text("SET active_bound = 1\n")
     with gem.open(tmp_path / "db", clock=clock, engine=ENGINE, policies=[str(policy)]) as mem:
         mem.ingest(gem.Fact("A", "x", 1))
         mem.ingest(gem.Fact("B", "y", 2))  # the bound hides the least salient field, A.x

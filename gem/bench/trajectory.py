@@ -45,7 +45,6 @@ class GemSystem(System):
                  name: str | None = None) -> None:
         super().__init__()
         import gem
-        from gem.policy import default_policy_path
         self._gem = gem
         if name:
             self.name = name
@@ -53,7 +52,7 @@ class GemSystem(System):
         bound = Path(self._dir.name) / "trajectory-bound.policy"
         bound.write_text("# the trajectory benchmark's C5 bound\n" + config.bound_policy()
                          + extra_policies, encoding="utf-8")
-        self.policy_files = [str(default_policy_path()), str(bound)]
+        self.policy_files = [str(bound)]  # composed on the default governance
         self.mem = gem.open(path=None, policies=self.policy_files,
                             embedder=gem.HashingEmbedder(), clock=lambda: self.now,
                             engine=engine)

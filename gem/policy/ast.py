@@ -263,3 +263,19 @@ def children(e: Expr) -> tuple[Expr, ...]:
     if isinstance(e, RecordLit):
         return tuple(v for _, v in e.items)
     return ()
+
+
+def positive_exists(expr: Expr | None) -> list[Exists]:
+    """EXISTS nodes whose bindings reach DO: the condition itself or an AND-conjunct of it,
+    and, recursively, of their WHERE clauses. EXISTS under OR or NOT binds nothing for DO."""
+    out: list[Exists] = []
+    stack = [expr] if expr is not None else []
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Binary) and e.op == "AND":
+            stack.extend([e.right, e.left])
+        elif isinstance(e, Exists):
+            out.append(e)
+            if e.where is not None:
+                stack.append(e.where)
+    return out

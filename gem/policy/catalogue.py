@@ -176,6 +176,8 @@ RELATIONS: dict[str, RelationSig] = {
         RelationSig("associated_topic", list_of(TOPIC), ("topic",),
                     "topics joined to the event's topic by ASSOCIATES edges"),
         RelationSig("active_fields", list_of(FIELD), (), "every active field in the memory"),
+        RelationSig("visible_fields", list_of(FIELD), (),
+                    "every field of an active topic that is not hidden (active or compressed)"),
         RelationSig("active_topics", list_of(TOPIC), (), "every active topic in the memory"),
         RelationSig("flagged_topics", list_of(TOPIC), (), "topics with pending revision flags"),
         RelationSig("interactions", NUMBER, (), "ingest and retrieve transitions so far (n)"),
@@ -334,17 +336,17 @@ class SettingSig:
             if isinstance(value, timedelta) and value > timedelta(0):
                 return None
             return f"setting '{self.name}' must be a positive duration, got {_describe(value)}"
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        ok = number and math.isfinite(value)
-        lo, hi = self.minimum, self.maximum
-        if ok and lo is not None:
-            ok = value > lo if self.min_exclusive else value >= lo
-        if ok and hi is not None:
-            ok = value <= hi
-        if ok and self.integer:
-            ok = value == int(value)
-        if ok:
-            return None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            ok = math.isfinite(value)
+            lo, hi = self.minimum, self.maximum
+            if ok and lo is not None:
+                ok = value > lo if self.min_exclusive else value >= lo
+            if ok and hi is not None:
+                ok = value <= hi
+            if ok and self.integer:
+                ok = value == int(value)
+            if ok:
+                return None
         return f"setting '{self.name}' must be {self.range_text()}, got {_describe(value)}"
 
     def range_text(self) -> str:

@@ -22,7 +22,9 @@ from . import ast as A
 from . import catalogue as C
 from .catalogue import ANY, BOOL, DURATION, NULL, NUMBER, TEXT, TIME, VALUE, Type
 from .compose import Composition, compose, governance
+from .ast import positive_exists
 from .diagnostics import Diagnostic, at, did_you_mean, finish
+from .evaluate import evaluate_constant
 
 # ---- results ---------------------------------------------------------------------------
 
@@ -144,22 +146,6 @@ def _pass_setting_names(ctx: _Context) -> None:
 
 
 # ---- pass: expressions (names, scope, functions, attributes, arity, types) ---------------
-
-
-def positive_exists(expr: A.Expr | None) -> list[A.Exists]:
-    """EXISTS nodes whose bindings reach DO: the condition itself or an AND-conjunct of it,
-    and, recursively, of their WHERE clauses. EXISTS under OR or NOT binds nothing for DO."""
-    out: list[A.Exists] = []
-    stack = [expr] if expr is not None else []
-    while stack:
-        e = stack.pop()
-        if isinstance(e, A.Binary) and e.op == "AND":
-            stack.extend([e.right, e.left])
-        elif isinstance(e, A.Exists):
-            out.append(e)
-            if e.where is not None:
-                stack.append(e.where)
-    return out
 
 
 class _Scope:
@@ -528,10 +514,6 @@ def _check_setting_value(ctx: _Context, s: A.Setting, sig: C.SettingSig) -> None
     by the rule the engine applies to computed values (SettingSig.validate)."""
     if not _reads_nothing(s.expr):
         return
-    # The compiler's own evaluation, so that check and run time can never disagree on a
-    # value; imported here because the compiler imports this module.
-    from .compiler import evaluate_constant
-
     problem = sig.validate(evaluate_constant(s.expr))
     if problem is not None:
         ctx.report("gem_invalid_value", problem, s.expr.span)

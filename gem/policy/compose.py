@@ -151,7 +151,8 @@ def _unique_names(f: A.PolicyFile, problems: list[Problem]):
     # Policies and disables share one namespace: a file says one thing about each name.
     named: dict[str, A.Policy | A.Disable] = {}
     keep: set[int] = set()
-    for item in sorted([*f.policies, *f.disables], key=lambda it: (it.span.line, it.span.col)):
+    items: list[A.Policy | A.Disable] = [*f.policies, *f.disables]
+    for item in sorted(items, key=lambda it: (it.span.line, it.span.col)):
         first = named.get(item.name)
         if first is None:
             named[item.name] = item

@@ -399,19 +399,21 @@ class _Builder:
     # -- declarations --
 
     def build(self, tree: Tree) -> A.PolicyFile:
-        settings, policies, disables = [], [], []
+        parsed: list[A.Setting | A.Disable | A.Policy] = []
         for item in tree.children:
             if item.data == "setting":
-                settings.append(self.setting(item))
+                parsed.append(self.setting(item))
             elif item.data == "disable":
-                disables.append(self.disable(item))
+                parsed.append(self.disable(item))
             else:
-                policies.append(self.policy(item))
-        items, trailing = self._attach_comments([*settings, *disables, *policies])
-        settings, disables, policies = (tuple(x for x in items if isinstance(x, kind))
-                                        for kind in (A.Setting, A.Disable, A.Policy))
-        return A.PolicyFile(settings, policies, disables, file=self.file, source=self.text,
-                            trailing_comments=trailing)
+                parsed.append(self.policy(item))
+        order = {A.Setting: 0, A.Disable: 1, A.Policy: 2}
+        parsed.sort(key=lambda x: order[type(x)])  # stable: each kind keeps its order
+        items, trailing = self._attach_comments(parsed)
+        return A.PolicyFile(tuple(x for x in items if isinstance(x, A.Setting)),
+                            tuple(x for x in items if isinstance(x, A.Policy)),
+                            tuple(x for x in items if isinstance(x, A.Disable)),
+                            file=self.file, source=self.text, trailing_comments=trailing)
 
     def setting(self, t: Tree) -> A.Setting:
         override, name, expr = t.children

@@ -39,8 +39,8 @@ START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 # The machine's governance: the default policies and a tight C5 bound, so attenuation and
 # rejection (and so rollback) both happen within a few dozen steps. The second set drops the
 # paper's Listing 1: under it, C3 must reject every update of a topic that has dependents.
-MACHINE_BOUND = "\nSET active_bound = 3 + interactions / 6\n"
-PROPAGATION = "POLICY propagate-on-change"
+MACHINE_BOUND = "SET active_bound = 3 + interactions / 6\n"
+PROPAGATION = "propagate-on-change"
 
 
 @dataclass
@@ -102,6 +102,7 @@ class Model:
 class GemMachine(RuleBasedStateMachine):
     engine = "kuzu"
     policy_files: Sequence[str] = ()
+    defaults = True  # policy files extend the default governance (False: they replace it)
 
     def __init__(self) -> None:
         super().__init__()
@@ -115,19 +116,18 @@ class GemMachine(RuleBasedStateMachine):
                                 False: [self._machine_policy(propagate=False)]}
         self.propagating = True
         self.mem = gem.open(os.path.join(self.dir, "db"), clock=lambda: self.now,
-                            engine=self.engine, policies=self.policy_sets[True])
+                            engine=self.engine, policies=self.policy_sets[True],
+                            defaults=self.defaults)
         self.c6_failures: list[str] = []
         self.c5_rejections = 0
         self.c3_rejections = 0
         self.steps = 0
 
     def _machine_policy(self, propagate: bool) -> str:
-        text = Path(gem.memory.default_policy_path()).read_text()
-        if not propagate:  # drop Listing 1: the block from its POLICY line to the next blank line
-            start = text.index(PROPAGATION)
-            text = text[:start] + text[text.index("\n\n", start) + 2:]
+        """The default governance with a tight C5 bound, and without Listing 1 if asked."""
+        text = MACHINE_BOUND if propagate else f"DISABLE POLICY {PROPAGATION}\n{MACHINE_BOUND}"
         path = Path(self.dir) / f"machine-{'propagating' if propagate else 'silent'}.policy"
-        path.write_text(text + MACHINE_BOUND)
+        path.write_text(text)
         return str(path)
 
     def teardown(self) -> None:
@@ -306,7 +306,7 @@ class GemMachine(RuleBasedStateMachine):
         self.steps += 1
         propagate = propagate if propagate in self.policy_sets else True
         note(f"load policies (propagation {'on' if propagate else 'off'})")
-        self.mem.load_policies(self.policy_sets[propagate])
+        self.mem.load_policies(self.policy_sets[propagate], defaults=self.defaults)
         self.propagating = propagate
 
     # ------------------------------------------------------------------ invariants
@@ -358,10 +358,12 @@ class GemMachine(RuleBasedStateMachine):
         assert derived_disagreements(self.mem) == []
 
 
-def memory_machine(policies: Sequence[str | Path] = (), engine: str = "kuzu") -> type[GemMachine]:
-    """A machine class for a policy set (default: gem's defaults plus a C5 bound)."""
+def memory_machine(policies: Sequence[str | Path] = (), engine: str = "kuzu", *,
+                   defaults: bool = True) -> type[GemMachine]:
+    """A machine class for a policy set: `policies` composed on gem's default governance
+    (`defaults=False`: instead of it); without `policies`, the defaults plus a tight C5 bound."""
     return type("GemMachine", (GemMachine,), {"policy_files": [str(p) for p in policies],
-                                              "engine": engine})
+                                              "engine": engine, "defaults": defaults})
 
 
 __all__ = ["GemMachine", "memory_machine", "Model"]

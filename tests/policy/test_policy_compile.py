@@ -41,11 +41,14 @@ class GraphRuntime:
         self.interactions = interactions
         self.calls: list[tuple] = []
         self.functions: list[str] = []
+        self.hints: list[tuple[str, object]] = []
 
     def attribute(self, obj, name):
         return getattr(obj, name)
 
-    def relation(self, name, bindings):
+    def relation(self, name, bindings, salience_below=None):
+        if salience_below is not None:
+            self.hints.append((name, salience_below))
         if name == "dependent_topic":
             return list(bindings["topic"].extends)
         if name == "associated_topic":
@@ -364,3 +367,28 @@ def test_load_sources_refuses_what_is_not_a_list_of_sources():
 
 
 _FLAGS = "POLICY flags ON field_updated WHEN EXISTS dependent_topic DO flag_for_revision(dependent_topic)\n"
+
+
+# ---------------------------------------------------------------------- salience pushdown
+def test_a_salience_bound_in_where_is_passed_to_the_runtime_and_where_still_decides():
+    t = Topic("A", fields=[])
+    t.fields = [Field("x", t, salience=0.1), Field("y", t, salience=0.2), Field("z", t, salience=0.9)]
+    rt = GraphRuntime([t])
+    ps = load_text("POLICY p ON tick WHEN EXISTS f IN active_fields "
+                   "WHERE f.status = \"active\" AND f.salience < 0.15 + 0.05 DO compress(f)\n",
+                   available_actions={"compress"})
+    ps.policies[0].fire({"now": NOW}, rt)
+    assert rt.hints == [("active_fields", 0.2)]
+    assert [c[1][0].name for c in rt.calls] == ["x"]  # the runtime returned all three
+
+
+def test_no_bound_is_passed_for_other_comparisons_or_a_bound_naming_the_variable():
+    t = Topic("A", fields=[])
+    t.fields = [Field("x", t, salience=0.1)]
+    for where in ("f.salience > 0.3", "f.salience < f.salience", "NOT f.salience < 0.3",
+                  "f.salience < 0.3 OR f.status = \"hidden\""):
+        rt = GraphRuntime([t])
+        ps = load_text(f"POLICY p ON tick WHEN EXISTS f IN active_fields WHERE {where} DO compress(f)\n",
+                       available_actions={"compress"})
+        ps.policies[0].fire({"now": NOW}, rt)
+        assert rt.hints == [], where

@@ -6,7 +6,6 @@ from conftest import ENGINE, snapshot
 
 import gem
 from gem.errors import PolicyCheckError, PolicySyntaxError, TransitionRejected
-from gem.policy import default_policy_path
 
 
 def write(tmp_path, name: str, text: str) -> str:
@@ -33,7 +32,7 @@ def test_reject_on_commit_rolls_the_transition_back_completely(tmp_path, clock):
                   'POLICY no-secrets ON commit WHEN EXISTS t IN touched WHERE t.title = "Secret" '
                   'DO reject("secrets are not stored")\n')
     with gem.open(tmp_path / "db", clock=clock, engine=ENGINE,
-                  policies=[str(default_policy_path()), guard]) as mem:
+                  policies=[guard]) as mem:
         mem.ingest(gem.Fact("Public", "x", 1))
         before = snapshot(mem)
         with pytest.raises(TransitionRejected, match="secrets are not stored"):
@@ -48,7 +47,8 @@ def test_cascades_past_cascade_depth_reject_the_transition(tmp_path, clock):
                   "POLICY propagate-on-change ON field_updated WHEN EXISTS dependent_topic "
                   "DO flag_for_revision(dependent_topic)\n"
                   "POLICY pass-it-on ON flagged WHEN EXISTS dependent_topic DO propagate(dependent_topic)\n")
-    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE, policies=[chain]) as mem:
+    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE, policies=[chain],
+                  defaults=False) as mem:
         names = [f"T{i}" for i in range(6)]
         mem.ingest([gem.Fact(n, "v", 0) for n in names])
         for a, b in zip(names, names[1:]):
@@ -71,6 +71,6 @@ def test_a_refused_policy_set_leaves_the_old_one_in_force(tmp_path, clock):
             mem.load_policies([bad_syntax])
         bad_check = write(tmp_path, "loop.policy", "POLICY a ON flagged DO flag_for_revision(topic)\n")
         with pytest.raises(PolicyCheckError, match="gem_cascade_loop"):
-            mem.load_policies([str(default_policy_path()), bad_check])
+            mem.load_policies([bad_check])
         assert [p.name for p in mem.policies.policies] == names
         assert snapshot(mem) == before
