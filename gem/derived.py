@@ -152,6 +152,7 @@ class DerivedState:
         self.fields_by_topic: dict[str, list[str]] = {}
         self.open_flags: dict[str, int] = {}
         self._active_fields: int | None = None
+        self.audit_checkpoint: tuple[int, str] | None = None  # the log head of the last clean audit
 
     # ------------------------------------------------------------------ the Committed view
     def topic_status(self, tid: str) -> str | None:

@@ -298,8 +298,10 @@ class Memory:
             rows = queries.transitions(tx, since)
         return [audit_mod.log_entry(r) for r in rows]
 
-    def audit(self, *, full: bool = True, progress: Progress | None = None) -> AuditReport:
-        """C1-C6 over the whole state, and the hash chain of the transition log."""
+    def audit(self, *, full: bool = False, progress: Progress | None = None) -> AuditReport:
+        """C1-C6 and the hash chain of the transition log: over what the transitions since the
+        last clean audit touched, or over the whole state with `full=True` (and whenever this
+        memory has no clean audit yet). `report.since` says which was done."""
         self._check_open()
         with self._engine.store.lock:
             return audit_mod.audit(self._engine, full=full, progress=progress)

@@ -222,3 +222,4 @@ class AuditReport(BaseModel):
     violations: list[Violation]
     transitions: int
     chain_ok: bool
+    since: int = 0                    # 0: everything was audited; n: what transitions after n touched

@@ -531,7 +531,7 @@ class Runner:
                     f"{where}: salience of {unit} changed ({before_salience[unit]} -> {after})"
         if "want" in self.case:
             self.check_final(self.case["want"])
-        report = self.mem.audit()
+        report = self.mem.audit(full=True)
         assert report.ok, f"audit after the case: {report.violations}"
 
     def state(self) -> dict:
@@ -607,7 +607,7 @@ class Runner:
         if op == "stats":
             return mem.stats()
         if op == "audit":
-            return mem.audit()
+            return mem.audit(full=True)
         if op == "reopen":
             # Close and open the same database without `policies`: the stored set governs it,
             # and every index is rebuilt from the database.
@@ -768,7 +768,7 @@ class Runner:
             if got != sorted(want["policies"]):
                 errors.append(f"policies: expected {sorted(want['policies'])}, got {got}")
         if "audit" in want:
-            errors += match(dump(mem.audit()), want["audit"], "audit")
+            errors += match(dump(mem.audit(full=True)), want["audit"], "audit")
         check(errors, "want")
 
     def annotations(self, unit: str) -> dict:

@@ -117,7 +117,8 @@ def test_the_transition_log_is_a_hash_chain(seeded):
     assert seeded.audit().chain_ok
     with seeded._engine.store.transaction() as tx:
         tx.run("MATCH (x:Transition {seq: 2}) SET x.actor = 'mallory'")
-    report = seeded.audit()
+    assert seeded.audit().ok  # the audit since the last clean one does not reread record 2
+    report = seeded.audit(full=True)
     assert not report.ok and not report.chain_ok
     assert report.violations[-1].unit == "2"
 
@@ -146,3 +147,22 @@ def test_one_flag_answers_every_update_of_a_transition(mem, clock):
     mem.ingest([gem.Fact("A", "x", 2), gem.Fact("B", "y", 2)])
     assert len(mem.inspect("C").flags) == 1
     assert mem.audit().ok
+
+
+def test_the_audit_checks_what_changed_since_the_last_clean_one(seeded, clock):
+    first = seeded.audit()
+    assert first.ok and first.since == 0 and first.checked["C1"] == 2  # no clean audit yet: all
+    head = first.transitions
+    seeded.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
+    seeded.retrieve(topic="Launch Milestones")
+    report = seeded.audit()
+    assert report.ok and report.since == head
+    assert report.checked["C1"] == 1 and report.checked["C6"] == 1  # one field changed, one read
+    # An edit of a unit a later transition touched is found without a full audit.
+    seeded.ingest(gem.Fact("Launch Milestones", "launch", "March 21"))
+    with seeded._engine.store.transaction() as tx:
+        tx.run("MATCH (e:Entry {status: 'current'}) WHERE e.field_id ENDS WITH '/launch' "
+               "SET e.status = 'superseded'")
+    found = seeded.audit()
+    assert not found.ok and found.since == report.transitions
+    assert {v.condition for v in found.violations} == {"C1", "C2"}  # no current entry, no successor

@@ -263,10 +263,11 @@ def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def audit(mem: Memory) -> s.AuditResult:
-    report = mem.audit()
+def audit(mem: Memory, full: bool = False) -> s.AuditResult:
+    report = mem.audit(full=full)
     namer = Namer(mem)
     return s.AuditResult(ok=report.ok, chain_ok=report.chain_ok, transitions=report.transitions,
+                         since=report.since,
                          checked=dict(report.checked),
                          violations=[s.ViolationView(condition=v.condition,
                                                      unit=None if v.unit is None else namer.unit(v.unit),

@@ -219,6 +219,8 @@ class AuditResult(_Wire):
     ok: bool
     chain_ok: bool
     transitions: int
+    since: int = Field(0, description="0: the whole state was audited; n: what the transitions "
+                                      "after n (the last clean audit) touched.")
     checked: dict[str, int]
     violations: list[ViolationView]
 

@@ -288,12 +288,15 @@ def review(args: argparse.Namespace) -> int:
     return 0
 
 
-audit_arguments = review_arguments
+def audit_arguments(p: argparse.ArgumentParser) -> None:
+    _read(p)
+    p.add_argument("--full", action="store_true",
+                   help="audit the whole state even when a clean audit is on record")
 
 
 def audit(args: argparse.Namespace) -> int:
     with opened(args) as mem:
-        result = ops.audit(mem)
+        result = ops.audit(mem, args.full)
     _emit(args, result, render.audit)
     return 0 if result.ok else 1
 

@@ -106,8 +106,9 @@ def build_router(service: Service) -> APIRouter:
         return await call("review", ops.review)
 
     @r.get("/audit", response_model=s.AuditResult, summary="C1-C6 and the log's hash chain")
-    async def audit() -> Any:
-        return await call("audit", ops.audit)
+    async def audit(full: bool = False) -> Any:
+        """What changed since the last clean audit; everything with `full=true`."""
+        return await call("audit", ops.audit, full)
 
     @r.get("/stats", response_model=s.StatsResult, summary="Sizes of the state")
     async def stats() -> Any:

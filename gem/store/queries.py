@@ -276,7 +276,7 @@ def entry_counts(tx: Tx) -> tuple[int, int]:
     return (int(row[0]), int(row[1] or 0)) if row else (0, 0)
 
 
-def updates_of_extended_topics(tx: Tx) -> list[tuple[str, str, int]]:
+def updates_of_extended_topics(tx: Tx, since: int = 0) -> list[tuple[str, str, int]]:
     """(topic, dependent, transition) for every update of a topic made in or after the
     transition that created an extension edge from it (C3 over the trajectory). An update is a
     supersession made by the transition that recorded the new entry, on the field it was
@@ -285,7 +285,8 @@ def updates_of_extended_topics(tx: Tx) -> list[tuple[str, str, int]]:
         "MATCH (a:Topic)-[x:EXTENDS]->(b:Topic), (a)-[:HAS_FIELD]->(f:Field)-[:HAS_ENTRY]->"
         "(old:Entry), (f)-[:HAS_ENTRY]->(new:Entry) WHERE old.superseded_by = new.id "
         "AND new.tx >= x.tx AND old.superseded_tx = new.tx AND old.tx < new.tx "
-        "AND new.origin_field = f.id RETURN DISTINCT a.id, b.id, new.tx")
+        "AND new.origin_field = f.id AND new.tx > $since RETURN DISTINCT a.id, b.id, new.tx",
+        {"since": since})
     return [(r[0], r[1], int(r[2])) for r in rows]
 
 

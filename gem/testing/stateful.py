@@ -132,7 +132,7 @@ class GemMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         try:
-            report = self.mem.audit()
+            report = self.mem.audit(full=True)
             assert report.ok, report.violations
             log = os.environ.get("GEM_STATEFUL_LOG")
             if log:  # for long runs: how many steps really ran, and how many C5 rejections
