@@ -28,7 +28,7 @@ from .operators.forget import enforce_bound
 from .runtime import PolicyRuntime
 from .state.transition import Transition
 from .store import queries
-from .store.schema import TABLES, owning_rel
+from .store.schema import TABLES, Row, owning_rel
 from .units import TopicRef, dumps
 
 if TYPE_CHECKING:
@@ -134,35 +134,57 @@ def chain_hash(previous: str, record: dict[str, Any]) -> str:
     return hashlib.sha256((previous + dumps(record)).encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True)
+class Writes:
+    """What a transition writes: its created and updated rows, relationship changes, other
+    store writes and its log record (the flush's whole input)."""
+    created: dict[str, dict[str, Row]]
+    updated: dict[str, dict[str, Row]]
+    parent_of: dict[str, str]
+    rels_added: dict[str, list[tuple[str, str, Row]]]
+    rels_removed: dict[str, list[tuple[str, str]]]
+    store_writes: tuple[Callable[[Any], None], ...]
+    log_record: Row | None
+
+    @classmethod
+    def of(cls, t: Transition) -> "Writes":
+        return cls(t.created, t.updated, t.parent_of, t.rels_added, t.rels_removed,
+                   tuple(t.store_writes), t.log_record)
+
+
+def write(tx: Any, w: Writes) -> None:
+    """Creates (parents' tables first, each child with its owning relationship), relationship
+    deletes, relationship creates, updates, other writes, the log record."""
+    for table in ("Topic", "Field", "Entry", "Observation", "Flag"):
+        rows = list(w.created[table].values())
+        if not rows:
+            continue
+        key = TABLES[table].key
+        owned = [r for r in rows if r[key] in w.parent_of]
+        free = [r for r in rows if r[key] not in w.parent_of]
+        if free:
+            queries.create_rows(tx, table, free)
+        if owned:
+            queries.create_rows(tx, table, owned, owning_rel(table), w.parent_of)
+    for rel, pairs in w.rels_removed.items():
+        if pairs:
+            queries.delete_rels(tx, rel, pairs)
+    for rel, triples in w.rels_added.items():
+        if triples:
+            queries.create_rels(tx, rel, triples)
+    for table, updates in w.updated.items():
+        if updates:
+            queries.update_rows(tx, table, list(updates.items()))
+    for other in w.store_writes:
+        other(tx)
+    if w.log_record is not None:
+        queries.append_transition(tx, w.log_record)
+
+
 def flush(t: Transition, engine: "Engine") -> None:
-    """Write the proposal: creates (parents' tables first, each child with its owning
-    relationship), relationship deletes, relationship creates, updates, the log record; one
-    engine transaction."""
+    """Write the proposal in one engine transaction."""
     with engine.store.transaction() as tx:
-        for table in ("Topic", "Field", "Entry", "Observation", "Flag"):
-            rows = list(t.created[table].values())
-            if not rows:
-                continue
-            key = TABLES[table].key
-            owned = [r for r in rows if r[key] in t.parent_of]
-            free = [r for r in rows if r[key] not in t.parent_of]
-            if free:
-                queries.create_rows(tx, table, free)
-            if owned:
-                queries.create_rows(tx, table, owned, owning_rel(table), t.parent_of)
-        for rel, pairs in t.rels_removed.items():
-            if pairs:
-                queries.delete_rels(tx, rel, pairs)
-        for rel, triples in t.rels_added.items():
-            if triples:
-                queries.create_rels(tx, rel, triples)
-        for table, updates in t.updated.items():
-            if updates:
-                queries.update_rows(tx, table, list(updates.items()))
-        for write in t.store_writes:
-            write(tx)
-        if t.log_record is not None:
-            queries.append_transition(tx, t.log_record)
+        write(tx, Writes.of(t))
 
 
 STAGES: tuple[Stage, ...] = (
@@ -178,4 +200,4 @@ STAGES: tuple[Stage, ...] = (
 
 DEFAULT = Pipeline(STAGES)
 
-__all__ = ["Stage", "Pipeline", "STAGES", "DEFAULT", "run_policies", "chain_hash"]
+__all__ = ["Stage", "Pipeline", "STAGES", "DEFAULT", "Writes", "run_policies", "chain_hash", "write"]

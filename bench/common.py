@@ -1,0 +1,127 @@
+"""What gem's benchmarks share: timing helpers, an injected clock, the raw twin that writes
+exactly the rows gem wrote, and the runner that puts both engines side by side.
+
+Governed against raw: a `Recorder` stage, inserted after the log stage, keeps each
+transition's write set (created and updated rows with every column, supersessions,
+relationships, the log record); `RawTwin.replay` writes the same set into a second database
+with the same statements, in one engine transaction, and nothing else (no reads, policies,
+conditions, resolution or derived upkeep). The two are interleaved operation by operation,
+after a warm-up, so machine noise hits both alike.
+
+The two engines cannot share a process: `side_by_side` runs this script again once per
+engine (`--child ENGINE`) and collects what each child prints as JSON.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+# gem's own numpy math runs on one thread (gem.numeric); the children also pin the BLAS pool
+# so an idle pool never competes with the engine for the two cores.
+ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def ms(values: list[float]) -> tuple[float, float]:
+    """(p50, p95) in milliseconds."""
+    return statistics.median(values) * 1e3, pct(values, 0.95) * 1e3
+
+
+class Clock:
+    """Simulated time: a millisecond per reading unless advanced by hand."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=1)
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+class Recorder:
+    """Keeps the write set of every transition the memory commits."""
+
+    def __init__(self, mem: Any) -> None:
+        from gem.pipeline import Stage, Writes
+        self.writes: list[Any] = []
+        engine = mem._engine
+        engine.pipeline = engine.pipeline.insert_after(
+            "log", Stage("record", lambda t, e: self.writes.append(Writes.of(t))))
+
+    def take(self) -> list[Any]:
+        out, self.writes = self.writes, []
+        return out
+
+
+class RawTwin:
+    """A second database written only with the recorded write sets, statement for statement."""
+
+    def __init__(self, path: str, engine: str) -> None:
+        from gem.store import open_store, queries
+        self.store = open_store(path, engine)
+        queries.ensure_schema(self.store)
+
+    def replay(self, writes: list[Any]) -> float:
+        from gem.pipeline import write
+        start = time.perf_counter()
+        for w in writes:
+            with self.store.transaction() as tx:
+                write(tx, w)
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def disk_bytes(path: str) -> int:
+    """Bytes on disk of a database (a file or a directory, with its WAL and derived files)."""
+    total = 0
+    base = os.path.dirname(path) or "."
+    name = os.path.basename(path)
+    for entry in os.listdir(base):
+        if entry.startswith(name):
+            full = os.path.join(base, entry)
+            if os.path.isdir(full):
+                for root, _, files in os.walk(full):
+                    total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+            else:
+                total += os.path.getsize(full)
+    return total
+
+
+def side_by_side(script: str, args: list[str], engines: tuple[str, ...] = ("kuzu", "ladybug"),
+                 timeout: float = 3600) -> dict[str, dict[str, Any]]:
+    """Run `script --child ENGINE *args` once per engine, one after the other; each child
+    prints its results as one JSON object on its last line."""
+    out = {}
+    for engine in engines:
+        done = subprocess.run([sys.executable, script, "--child", engine, *args], env=ENV,
+                              capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise SystemExit(f"{engine} run failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+        out[engine] = json.loads(done.stdout.strip().splitlines()[-1])
+    return out
