@@ -25,6 +25,7 @@ def log_entry(row: Row) -> dict[str, Any]:
     return {"seq": row["seq"], "op": row["op"], "event": row["event"], "at": row["at"],
             "actor": row["actor"], "units": json.loads(row["units"]),
             "policies": json.loads(row["policies"]), "detail": json.loads(row["detail"]),
+            "salience": json.loads(row["salience"] or "{}"),
             "prev_hash": row["prev_hash"], "hash": row["hash"]}
 
 
@@ -34,7 +35,8 @@ def verify_chain(records: Iterable[dict[str, Any]], start: str = GENESIS) -> tup
     for record in records:
         body = {"seq": record["seq"], "op": record["op"], "event": record["event"],
                 "at": record["at"].isoformat(), "actor": record["actor"], "units": record["units"],
-                "policies": record["policies"], "detail": record["detail"]}
+                "policies": record["policies"], "detail": record["detail"],
+                "salience": record["salience"]}
         checked += 1
         if record["prev_hash"] != previous or record["hash"] != chain_hash(previous, body):
             return False, record["seq"], checked
@@ -105,6 +107,8 @@ def _full(engine: "Engine", progress: Progress | None) -> AuditReport:
                                           queries.flags_by_transition(tx))
         active = queries.status_counts(tx)["fields"].get("active", 0)
         found += conditions.c6_strengths(queries.negative_strengths(tx))
+        found += conditions.c6_strengths((key, s) for key, (_, s, _) in
+                                         engine.derived.pending_salience.items())
         checked = {"C1": fields, "C2": fields, "C3": queries.count_rels(tx, "EXTENDS"),
                    "C4": entries, "C5": 1,
                    "C6": queries.count(tx, "Transition", "n.op = 'retrieve'")}
@@ -148,7 +152,8 @@ def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | N
                 found += conditions.c4_provenance((), [obs], lambda eid: {"id": eid}, lambda e: True)
         found += conditions.c3_trajectory(queries.updates_of_extended_topics(tx, since=seq),
                                           queries.flags_by_transition(tx))
-        strengths = [(r["id"], r["strength"]) for table, keys in (("Topic", tids), ("Field", fids))
+        strengths = [(r["id"], engine.derived.patch(table, r)["strength"])
+                     for table, keys in (("Topic", tids), ("Field", fids))
                      for r in queries.read_rows(tx, table, keys)]
         found += conditions.c6_strengths(strengths)
         active = queries.status_counts(tx)["fields"].get("active", 0)

@@ -153,6 +153,10 @@ class DerivedState:
         self.open_flags: dict[str, int] = {}
         self._active_fields: int | None = None
         self.audit_checkpoint: tuple[int, str] | None = None  # the log head of the last clean audit
+        # Salience written behind: unit -> (table, strength, last access) changed since the
+        # stored columns were last brought up to date (at log position `salience_seq`).
+        self.pending_salience: dict[str, tuple[str, float, datetime]] = {}
+        self.salience_seq = 0
 
     # ------------------------------------------------------------------ the Committed view
     def topic_status(self, tid: str) -> str | None:
@@ -257,15 +261,57 @@ class DerivedState:
             else:
                 self.title_vectors.remove(r["id"])
 
+    # ------------------------------------------------------------------ salience, behind
+    # Every read reinforces what it returns, so writing salience through would rewrite a row
+    # per unit per read. A transition's log record carries the salience it changed (and the
+    # hash chain covers it); the stored columns catch up in bulk, with the flush of the
+    # transition that finds enough pending, and at close. Rows read from the database are
+    # patched with what is pending (`patch`), and a rebuild replays the log past `salience_seq`.
+    WRITE_BEHIND_UNITS = 4096
+    WRITE_BEHIND_TRANSITIONS = 1024
+
+    def salience_due(self, t: "Transition") -> list[tuple[str, str, float, Any]]:
+        """The rows to write behind with this transition's flush (none until enough piled up)."""
+        pending = dict(self.pending_salience)
+        for key, table in t.salience.items():
+            row = t.rows[table][key]
+            assert row is not None
+            pending[key] = (table, row["strength"], row["last_access"])
+        if len(pending) < self.WRITE_BEHIND_UNITS and \
+                t.seq - self.salience_seq < self.WRITE_BEHIND_TRANSITIONS:
+            return []
+        return [(table, key, s, last) for key, (table, s, last) in sorted(pending.items())]
+
+    def patch(self, table: str, row: Row) -> Row:
+        """A row read from the database, with the salience that is pending for it."""
+        pending = self.pending_salience.get(row["id"])
+        if pending is not None and pending[0] == table:
+            row["strength"], row["last_access"] = pending[1], pending[2]
+        return row
+
     # ------------------------------------------------------------------ after a commit
     def apply(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None = None) -> None:
         """Take in a committed transition (its own rows are the proposed state it committed)."""
-        topics = {**{k: t.rows["Topic"][k] for k in t.updated["Topic"]}, **t.created["Topic"]}
+        if t.salience_written:
+            self.pending_salience.clear()
+            self.salience_seq = t.seq
+        else:
+            for key, table in t.salience.items():
+                row = t.rows[table][key]
+                assert row is not None
+                self.pending_salience[key] = (table, row["strength"], row["last_access"])
+
+        def changed(table: str) -> dict[str, Row]:
+            keys = [*t.updated[table], *(k for k, kind in t.salience.items() if kind == table)]
+            out: dict[str, Row] = {k: t.rows[table][k] for k in keys}  # type: ignore[misc]
+            out.update(t.created[table])
+            return out
+
+        topics = changed("Topic")
         for row in topics.values():
-            self._put_topic(row)  # type: ignore[arg-type]
-        fields = {**{k: t.rows["Field"][k] for k in t.updated["Field"]}, **t.created["Field"]}
-        for row in fields.values():
-            self._put_field(row)  # type: ignore[arg-type]
+            self._put_topic(row)
+        for row in changed("Field").values():
+            self._put_field(row)
         renamed = [topics[k] for k in t.touched.reindex if k in topics]
         self._put_names([r for r in renamed if r is not None], title_vectors or {})
         for tid in t.children["FLAGS"]:
@@ -339,6 +385,14 @@ class DerivedState:
             fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
                                                         "last_access"))
             flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
+            state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
+            behind = queries.transitions(tx, state.salience_seq)
+        for record in behind:  # the salience the stored columns do not have yet
+            for key, (strength, last_access) in json.loads(record["salience"] or "{}").items():
+                table = "Field" if "/" in key else "Topic"
+                state.pending_salience[key] = (table, strength, datetime.fromisoformat(last_access))
+        topics = [state.patch("Topic", r) for r in topics]
+        fields = [state.patch("Field", r) for r in fields]
         if last is not None:
             state.seq, state.hash = last["seq"], last["hash"]
             state.counters = json.loads(last["counters"])

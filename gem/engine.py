@@ -66,7 +66,7 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
         raise InvalidInput(f"this database was embedded with {stored!r}; "
                            f"open it with that embedder, not {embedder.name!r}")
     derived = DerivedState.rebuild(store, embedder, progress)
-    shared = SharedState(CommittedCache(store), derived, embedder.name)
+    shared = SharedState(CommittedCache(store, patch=derived.patch), derived, embedder.name)
     with store.reading() as tx:
         sources = queries.meta_get(tx, "policy_sources")
     if sources is not None:
@@ -180,6 +180,20 @@ class Engine:
             self.shared = open_shared(self.store, self.services.embedder, None)
             self.store.shared_state = self.shared
             raise
+
+    def write_behind(self) -> None:
+        """Bring the stored salience columns up to date with the log (see gem/derived.py)."""
+        from .store import queries
+        with self.store.lock:
+            derived = self.derived
+            if not derived.pending_salience or self.store.closed:
+                return
+            rows = [(table, key, s, last) for key, (table, s, last) in
+                    sorted(derived.pending_salience.items())]
+            with self.store.transaction() as tx:
+                queries.write_salience(tx, rows, derived.seq)
+            derived.pending_salience.clear()
+            derived.salience_seq = derived.seq
 
     def read(self, fn: Callable[[Transition], Any]) -> Any:
         """A side-effect-free read of the committed state: no salience change, not an

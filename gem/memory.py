@@ -56,9 +56,15 @@ class Memory:
         return self._engine.store.engine
 
     def close(self) -> None:
+        """Close this handle (waiting for a call running in another thread). Salience written
+        behind is brought up to date in the database first, so the next open replays less."""
         if not self._closed:
             self.stop_maintenance()
             self._closed = True
+            try:
+                self._engine.write_behind()
+            except GemError:  # the log still has it: the next open replays it
+                log.warning("gem: could not write salience behind at close", exc_info=True)
             self._engine.store.close()
 
     def __enter__(self) -> "Memory":

@@ -121,13 +121,25 @@ def append_log(t: Transition, engine: "Engine") -> None:
         "policies": [{"policy": f.policy, "event": f.event, "action": f.action,
                       "evidence": f.evidence} for f in t.fired],
         "detail": {k: v for k, v in t.detail.items() if not k.startswith("_")},
+        "salience": salience_changes(t),
     }
     previous = engine.derived.hash
     t.log_record = {
         "seq": t.seq, "op": t.op, "event": t.event, "at": t.now, "actor": t.actor,
         "units": dumps(record["units"]), "policies": dumps(record["policies"]),
-        "detail": dumps(record["detail"]), "counters": json.dumps(asdict(t.counters)),
-        "prev_hash": previous, "hash": chain_hash(previous, record)}
+        "detail": dumps(record["detail"]), "salience": dumps(record["salience"]),
+        "counters": json.dumps(asdict(t.counters)), "prev_hash": previous,
+        "hash": chain_hash(previous, record)}
+
+
+def salience_changes(t: Transition) -> dict[str, list[Any]]:
+    """unit -> [strength, last access] for every unit whose salience this transition changed
+    (the log is where salience is written first; see gem/derived.py)."""
+    out = {}
+    for key in sorted(t.salience):
+        row = t.get(t.salience[key], key)
+        out[key] = [row["strength"], row["last_access"].isoformat()]
+    return out
 
 
 def chain_hash(previous: str, record: dict[str, Any]) -> str:
@@ -145,11 +157,14 @@ class Writes:
     rels_removed: dict[str, list[tuple[str, str]]]
     store_writes: tuple[Callable[[Any], None], ...]
     log_record: Row | None
+    salience: tuple[tuple[str, str, float, Any], ...] = ()  # written behind now: (table, key, strength, last)
+    salience_seq: int | None = None                          # and the log position they reflect
 
     @classmethod
     def of(cls, t: Transition) -> "Writes":
         return cls(t.created, t.updated, t.parent_of, t.rels_added, t.rels_removed,
-                   tuple(t.store_writes), t.log_record)
+                   tuple(t.store_writes), t.log_record, tuple(t.salience_written),
+                   t.seq if t.salience_written else None)
 
 
 def write(tx: Any, w: Writes) -> None:
@@ -177,12 +192,16 @@ def write(tx: Any, w: Writes) -> None:
             queries.update_rows(tx, table, list(updates.items()))
     for other in w.store_writes:
         other(tx)
+    if w.salience_seq is not None:
+        queries.write_salience(tx, list(w.salience), w.salience_seq)
     if w.log_record is not None:
         queries.append_transition(tx, w.log_record)
 
 
 def flush(t: Transition, engine: "Engine") -> None:
-    """Write the proposal in one engine transaction."""
+    """Write the proposal in one engine transaction; when enough salience changes have piled up
+    behind the log, they go with it."""
+    t.salience_written = engine.derived.salience_due(t)
     with engine.store.transaction() as tx:
         write(tx, Writes.of(t))
 

@@ -81,6 +81,9 @@ class PolicyRuntime:
                          "evidence": json.loads(g["evidence"])} for g in t.open_flags(obj.id)]
             if name == "summary":
                 return topic_summary(t, obj.id)
+            if name == "updated_at":  # derived, so no update of a value rewrites its topic
+                recorded = [e["recorded_at"] for f in t.field_ids(obj.id) for e in t.entries(f)]
+                return max(recorded, default=row["created_at"])
             if name == "id":
                 return obj.id
             return row.get(name)

@@ -166,3 +166,35 @@ def test_the_audit_checks_what_changed_since_the_last_clean_one(seeded, clock):
     found = seeded.audit()
     assert not found.ok and found.since == report.transitions
     assert {v.condition for v in found.violations} == {"C1", "C2"}  # no current entry, no successor
+
+
+def test_salience_is_written_behind_and_replayed_from_the_log(tmp_path, clock):
+    """Reads reinforce without rewriting rows: the log carries the new salience, the stored
+    columns catch up in bulk; whatever the columns say, every read sees the log's value."""
+    from conftest import ENGINE
+    from gem.testing.consistency import cache_disagreements, derived_disagreements
+    path = tmp_path / "db"
+    mem = gem.open(path, clock=clock, engine=ENGINE)
+    derived = mem._engine.derived
+    derived.WRITE_BEHIND_TRANSITIONS = 4
+    mem.ingest([gem.Fact("A", "x", 1), gem.Fact("B", "y", 2)])
+    stored = lambda: {r[0]: r[1] for r in mem._engine.store.reading().__enter__().run(
+        "MATCH (f:Field) RETURN f.id, f.strength")}
+    at_ingest = stored()
+    mem.retrieve(topic="A")
+    assert derived.pending_salience and stored() == at_ingest      # behind: only the log has it
+    assert mem.transitions()[-1]["salience"]                          # ... and the chain covers it
+    seen = mem.inspect("A", "x").salience
+    mem.retrieve(topic="B")  # the 4th transition since the columns were last written
+    assert not derived.pending_salience and derived.salience_seq == mem.stats()["transitions"] == 4
+    assert stored()[mem.inspect("A").id + "/x"] > at_ingest[mem.inspect("A").id + "/x"]
+    mem.retrieve(topic="A")                                           # behind again
+    assert cache_disagreements(mem) == [] and derived_disagreements(mem) == []
+    after = mem.inspect("A", "x").salience
+    assert after > seen
+    mem._engine.store.close()  # as a crash would: nothing written back at close
+    with gem.open(path, clock=clock, engine=ENGINE) as again:        # replayed from the log
+        assert again.inspect("A", "x").salience == after
+        assert again.audit(full=True).ok
+    with gem.open(path, clock=clock, engine=ENGINE) as again:
+        assert again.inspect("A", "x").salience == after

@@ -14,7 +14,7 @@ rows the cache is emptied and refills on demand.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..store import GraphStore, queries
 from ..store.schema import Row
@@ -24,10 +24,19 @@ CHILD_RELS = ("HAS_FIELD", "HAS_ENTRY", "CORROBORATES", "FLAGS")
 Edge = tuple[str, str, str, Row]  # (table, source, target, properties)
 
 
+def _as_stored(table: str, row: Row) -> Row:
+    return row
+
+
 class CommittedCache:
-    def __init__(self, store: GraphStore, limit: int = 500_000) -> None:
+    """`patch(table, row)` brings a row read from the database up to date with what is not
+    stored yet (salience written behind, gem/derived.py)."""
+
+    def __init__(self, store: GraphStore, limit: int = 500_000,
+                 patch: Callable[[str, Row], Row] = _as_stored) -> None:
         self.store = store
         self.limit = limit
+        self.patch = patch
         self.clear()
 
     def clear(self) -> None:
@@ -46,7 +55,7 @@ class CommittedCache:
         with self.store.reading() as tx:
             found = queries.read_rows(tx, table, missing)
         for row in found:
-            cached[row["id"]] = row
+            cached[row["id"]] = self.patch(table, row)
         for key in missing:
             cached.setdefault(key, None)
 
@@ -68,7 +77,7 @@ class CommittedCache:
             lists[key] = []
         rows = self.rows[child_table]
         for parent, row in found:
-            rows.setdefault(row["id"], row)
+            rows.setdefault(row["id"], self.patch(child_table, row))
             lists[parent].append(row["id"])
 
     def child_keys(self, rel: str, parent: str) -> list[str]:

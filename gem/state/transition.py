@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from ..embed import Embedder
     from ..resolve import Resolver
 
+# Salience columns are written behind (gem/derived.py): a transition's log record carries them.
+SALIENCE = frozenset({"strength", "last_access"})
+SALIENT = frozenset({"Topic", "Field"})
 # Topic properties the derived indexes (names, title vectors, status) are built from.
 INDEXED = frozenset({"title", "aliases", "status"})
 # The child table each owning relationship leads to, and back.
@@ -140,6 +143,8 @@ class Transition:
         self.created: dict[str, dict[str, Row]] = {t: {} for t in NODE_TABLES}
         self.updated: dict[str, dict[str, Row]] = {t: {} for t in NODE_TABLES}
         self.parent_of: dict[str, str] = {}  # created child -> parent (owning rel made with it)
+        self.salience: dict[str, str] = {}   # unit -> table, for units whose salience changed
+        self.salience_written: list[tuple[str, str, float, Any]] = []  # written behind by the flush
         self.rels_added: dict[str, list[tuple[str, str, Row]]] = {}
         self.rels_removed: dict[str, list[tuple[str, str]]] = {}
         # writes outside the state's own tables (stored policies), made by the flush in the
@@ -267,6 +272,7 @@ class Transition:
     # ------------------------------------------------------------------ global views
     def _changed_rows(self, table: str) -> dict[str, Row]:
         changed = {k: self.rows[table][k] for k in self.updated[table]}
+        changed.update((k, self.rows[table][k]) for k, kind in self.salience.items() if kind == table)
         changed.update(self.created[table])
         return {k: r for k, r in changed.items() if r is not None}
 
@@ -361,7 +367,15 @@ class Transition:
     def update(self, table: str, key: str, **props: Any) -> None:
         row = self.get(table, key)
         row.update(props)
-        if key not in self.created[table]:
+        if key in self.created[table]:
+            pass  # written whole by the flush
+        elif table in SALIENT and props.keys() & SALIENCE:
+            # Salience is written behind: the log record carries it (gem/derived.py).
+            self.salience[key] = table
+            rest = {k: v for k, v in props.items() if k not in SALIENCE}
+            if rest:
+                self.updated[table].setdefault(key, {}).update(rest)
+        else:
             self.updated[table].setdefault(key, {}).update(props)
         if table == "Topic":
             self.touched.topics[key] = None
@@ -409,7 +423,7 @@ class Transition:
         row = self.create("Topic", {
             "id": f"t{n}", "seq": n, "title": title, "aliases": list(aliases), "strength": 0.0,
             "last_access": self.now, "status": "active", "scope": scope, "created_at": self.now,
-            "updated_at": self.now, "annotations": "{}"})
+            "annotations": "{}"})
         self.edges[row["id"]] = []
         self.touch_topic(row["id"])
         self.touched.reindex[row["id"]] = None

@@ -173,6 +173,16 @@ def delete_rels(tx: Tx, rel: str, pairs: list[tuple[str, str]]) -> None:
                 f"(b:{spec.target} {{id: r.b}}) DELETE x", [{"a": a, "b": b} for a, b in pairs])
 
 
+def write_salience(tx: Tx, rows: list[tuple[str, str, float, Any]], seq: int) -> None:
+    """Salience written behind: (table, key, strength, last access) rows and the log position
+    they bring the stored columns up to."""
+    for table in ("Topic", "Field"):
+        updates = [(key, {"strength": s, "last_access": last}) for t, key, s, last in rows if t == table]
+        if updates:
+            update_rows(tx, table, updates)
+    meta_put(tx, "salience_seq", str(seq))
+
+
 # ---------------------------------------------------------------------- the transition log
 _LOG_COLUMNS = TABLES["Transition"].columns
 

@@ -41,7 +41,6 @@ class TopicRow(TypedDict):
     status: str               # active | archived
     scope: str
     created_at: datetime
-    updated_at: datetime
     annotations: str          # JSON object
 
 
@@ -125,6 +124,7 @@ class TransitionRow(TypedDict):
     units: str                # JSON list of unit ids
     policies: str             # JSON list of policies fired, with their evidence
     detail: str               # JSON object
+    salience: str             # JSON object: unit -> [strength, last access] it changed to
     counters: str             # JSON object: id counters and the interaction count
     prev_hash: str
     hash: str

@@ -21,7 +21,9 @@ def cache_disagreements(mem: Any) -> list[str]:
     wrong = []
     with engine.store.reading() as tx:
         for table, rows in cache.rows.items():
-            stored = {r["id"]: r for r in queries.read_rows(tx, table, list(rows))}
+            # salience written behind is part of the committed state (the log has it)
+            stored = {r["id"]: engine.derived.patch(table, r)
+                      for r in queries.read_rows(tx, table, list(rows))}
             for key, row in rows.items():
                 if row != stored.get(key):
                     wrong.append(f"{table} {key}: cached {row!r}, stored {stored.get(key)!r}")

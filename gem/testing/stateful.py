@@ -118,6 +118,9 @@ class GemMachine(RuleBasedStateMachine):
         self.mem = gem.open(os.path.join(self.dir, "db"), clock=lambda: self.now,
                             engine=self.engine, policies=self.policy_sets[True],
                             defaults=self.defaults)
+        # Salience is written behind every few transitions, so the machine sees both the
+        # columns catching up and reads patched from the log (gem/derived.py).
+        self.mem._engine.derived.WRITE_BEHIND_TRANSITIONS = 5
         self.c6_failures: list[str] = []
         self.c5_rejections = 0
         self.c3_rejections = 0
