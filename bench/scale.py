@@ -1,0 +1,174 @@
+"""How gem's cost grows with the size of a memory: 1k, 10k, 100k topics (10 fields each, so
+up to 1M entries), on kuzu and LadybugDB side by side.
+
+    python bench/scale.py [--sizes 1000,10000,100000] [--fields 10] [--engines kuzu,ladybug]
+
+One child process per engine grows one memory through the sizes. At each size it measures,
+per operation: batch ingest creating topics and updating them (facts/s), single-fact ingest,
+structured and free-text retrieve (p50/p95), a forgetting pass after 45 idle days, opening
+the database (snapshot current), a full and an incremental audit, the process's RSS and the
+bytes on disk per fact. Batches and single ingests are compared with raw writes of exactly
+the same rows (bench/common.py), interleaved. A benchmark, not a test: nothing asserts a time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+
+from common import Clock, RawTwin, Recorder, disk_bytes, ms, rss_mb, side_by_side, timed
+
+
+def child(engine: str, sizes: list[int], fields: int) -> dict:
+    import gem
+
+    rng = random.Random(7)
+    out: dict = {"engine": engine, "fields": fields, "sizes": {}}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "gov.db")
+        clock = Clock()
+        mem = gem.open(path, clock=clock, engine=engine)
+        recorder = Recorder(mem)
+        raw = RawTwin(os.path.join(d, "raw.db"), engine)
+        topics = facts = 0
+        batch_topics = max(1, 2000 // fields)
+
+        def grow_to(n: int) -> tuple[float, float]:
+            nonlocal topics, facts
+            gov = rawt = 0.0
+            done = 0
+            while topics < n:
+                size = min(batch_topics, n - topics)
+                batch = [gem.Fact(f"Topic {topics + i} {WORDS[(topics + i) % len(WORDS)]}",
+                                  f"field {j}", f"value {topics + i}.{j} {WORDS[(i * 7 + j) % len(WORDS)]}")
+                         for i in range(size) for j in range(fields)]
+                gov += timed(lambda: mem.ingest(batch))
+                rawt += raw.replay(recorder.take())
+                topics += size
+                facts += len(batch)
+                done += len(batch)
+            return done / gov, done / rawt
+
+        def updates(rounds: int) -> tuple[float, float]:
+            nonlocal facts
+            gov = rawt = 0.0
+            done = 0
+            for _ in range(rounds):
+                # 2,000 updates: distinct (topic, field) pairs of existing topics
+                pairs = rng.sample(range(topics * fields), min(2000, topics * fields))
+                batch = [gem.Fact(f"Topic {p // fields} {WORDS[p // fields % len(WORDS)]}",
+                                  f"field {p % fields}", f"updated {rng.random():.6f}") for p in pairs]
+                gov += timed(lambda: mem.ingest(batch))
+                rawt += raw.replay(recorder.take())
+                facts += len(batch)
+                done += len(batch)
+            return done / gov, done / rawt
+
+        for n in sizes:
+            row: dict = {}
+            start = time.perf_counter()
+            row["batch_new"] = grow_to(n)
+            row["grow_s"] = time.perf_counter() - start
+            row["batch_update"] = updates(5)
+            gov, rawt = [], []
+            for i in range(200):
+                t = rng.randrange(topics)
+                fact = gem.Fact(f"Topic {t} {WORDS[t % len(WORDS)]}", "field 1", f"single {i}")
+                gov.append(timed(lambda: mem.ingest(fact)))
+                rawt.append(raw.replay(recorder.take()))
+                facts += 1
+            row["single"] = (ms(gov[20:]), ms(rawt[20:]))
+            times = [timed(lambda: mem.retrieve(topic=f"Topic {t} {WORDS[t % len(WORDS)]}",
+                                                fields=["field 2"]))
+                     for t in (rng.randrange(topics) for _ in range(220))]
+            row["structured"] = ms(times[20:])
+            recorder.take()
+            row["first_text"] = timed(lambda: mem.retrieve("value 3 stale summaries refresh"))
+            times = [timed(lambda: mem.retrieve(f"value {t}.2 {WORDS[t % len(WORDS)]}", k=5))
+                     for t in (rng.randrange(topics) for _ in range(220))]
+            row["text"] = ms(times[20:])
+            recorder.take()
+            row["audit_full"] = timed(lambda: mem.audit(full=True))
+            mem.ingest(gem.Fact("Topic 1 " + WORDS[1], "field 0", "after the audit"))
+            row["audit_since"] = timed(lambda: mem.audit())
+            mem.close()
+            row["open"] = timed(lambda: gem.open(path, clock=clock, engine=engine).close())
+            mem = gem.open(path, clock=clock, engine=engine)
+            recorder = Recorder(mem)
+            clock.advance(days=45)
+            report = {}
+            row["forget"] = timed(lambda: report.update(mem.forget()))
+            row["attenuated"] = len(report["levels"])
+            recorder.take()
+            row["rss_mb"] = rss_mb()
+            row["facts"] = facts
+            mem.close()
+            row["bytes_per_fact"] = disk_bytes(path) / facts
+            mem = gem.open(path, clock=clock, engine=engine)
+            recorder = Recorder(mem)
+            out["sizes"][str(n)] = row
+            print(json.dumps({"progress": n, **row}), file=sys.stderr, flush=True)
+        mem.close()
+        raw.close()
+    return out
+
+
+WORDS = ("alpha", "budget", "launch", "design", "review", "hiring", "roadmap", "pricing", "audit",
+         "migration", "onboarding", "security", "analytics", "support", "research", "partner")
+
+
+def table(results: dict[str, dict]) -> str:
+    cols = [(e, s) for e, r in results.items() for s in r["sizes"]]
+    width = 22
+    head = f"{'measure':<40}" + "".join(f"{e + ' @' + f'{int(s):,}':>{width}}" for e, s in cols)
+    lines = [head, "-" * len(head)]
+
+    def row(label: str, fn) -> None:
+        lines.append(f"{label:<40}" + "".join(f"{fn(results[e]['sizes'][s]):>{width}}" for e, s in cols))
+
+    row("batch ingest, new topics (facts/s)", lambda r: f"{r['batch_new'][0]:,.0f}")
+    row("  same rows raw (facts/s)", lambda r: f"{r['batch_new'][1]:,.0f}")
+    row("batch ingest, updates (facts/s)", lambda r: f"{r['batch_update'][0]:,.0f}")
+    row("  same rows raw (facts/s)", lambda r: f"{r['batch_update'][1]:,.0f}")
+    row("  governed / raw time", lambda r: f"{r['batch_update'][1] / r['batch_update'][0]:.2f}x")
+    row("single ingest p50 / p95 ms", lambda r: f"{r['single'][0][0]:.2f} / {r['single'][0][1]:.2f}")
+    row("  same rows raw p50 / p95 ms", lambda r: f"{r['single'][1][0]:.2f} / {r['single'][1][1]:.2f}")
+    row("structured retrieve p50 / p95 ms", lambda r: f"{r['structured'][0]:.2f} / {r['structured'][1]:.2f}")
+    row("free-text retrieve p50 / p95 ms", lambda r: f"{r['text'][0]:.2f} / {r['text'][1]:.2f}")
+    row("  first after growth (refresh) s", lambda r: f"{r['first_text']:.2f}")
+    row("forget pass s (units attenuated)", lambda r: f"{r['forget']:.2f} ({r['attenuated']:,})")
+    row("open, snapshot current s", lambda r: f"{r['open']:.2f}")
+    row("audit full s / since last s", lambda r: f"{r['audit_full']:.2f} / {r['audit_since']:.3f}")
+    row("RSS MB", lambda r: f"{r['rss_mb']:,.0f}")
+    row("bytes on disk per fact", lambda r: f"{r['bytes_per_fact']:,.0f}")
+    row("facts", lambda r: f"{r['facts']:,}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--fields", type=int, default=10)
+    parser.add_argument("--engines", default="kuzu,ladybug")
+    parser.add_argument("--child", choices=["kuzu", "ladybug"])
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.child:
+        print(json.dumps(child(args.child, sizes, args.fields)))
+        return 0
+    results = side_by_side(__file__, ["--sizes", args.sizes, "--fields", str(args.fields)],
+                           tuple(args.engines.split(",")), timeout=7200)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
