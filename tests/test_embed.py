@@ -87,6 +87,75 @@ def test_known_vector_is_stable():
     )
 
 
+# Texts chosen to reach every branch of the feature scheme: empty and symbol-only texts,
+# one-letter words, repeats, non-ASCII (NFKC, casefold, format characters), long words.
+PINNED_TEXTS = [
+    "Website Redesign deadline March 15",
+    "Project 042 kitchen renovation budget",
+    "",
+    "!!! ---",
+    "a",
+    "the the the the the",
+    "Ana prefers vegetarian food; Bob prefers pizza (with extra cheese).",
+    "\u00dcn\u00efc\u00f6d\u00e9 Stra\u00dfe \u0130stanbul \u01c5emal \ufb01ne na\u00efve caf\u00e9",
+    "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 \u3068 \u4e2d\u6587 \u6df7\u5408 text",
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+    "co\u00adoperate zero\u200bwidth",
+    "I went to a LGBTQ support group yesterday and it was so powerful.",
+]
+
+_PINNED_WORDS = (
+    "project deadline budget kitchen renovation ana bob caf\u00e9 stra\u00dfe \u65e5\u672c review plan "
+    "meeting notes q3 marketing migration kubernetes vegetarian pizza x yz "
+    "redesign redesigned website launch"
+).split()
+
+
+def _generated_texts(n):
+    # A fixed linear congruential generator: the texts must not depend on any library's RNG.
+    state, out = 12345, []
+    for _ in range(n):
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        length = state >> 60  # 0..15 words
+        words = []
+        for _ in range(length):
+            state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+            words.append(_PINNED_WORDS[(state >> 33) % len(_PINNED_WORDS)])
+        out.append(" ".join(words))
+    return out
+
+
+# sha256 of the little-endian float32 bytes, computed with the per-feature implementation
+# that defined hashing-*-v1 (before it was vectorised). dim 7 makes most features collide,
+# which pins the order colliding features are summed in; the 3000 generated texts repeat
+# words and whole texts, which exercises every cache.
+@pytest.mark.parametrize(
+    "dim, pinned, generated",
+    [
+        (256, "0ecf644fc69e62142e39ed72df59520580a57df75217d07c12f8f52e3109e9b1",
+         "111588cac773e335cd5c3886c2de8ccf5a82696345b4998e39d94bd04cffc8c9"),
+        (7, "e0c6a5585c812e21e7a05f065b5329b74deddb0a2978b41c238defa38db4ccd5",
+         "42ad11c114b2b65442dc2a18e4509698deae014dfa4208d066aaa97ed689cd5b"),
+        (1000, "a47aa15d20d38c1d2e6f80052bee2758e90c4d5090475bd4f0abd52f9b052f40",
+         "e691c84dc3848adb470cec393799e5f8b05c412ecc73fd996600ca732f5a0d92"),
+    ],
+)
+def test_vectors_pinned_bit_for_bit(dim, pinned, generated):
+    import hashlib
+
+    def digest(m):
+        return hashlib.sha256(m.astype("<f4").tobytes()).hexdigest()
+
+    e = HashingEmbedder(dim)
+    assert digest(e.embed(PINNED_TEXTS)) == pinned
+    texts = _generated_texts(3000)
+    assert digest(e.embed(texts)) == generated
+    # Again, now that every cache is warm, and one text at a time.
+    assert digest(e.embed(texts)) == generated
+    one_by_one = np.concatenate([e.embed([t]) for t in PINNED_TEXTS])
+    assert digest(one_by_one) == pinned
+
+
 def test_similarity_ordering():
     e = HashingEmbedder()
     q, rel, unrel = e.embed(
