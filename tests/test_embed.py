@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gem.embed
 from gem.embed import (
@@ -255,3 +257,105 @@ def test_sentence_wrapper_loads_offline_only(monkeypatch):
 
     with pytest.raises(InvalidInput, match="locally"):
         SentenceTransformerEmbedder("not-cached")
+
+
+# ---------------------------------------------------------------- batching and the cache
+
+
+def _reference_embed(texts, dim):
+    """hashing-*-v1 written the plain way (one feature at a time, one row at a time): the
+    definition the vectorised and cached embedder must reproduce bit for bit."""
+    import hashlib
+    import math
+
+    from gem.text import tokens
+
+    def slot(feature):
+        d = hashlib.blake2b(feature.encode("utf-8"), digest_size=8, person=b"gem-hash-v1").digest()
+        return int.from_bytes(d[:7], "little") % dim, (1.0 if d[7] & 1 else -1.0)
+
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for row, text in enumerate(texts):
+        words = tokens(text)
+        feats = []
+        for w in words:
+            feats.append(("w\x00" + w, 1.0))
+            marked = "<" + w + ">"
+            n_tri = len(marked) - 2
+            feats += [("c\x00" + marked[i : i + 3], 1.0 / n_tri**0.5) for i in range(n_tri)]
+        feats += [("b\x00" + a + " " + b, 0.7) for a, b in zip(words, words[1:])]
+        acc = np.zeros(dim)
+        for feature, weight in feats:  # summed in feature order, in float64
+            index, sign = slot(feature)
+            acc[index] += sign * weight
+        norm = math.sqrt(math.fsum((acc * acc).tolist()))
+        if norm > 0:
+            acc /= norm
+        out[row] = acc
+    return out
+
+
+_text = st.text(
+    alphabet=st.one_of(
+        st.sampled_from("abcdeé ßİǅﬁ日本-!.\u00ad\u200b\t"), st.characters(codec="utf-8")
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_text, max_size=12), st.sampled_from([1, 7, 64, 256]), st.integers(0, 5))
+def test_batch_and_cache_equal_the_plain_definition(texts, dim, cache_size):
+    texts = texts + texts[: len(texts) // 2]  # repeats within one batch
+    want = _reference_embed(texts, dim)
+    e = HashingEmbedder(dim, cache_size=cache_size)
+    for _ in range(2):  # cold, then with whatever the (tiny) cache kept
+        got = e.embed(texts)
+        assert got.dtype == np.float32 and got.shape == (len(texts), dim)
+        assert got.tobytes() == want.tobytes()
+    for t, row in zip(texts, want):
+        assert e.embed([t])[0].tobytes() == row.tobytes()
+
+
+def test_cache_is_bounded_and_least_recently_used_goes_first():
+    e = HashingEmbedder(16, cache_size=3)
+    e.embed(["a", "b", "c"])
+    e.embed(["a"])  # "a" is now the most recently used
+    e.embed(["d"])  # evicts "b"
+    assert list(e._cache.slot_of) == ["c", "a", "d"]
+    e.embed([f"t{i}" for i in range(10)])  # a batch larger than the cache keeps its tail
+    assert list(e._cache.slot_of) == ["t7", "t8", "t9"]
+    assert e._cache.rows.shape[0] <= 3
+    assert HashingEmbedder(16, cache_size=0).embed(["x", "x"]).shape == (2, 16)
+    with pytest.raises(InvalidInput):
+        HashingEmbedder(16, cache_size=-1)
+
+
+def test_returned_rows_are_copies_not_the_cache():
+    e = HashingEmbedder(32)
+    first = e.embed(["shared title", "shared title"])
+    want = first[0].copy()
+    first[:] = 7.0
+    assert e.embed(["shared title"])[0].tobytes() == want.tobytes()
+
+
+def test_threads_sharing_one_embedder_get_the_plain_definition():
+    import threading
+
+    texts = [f"topic {i % 37} words {i % 11}" for i in range(400)]
+    want = _reference_embed(texts, 64)
+    e = HashingEmbedder(64, cache_size=16)  # constant eviction while threads interleave
+    failures = []
+
+    def work(offset):
+        for start in range(offset, len(texts), 25):
+            batch = texts[start : start + 25]
+            if e.embed(batch).tobytes() != want[start : start + 25].tobytes():
+                failures.append(start)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in (0, 5, 10, 15)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
