@@ -128,7 +128,8 @@ def vector_results(ix, dim):
 @given(vector_ops, vector_ops, st.sampled_from([None, 1, 3]), st.randoms(use_true_random=False))
 def test_vector_round_trip_then_updates(tmp_path, before, after, approximate_above, rnd):
     dim = 5
-    live, model = VectorIndex(dim, approximate_above=approximate_above, probe_share=0.5), {}
+    live, model = VectorIndex(dim, approximate_above=approximate_above, sketch_dim=2,
+                              candidate_share=0.3), {}
     apply_vectors(live, model, before, dim)
     path = tmp_path / "vectors.snap"
     live.save(path, {"seq": 1, "embedder": "hashing-5-v1"})

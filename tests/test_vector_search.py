@@ -1,4 +1,4 @@
-"""VectorIndex: exact scores, search_many, pairs_above and the IVF (approximate) path."""
+"""VectorIndex: exact scores, search_many, pairs_above and the approximate (sketch) path."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -127,31 +127,26 @@ def test_bad_arguments():
         ix.pairs_above(0.9, block=0)
     with pytest.raises(InvalidInput):
         ix.most_similar([1.0, 0.0, 0.0], float("nan"))
-    for kwargs in ({"approximate_above": 0}, {"probe_share": 0.0}, {"probe_share": 1.5}):
+    for kwargs in ({"approximate_above": 0}, {"candidate_share": 0.0},
+                   {"candidate_share": 1.5}, {"sketch_dim": 0}, {"sketch_dim": 4}):
         with pytest.raises(InvalidInput):
             VectorIndex(3, **kwargs)
     assert ix.search_many(np.zeros((0, 3)), 3) == []
     assert VectorIndex(3).search_many([[1.0, 0.0, 0.0]], 3) == [[]]
 
 
-# ---------------------------------------------------------------- IVF
+# ---------------------------------------------------------------- approximate search
 
 
-def check_lists(ix):
-    """Every indexed row is in exactly one list, at the position the index records, with a
-    copy of exactly its vector."""
-    ivf = ix._ivf
-    seen = []
-    for lst, size in enumerate(ivf.size):
-        for pos in range(size):
-            row = int(ivf.rows[lst][pos])
-            assert ivf.list_of[row] == lst and ivf.pos_of[row] == pos
-            assert ivf.vecs[lst][pos].tobytes() == ix._m[row].tobytes()
-            seen.append(row)
-    assert sorted(seen) == list(range(len(ix)))
+def check_sketches(ix):
+    """Each row's sketch is its vector projected on the index's axes (same row order)."""
+    sk = ix._sketches
+    n = len(ix)
+    want = ix._m[:n].astype(np.float64) @ sk.axes.astype(np.float64)
+    np.testing.assert_allclose(sk.rows[:n], want, atol=1e-5)
 
 
-ivf_ops = st.lists(
+approx_ops = st.lists(
     st.one_of(
         st.tuples(st.just("upsert"), st.integers(0, 60), st.integers(0, 10**6)),
         st.tuples(st.just("remove"), st.integers(0, 60), st.just(0)),
@@ -162,10 +157,10 @@ ivf_ops = st.lists(
 
 
 @settings(max_examples=100, deadline=None)
-@given(ivf_ops)
-def test_ivf_lists_stay_consistent_and_full_probing_is_exact(ops):
+@given(approx_ops, st.integers(1, 6))
+def test_sketches_stay_aligned_and_a_full_candidate_pool_is_exact(ops, sketch_dim):
     dim = 6
-    ix = VectorIndex(dim, approximate_above=8, probe_share=1.0)  # every list probed
+    ix = VectorIndex(dim, approximate_above=8, sketch_dim=sketch_dim, candidate_share=1.0)
     exact = VectorIndex(dim, approximate_above=None)
     for op, i, seed in ops:
         rng = np.random.default_rng(seed)
@@ -181,70 +176,88 @@ def test_ivf_lists_stay_consistent_and_full_probing_is_exact(ops):
         else:
             ix.remove(f"d{i}")
             exact.remove(f"d{i}")
-        if ix._ivf is not None:
-            check_lists(ix)
+        if ix._sketches is not None:
+            check_sketches(ix)
     q = np.random.default_rng(1).standard_normal((3, dim))
-    assert ix.approximate == (len(ix) >= 8 and ix._ivf is not None)
+    assert ix.approximate == (len(ix) >= 8 and ix._sketches is not None)
     for v in q:
         assert ix.search(v, 5) == exact.search(v, 5)
     assert ix.search_many(q, 4) == exact.search_many(q, 4)
 
 
-def test_ivf_trains_at_the_threshold_retrains_on_doubling_and_drops_when_small():
+def test_approximate_results_are_exact_scores_of_real_documents():
+    rng = np.random.default_rng(2)
+    vecs = rng.standard_normal((3000, 32))
+    ids = [f"d{i}" for i in range(3000)]
+    ix = VectorIndex(32, approximate_above=1000, sketch_dim=4, candidate_share=0.01)
+    exact = VectorIndex(32, approximate_above=None)
+    ix.upsert_many(ids, vecs)
+    exact.upsert_many(ids, vecs)
+    assert ix.approximate
+    for q in rng.standard_normal((20, 32)):
+        got = ix.search(q, 10)
+        everything = dict(exact.search(q))
+        assert len(got) == 10
+        assert all(everything[d] == s for d, s in got)  # bit for bit the exact score
+        assert got == sorted(got, key=lambda p: (-p[1], p[0]))
+
+
+def test_sketches_trained_at_the_threshold_retrained_on_doubling_dropped_when_small():
     rng = np.random.default_rng(0)
     ix = VectorIndex(8, approximate_above=100)
     ix.upsert_many([f"d{i}" for i in range(99)], rng.standard_normal((99, 8)))
-    assert ix._ivf is None and not ix.approximate
+    assert ix._sketches is None and not ix.approximate
     ix.upsert("d99", rng.standard_normal(8))
-    assert ix.approximate and ix._ivf.trained_at == 100
-    first = ix._ivf
+    assert ix.approximate and ix._sketches.trained_at == 100
+    first = ix._sketches
     ix.upsert_many([f"e{i}" for i in range(99)], rng.standard_normal((99, 8)))
-    assert ix._ivf is first  # 199 < 2 * 100: new vectors joined lists
+    assert ix._sketches is first  # 199 < 2 * 100: new vectors projected on the same axes
     ix.upsert("e99", rng.standard_normal(8))
-    assert ix._ivf is not first and ix._ivf.trained_at == 200
-    check_lists(ix)
+    assert ix._sketches is not first and ix._sketches.trained_at == 200
+    check_sketches(ix)
     for i in range(100):
         ix.remove(f"d{i}")
     assert ix.approximate  # 100 left
     ix.remove("e0")
-    assert ix._ivf is not None and not ix.approximate  # 99: exact again, lists kept
-    check_lists(ix)
+    assert ix._sketches is not None and not ix.approximate  # 99: exact again, sketches kept
+    check_sketches(ix)
     for i in range(1, 50):
         ix.remove(f"e{i}")
-    assert ix._ivf is not None  # 50: half the threshold
+    assert ix._sketches is not None  # 50: half the threshold
     ix.remove("e50")
-    assert ix._ivf is None  # below half the threshold: lists dropped
+    assert ix._sketches is None
 
 
-def test_ivf_is_deterministic():
+def test_approximate_search_is_deterministic():
     rng = np.random.default_rng(5)
     vecs = rng.standard_normal((500, 16))
     ids = [f"d{i}" for i in range(500)]
-    a = VectorIndex(16, approximate_above=200)
-    b = VectorIndex(16, approximate_above=200)
+    a = VectorIndex(16, approximate_above=200, candidate_share=0.05)
+    b = VectorIndex(16, approximate_above=200, candidate_share=0.05)
     for ix in (a, b):
         ix.upsert_many(ids[:300], vecs[:300])
         for d, v in zip(ids[300:], vecs[300:]):
             ix.upsert(d, v)
-    assert a._ivf.centroids.tobytes() == b._ivf.centroids.tobytes()
+    assert a._sketches.axes.tobytes() == b._sketches.axes.tobytes()
     q = rng.standard_normal((20, 16))
     assert [a.search(v, 10) for v in q] == [b.search(v, 10) for v in q]
 
 
-def test_ivf_recall_on_realistic_titles():
-    # A quality floor, not a benchmark: bench/vectors.py measures recall at 10k-1M.
+def test_approximate_recall_on_realistic_titles():
+    # A quality floor with the default settings, not a benchmark: bench/vectors.py measures
+    # recall and latency at 10k-1M vectors.
     rng = np.random.default_rng(11)
-    words = [f"{a}{b}" for a in ("re", "de", "pro", "con", "in", "ex") for b in
-             ("sign", "ject", "view", "form", "port", "tract", "cess", "duct")]
-    titles = [f"Project {rng.integers(1000):03d} " + " ".join(rng.choice(words, rng.integers(1, 4)))
-              for _ in range(4000)]
+    words = [f"{a}{b}" for a in ("re", "de", "pro", "con", "in", "ex", "sub", "trans") for b in
+             ("sign", "ject", "view", "form", "port", "tract", "cess", "duct", "mit", "vert")]
+    titles = [f"Project {rng.integers(1000):03d} " + " ".join(rng.choice(words, rng.integers(1, 5)))
+              for _ in range(10_000)]
     queries = [f"Project {rng.integers(1000):03d} " + " ".join(rng.choice(words, 2))
                for _ in range(50)]
-    e = HashingEmbedder(64)
+    e = HashingEmbedder()
     vecs, qs = e.embed(titles), e.embed(queries)
     ids = [f"t{i}" for i in range(len(titles))]
-    approx = VectorIndex(64, approximate_above=1000)
-    exact = VectorIndex(64, approximate_above=None)
+    approx = VectorIndex(e.dim, approximate_above=1000)
+    exact = VectorIndex(e.dim, approximate_above=None)
     approx.upsert_many(ids, vecs)
     exact.upsert_many(ids, vecs)
     assert approx.approximate
@@ -253,4 +266,6 @@ def test_ivf_recall_on_realistic_titles():
         kth = want[-1][1]
         hits += sum(1 for _, s in got if s >= kth)  # ties at the 10th score count as found
         assert all(s <= want[0][1] for _, s in got)
-    assert hits / (10 * len(qs)) >= 0.9
+    # 0.90 measured here (an 80-word vocabulary makes most of the top 10 ties); choosing
+    # candidates at random would find ~0.02.
+    assert hits / (10 * len(qs)) >= 0.85
