@@ -223,42 +223,53 @@ def _ranked(
 class _LoadedPostings:
     """The postings of a LexicalIndex as loaded from a snapshot: read-only CSR arrays.
 
-    Loading keeps them as arrays instead of building ~one dict entry per (term, document)
-    (seconds at 100k documents). A term's postings become a dict the first time a write
-    touches the term, and a row's term list a Counter the first time the row is rewritten.
+    Loading keeps them as arrays instead of building one dict entry per (term, document),
+    which takes seconds at 100k documents, and writes never convert them: a document written
+    after loading has its postings in the index's dicts, and removing a loaded document only
+    marks its row dead here (its terms' live document counts drop by one). A term's postings
+    are then the live rows of its slice here plus its dict, if any. save() merges both.
     """
 
     def __init__(self, terms: list[str], term_ptr: np.ndarray, rows: np.ndarray,
                  tf: np.ndarray, row_ptr: np.ndarray, row_terms: np.ndarray) -> None:
         self.terms = terms
-        self.index_of = {t: i for i, t in enumerate(terms)}  # terms not yet materialised
+        self.index_of = {t: i for i, t in enumerate(terms)}
         self.term_ptr = term_ptr.tolist()
+        self.live_df = np.diff(term_ptr)
         self.rows = rows.astype(np.int64)
         self.tf = tf
         self.row_ptr = row_ptr
         self.row_terms = row_terms
+        self.dead = np.zeros(row_ptr.shape[0] - 1, dtype=bool)
+        self.n_dead = 0
 
     def df(self, term: str) -> int:
-        i = self.index_of[term]
-        return self.term_ptr[i + 1] - self.term_ptr[i]
+        i = self.index_of.get(term)
+        return 0 if i is None else int(self.live_df[i])
 
-    def arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        i = self.index_of[term]
+    def arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rows, tf as float64) of the term's live loaded postings, or None if it has none."""
+        i = self.index_of.get(term)
+        if i is None or self.live_df[i] == 0:
+            return None
         a, b = self.term_ptr[i], self.term_ptr[i + 1]
-        return self.rows[a:b], self.tf[a:b].astype(np.float64)
+        rows, tf = self.rows[a:b], self.tf[a:b]
+        if self.n_dead:
+            live = ~self.dead[rows]
+            rows, tf = rows[live], tf[live]
+        return rows, tf.astype(np.float64)
 
-    def take(self, term: str) -> dict[int, int]:
-        """The term's postings as a dict, which the index owns from now on."""
-        rows, tf = self.arrays(term)
-        del self.index_of[term]
-        return dict(zip(rows.tolist(), tf.astype(np.int64).tolist()))
-
-    def terms_of_row(self, row: int) -> list[str]:
+    def kill(self, row: int) -> list[str]:
+        """Mark a loaded document's row dead; returns its terms."""
         a, b = int(self.row_ptr[row]), int(self.row_ptr[row + 1])
-        return [self.terms[i] for i in self.row_terms[a:b].tolist()]
+        ids = self.row_terms[a:b]
+        self.live_df[ids] -= 1  # a term appears once per row, so this is a plain scatter
+        self.dead[row] = True
+        self.n_dead += 1
+        return [self.terms[i] for i in ids.tolist()]
 
 
-# Marks a row whose term list is still in the loaded postings (see _LoadedPostings).
+# Marks a row whose document is still in the loaded postings (see _LoadedPostings).
 _ROW_IN_SNAPSHOT: Counter[str] = Counter()
 
 
@@ -320,18 +331,12 @@ class LexicalIndex:
         self.__init__(self.k1, self.b)
 
     def _has_term(self, term: str) -> bool:
-        return term in self._postings or (
-            self._loaded is not None and term in self._loaded.index_of)
+        return term in self._postings or (self._loaded is not None and self._loaded.df(term) > 0)
 
     def _df(self, term: str) -> int:
         p = self._postings.get(term)
-        return len(p) if p is not None else self._loaded.df(term)  # type: ignore[union-attr]
-
-    def _writable_postings(self, term: str) -> dict[int, int] | None:
-        p = self._postings.get(term)
-        if p is None and self._loaded is not None and term in self._loaded.index_of:
-            p = self._postings[term] = self._loaded.take(term)
-        return p
+        return (len(p) if p is not None else 0) + (
+            self._loaded.df(term) if self._loaded is not None else 0)
 
     def upsert(self, doc_id: str, text: str) -> None:
         """Index `text` under doc_id, replacing what was indexed under it before."""
@@ -361,7 +366,7 @@ class LexicalIndex:
         arrays = self._arrays
         for term, tf in terms.items():
             arrays.pop(term, None)
-            p = self._writable_postings(term)
+            p = postings.get(term)
             if p is None:
                 postings[term] = {row: tf}
             else:
@@ -375,16 +380,15 @@ class LexicalIndex:
         counted = self._terms_of_row[row]
         assert counted is not None
         if counted is _ROW_IN_SNAPSHOT:
-            terms = self._loaded.terms_of_row(row)  # type: ignore[union-attr]
+            for term in self._loaded.kill(row):  # type: ignore[union-attr]
+                self._arrays.pop(term, None)
         else:
-            terms = list(counted)
-        for term in terms:
-            self._arrays.pop(term, None)
-            p = self._writable_postings(term)
-            assert p is not None
-            del p[row]
-            if not p:
-                del self._postings[term]
+            for term in counted:
+                self._arrays.pop(term, None)
+                p = self._postings[term]
+                del p[row]
+                if not p:
+                    del self._postings[term]
         self._total_len -= int(self._doc_len[row])
         self._doc_len[row] = 0.0
         self._terms_of_row[row] = None
@@ -443,35 +447,39 @@ class LexicalIndex:
         cached = self._arrays.get(term)
         if cached is not None:
             return cached
-        p = self._postings.get(term)
-        if p is None:
-            rows, tf = self._loaded.arrays(term)  # type: ignore[union-attr]
-        else:
-            df = len(p)
-            rows = np.fromiter(p.keys(), dtype=np.int64, count=df)
-            tf = np.fromiter(p.values(), dtype=np.float64, count=df)
+        rows, tf = self._term_postings(term)
         out = (rows, tf, self._doc_len[rows])
         if rows.shape[0] >= self._CACHE_MIN_DF:
             self._arrays[term] = out
         return out
 
+    def _term_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, tf as float64) of a term: loaded rows that are still live, then dict rows."""
+        loaded = self._loaded.arrays(term) if self._loaded is not None else None
+        p = self._postings.get(term)
+        if p is None:
+            assert loaded is not None
+            return loaded
+        df = len(p)
+        rows = np.fromiter(p.keys(), dtype=np.int64, count=df)
+        tf = np.fromiter(p.values(), dtype=np.float64, count=df)
+        if loaded is None:
+            return rows, tf
+        return np.concatenate((loaded[0], rows)), np.concatenate((loaded[1], tf))
+
     # ------------------------------------------------------------------ snapshots
     def save(self, path: str | os.PathLike, stamp: Mapping[str, Any]) -> None:
         """Write this index to `path` (atomically), with the caller's JSON-able `stamp`."""
+        loaded = self._loaded
         terms = sorted(set(self._postings) | (
-            set(self._loaded.index_of) if self._loaded is not None else set()))
+            {t for t, i in loaded.index_of.items() if loaded.live_df[i] > 0}
+            if loaded is not None else set()))
         rows_of_term, tf_of_term = [], []
         for t in terms:
-            p = self._postings.get(t)
-            if p is None:
-                rows, tf = self._loaded.arrays(t)  # type: ignore[union-attr]
-                order = None
-            else:
-                rows = np.fromiter(p.keys(), dtype=np.int64, count=len(p))
-                tf = np.fromiter(p.values(), dtype=np.float64, count=len(p))
-                order = np.argsort(rows, kind="stable")
-            rows_of_term.append(rows if order is None else rows[order])
-            tf_of_term.append(tf if order is None else tf[order])
+            rows, tf = self._term_postings(t)
+            order = np.argsort(rows, kind="stable")
+            rows_of_term.append(rows[order])
+            tf_of_term.append(tf[order])
         df = np.fromiter(map(len, rows_of_term), dtype=np.int64, count=len(terms))
         term_ptr = np.zeros(len(terms) + 1, dtype=np.int64)
         np.cumsum(df, out=term_ptr[1:])
@@ -514,7 +522,9 @@ class LexicalIndex:
                     and term_ptr[-1] == post_rows.shape[0] == a["post_tf"].shape[0]
                     == a["row_terms"].shape[0] == row_ptr[-1]
                     and (post_rows.shape[0] == 0 or (0 <= post_rows.min()
-                                                     and post_rows.max() < n_rows))):
+                                                     and post_rows.max() < n_rows
+                                                     and 0 <= a["row_terms"].min()
+                                                     and a["row_terms"].max() < len(terms)))):
                 raise ValueError("array sizes disagree")
             free_set = set(free)
             live = [(d, r) for r, d in enumerate(ids) if r not in free_set]
@@ -971,8 +981,11 @@ class VectorIndex:
         return np.concatenate(rows_out), np.concatenate(queries_out)
 
     def pairs_above(self, threshold: float, ids: Iterable[str] | None = None,
+                    involving: Iterable[str] | None = None,
                     block: int = 1024) -> list[tuple[str, str, float]]:
-        """Every pair of documents (optionally only among `ids`) with cosine >= threshold.
+        """Every pair of documents with cosine >= threshold, optionally only pairs among
+        `ids`, and only pairs with at least one side in `involving` (e.g. the topics changed
+        since the last pass: O(len(involving) x N) instead of O(N^2)).
 
         Exact: pairs are found with blocked float32 products (block x block at a time, so
         memory stays O(block^2) whatever the size), widened by the float32 error bound and
@@ -984,21 +997,35 @@ class VectorIndex:
                                "of unrelated documents qualifies)")
         if isinstance(block, bool) or not isinstance(block, int) or block < 1:
             raise InvalidInput(f"block must be a positive int, got {block!r}")
+        if isinstance(ids, str) or isinstance(involving, str):
+            raise InvalidInput("ids and involving must be collections of ids, not a str")
         rows = np.arange(self._n, dtype=np.int64) if ids is None else self._rows_of(ids)
         vecs = self._m[: self._n] if ids is None else self._m[rows]
         n = rows.shape[0]
+        # Positions (into rows) that may be the first member of a pair, in order.
+        if involving is None:
+            firsts = np.arange(n, dtype=np.int64)
+        else:
+            firsts = np.flatnonzero(np.isin(rows, self._rows_of(involving)))
+        is_first = np.zeros(n, dtype=bool)
+        is_first[firsts] = True
         cut = threshold - self._slack
         left, right = [], []
         with single_threaded():
-            for a in range(0, n, block):
-                xa = vecs[a : a + block]
-                for b in range(a, n, block):
+            for a in range(0, firsts.shape[0], block):
+                pa = firsts[a : a + block]
+                xa = vecs[pa]
+                # A pair of two firsts is taken once, from its lower position; seconds at
+                # positions before every first of this block can only pair with non-firsts.
+                start = 0 if involving is not None else int(pa[0])
+                for b in range(start, n, block):
+                    pb = np.arange(b, min(b + block, n))
                     s = xa @ vecs[b : b + block].T
-                    if a == b:  # only i < j inside a diagonal block
-                        s[np.tril_indices(s.shape[0], 0, s.shape[1])] = -np.inf
+                    if b <= pa[-1] and is_first[b : b + block].any():
+                        s[is_first[pb][None, :] & (pb[None, :] <= pa[:, None])] = -np.inf
                     i, j = np.nonzero(s >= cut)
-                    left.append(i + a)
-                    right.append(j + b)
+                    left.append(pa[i])
+                    right.append(pb[j])
         if not left:
             return []
         i, j = np.concatenate(left), np.concatenate(right)

@@ -99,6 +99,13 @@ def test_pairs_above_is_exact_for_any_block_size(contents, threshold, block):
     some = sorted(contents)[1::2]
     assert ix.pairs_above(threshold, ids=some + ["missing"]) == brute_pairs(
         {d: model[d] for d in some}, threshold)
+    # Only pairs touching `involving` (e.g. topics changed since the last revise).
+    changed = sorted(contents)[::3]
+    assert ix.pairs_above(threshold, involving=changed + ["missing"], block=block) == [
+        p for p in want if p[0] in changed or p[1] in changed]
+    assert ix.pairs_above(threshold, ids=some, involving=changed, block=block) == [
+        p for p in brute_pairs({d: model[d] for d in some}, threshold)
+        if p[0] in changed or p[1] in changed]
 
 
 def test_pairs_above_finds_exact_duplicates_at_threshold_one():
