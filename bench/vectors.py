@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--snapshot-docs", type=int, default=100_000)
     ap.add_argument("--pair-sizes", type=int, nargs="+", default=[20_000, 100_000])
     ap.add_argument("--pair-threshold", type=float, default=0.9)
-    ap.add_argument("--variants", nargs="+", default=["96:0.01", "64:0.03"],
+    ap.add_argument("--variants", nargs="+", default=["80:0.02", "64:0.03"],
                     help="approximate settings to compare, as sketch_dim:candidate_share")
     ap.add_argument("--baseline", default=BASELINE)
     ap.add_argument("--only", nargs="+",
