@@ -12,6 +12,8 @@ import inspect
 import math
 import os
 import sys
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -58,12 +60,22 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
 
 
 def _l2_normalise_rows(m: np.ndarray) -> np.ndarray:
-    # fsum is exactly rounded, so the norm (and hence every stored bit) does not depend on
-    # which SIMD reduction numpy picks on a given CPU; products, sqrt and division are
-    # exactly rounded IEEE operations already.
-    norms = np.sqrt(np.array([math.fsum(r) for r in (m * m).tolist()], dtype=np.float64))
-    norms = norms.reshape(-1, 1)
-    # Zero rows stay zero instead of becoming NaN.
+    """Divide each row of the float64 matrix m by its L2 norm, in place; zero rows stay zero.
+
+    fsum is exactly rounded, so the norm (and hence every stored bit) does not depend on which
+    SIMD reduction numpy picks on a given CPU; products, sqrt and division are exactly rounded
+    IEEE operations already. Only the nonzero squares are summed: zeros do not change an exact
+    sum, and a short text fills a few dozen of the row's slots.
+    """
+    n, dim = m.shape
+    sq = (m * m).ravel()
+    nz = np.flatnonzero(sq)
+    bounds = np.searchsorted(nz, np.arange(n + 1, dtype=np.int64) * dim).tolist()
+    values = sq[nz].tolist()
+    fsum = math.fsum
+    norms = np.sqrt(np.array(
+        [fsum(values[a:b]) for a, b in zip(bounds, bounds[1:])], dtype=np.float64
+    )).reshape(-1, 1)
     np.divide(m, norms, out=m, where=norms > 0)
     return m
 
@@ -82,7 +94,6 @@ _BIGRAM_WEIGHT = 0.7
 _TRIGRAM_BLOCK_WEIGHT = 1.0
 
 
-@lru_cache(maxsize=1 << 18)
 def _slot(feature: str, dim: int) -> tuple[int, float]:
     # Index and sign come from disjoint bytes of the digest so they are independent for any
     # dim, including ones that are not powers of two.
@@ -92,18 +103,99 @@ def _slot(feature: str, dim: int) -> tuple[int, float]:
     return index, sign
 
 
-def _features(words: list[str]) -> list[tuple[str, float]]:
-    feats: list[tuple[str, float]] = []
-    for w in words:
-        feats.append(("w\x00" + w, _UNIGRAM_WEIGHT))
-        marked = "<" + w + ">"
-        n_tri = len(marked) - 2  # >= 1 since w is non-empty
-        tri_w = _TRIGRAM_BLOCK_WEIGHT / (n_tri**0.5)
-        for i in range(n_tri):
-            feats.append(("c\x00" + marked[i : i + 3], tri_w))
-    for a, b in zip(words, words[1:]):
-        feats.append(("b\x00" + a + " " + b, _BIGRAM_WEIGHT))
-    return feats
+# A text's features, in the order they are summed (the order is part of the format: colliding
+# features are added in it): for each word its unigram then its character trigrams, then the
+# word bigrams. Both are cached per word / word pair: vocabularies repeat far more than texts.
+@lru_cache(maxsize=1 << 16)
+def _word_slots(word: str, dim: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    index, sign = _slot("w\x00" + word, dim)
+    indices, values = [index], [sign * _UNIGRAM_WEIGHT]
+    marked = "<" + word + ">"
+    n_tri = len(marked) - 2  # >= 1 since word is non-empty
+    tri_w = _TRIGRAM_BLOCK_WEIGHT / (n_tri**0.5)
+    for i in range(n_tri):
+        index, sign = _trigram_slot(marked[i : i + 3], dim)
+        indices.append(index)
+        values.append(sign * tri_w)
+    return tuple(indices), tuple(values)
+
+
+@lru_cache(maxsize=1 << 16)
+def _trigram_slot(trigram: str, dim: int) -> tuple[int, float]:
+    # New words are mostly made of trigrams already seen.
+    return _slot("c\x00" + trigram, dim)
+
+
+@lru_cache(maxsize=1 << 17)
+def _bigram_slot(a: str, b: str, dim: int) -> tuple[int, float]:
+    index, sign = _slot("b\x00" + a + " " + b, dim)
+    return index, sign * _BIGRAM_WEIGHT
+
+
+def _hashed_rows(texts: list[str], dim: int) -> np.ndarray:
+    """The normalised float64 rows of texts (the uncached work of HashingEmbedder.embed)."""
+    indices: list[int] = []
+    values: list[float] = []
+    counts: list[int] = []
+    word_slots, bigram_slot = _word_slots, _bigram_slot
+    for text in texts:
+        words = tokens(text)
+        before = len(indices)
+        for w in words:
+            i, v = word_slots(w, dim)
+            indices += i
+            values += v
+        for a, b in zip(words, words[1:]):
+            i, v = bigram_slot(a, b, dim)
+            indices.append(i)
+            values.append(v)
+        counts.append(len(indices) - before)
+    n = len(texts)
+    flat = np.asarray(indices, dtype=np.int64)
+    flat += np.repeat(np.arange(n, dtype=np.int64) * dim, counts)
+    # One bincount over all rows sums colliding features in float64 before the cast, so the
+    # result does not depend on accumulation order in float32.
+    acc = np.bincount(
+        flat, weights=np.asarray(values, dtype=np.float64), minlength=n * dim
+    ).astype(np.float64, copy=False)  # bincount of nothing is int64
+    return _l2_normalise_rows(acc.reshape(n, dim))
+
+
+class _RowCache:
+    """A bounded LRU map text -> embedding row.
+
+    The rows live in one float32 matrix (grown up to the capacity, then reused slot by slot),
+    so the hits of a batch are copied out with one gather instead of a row per text.
+    """
+
+    def __init__(self, dim: int, capacity: int) -> None:
+        self.capacity = capacity
+        self.slot_of: OrderedDict[str, int] = OrderedDict()  # least recently used first
+        self.rows = np.zeros((min(capacity, 256), dim), dtype=np.float32)
+
+    def put(self, texts: list[str], rows: np.ndarray) -> None:
+        """Cache rows[i] under texts[i]; none of the texts may be cached already."""
+        cap = self.capacity
+        if len(texts) > cap:
+            texts, rows = texts[len(texts) - cap :], rows[len(texts) - cap :]
+        if not texts:
+            return
+        slot_of = self.slot_of
+        slots = []
+        for text in texts:
+            if len(slot_of) < cap:
+                slot = len(slot_of)
+            else:
+                _, slot = slot_of.popitem(last=False)
+            slot_of[text] = slot
+            slots.append(slot)
+        need = max(slots) + 1
+        if need > self.rows.shape[0]:
+            grown = np.zeros((min(cap, max(need, 2 * self.rows.shape[0])), self.rows.shape[1]),
+                             dtype=np.float32)
+            grown[: self.rows.shape[0]] = self.rows
+            self.rows = grown
+        self.rows[slots] = rows
 
 
 class HashingEmbedder:
@@ -112,37 +204,57 @@ class HashingEmbedder:
 
     Deterministic across processes and platforms (blake2b, never Python's salted hash()).
     Similarity is lexical: it finds shared words, word pairs and word pieces, not synonyms.
+
+    The last `cache_size` distinct texts embedded are kept (least recently used dropped
+    first; 1 KB each at dim 256), since titles, names and queries repeat. The cache changes
+    no result: a cached row is the row that was computed for that text.
     """
 
-    def __init__(self, dim: int = 256) -> None:
+    def __init__(self, dim: int = 256, *, cache_size: int = 8192) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise InvalidInput(f"HashingEmbedder dim must be a positive int, got {dim!r}")
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise InvalidInput(
+                f"HashingEmbedder cache_size must be a non-negative int, got {cache_size!r}"
+            )
         self.dim = dim
         self.name = f"hashing-{dim}-v1"
+        self._cache = _RowCache(dim, cache_size)
+        # One lock for the whole call: a row copied out of the cache must not be a slot
+        # another thread is refilling (the work is Python-bound, so nothing runs in parallel).
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dim={self.dim})"
 
     def embed(self, texts: list[str]) -> np.ndarray:
         texts = _check_texts(texts)
-        dim = self.dim
-        flat_index: list[int] = []
-        values: list[float] = []
-        for row, text in enumerate(texts):
-            base = row * dim
-            for feature, weight in _features(tokens(text)):
-                index, sign = _slot(feature, dim)
-                flat_index.append(base + index)
-                values.append(sign * weight)
-        # One bincount over all rows sums colliding features in float64 before the cast, so
-        # the result does not depend on accumulation order in float32.
-        acc = np.bincount(
-            np.asarray(flat_index, dtype=np.int64),
-            weights=np.asarray(values, dtype=np.float64),
-            minlength=len(texts) * dim,
-        ).astype(np.float64, copy=False)  # bincount of nothing is int64
-        m = _l2_normalise_rows(acc.reshape(len(texts), dim))
-        return m.astype(np.float32)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        with self._lock:
+            cache = self._cache
+            lookup, touch = cache.slot_of.get, cache.slot_of.move_to_end
+            hit_at: list[int] = []
+            hit_slots: list[int] = []
+            miss_at: list[int] = []
+            miss_of: list[int] = []  # index into `missing` of each miss, duplicates shared
+            missing: dict[str, int] = {}
+            for i, text in enumerate(texts):
+                slot = lookup(text)
+                if slot is not None:
+                    touch(text)
+                    hit_at.append(i)
+                    hit_slots.append(slot)
+                else:
+                    miss_at.append(i)
+                    miss_of.append(missing.setdefault(text, len(missing)))
+            if hit_at:
+                out[hit_at] = cache.rows[hit_slots]
+            if missing:
+                new = list(missing)
+                rows = _hashed_rows(new, self.dim).astype(np.float32)
+                out[miss_at] = rows[miss_of]
+                cache.put(new, rows)
+        return out
 
 
 class SentenceTransformerEmbedder:

@@ -55,3 +55,8 @@ class PolicySyntaxError(PolicyError):
 
 class PolicyCheckError(PolicyError):
     """A policy source parses but does not check (names, types, arities, cascades)."""
+
+
+class SnapshotError(GemError):
+    """A derived-index snapshot file cannot be used (missing, truncated, corrupted, of another
+    version or not a snapshot at all). The caller rebuilds the index from the database."""

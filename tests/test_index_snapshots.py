@@ -1,0 +1,316 @@
+"""Snapshot files of the derived indexes: round trips, updates after loading, bad files."""
+import json
+import os
+import random
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gem.index
+from gem.errors import GemError, InvalidInput, SnapshotError
+from gem.index import LexicalIndex, VectorIndex
+
+VOCAB = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+# Ids that a naive string table would break: empty, separators, NUL, a lone surrogate.
+IDS = ["d0", "d1", "", "a\nb", "x\x00y", "\ud800", "日本", "d7", "d8", "d9"]
+QUERIES = VOCAB + ["alpha beta", "gamma delta theta", "alpha alpha eta", "nothing"]
+
+_tmp = settings(max_examples=60, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+lexical_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("upsert"), st.sampled_from(IDS),
+                  st.lists(st.sampled_from(VOCAB), max_size=7).map(" ".join)),
+        st.tuples(st.just("remove"), st.sampled_from(IDS), st.just("")),
+    ),
+    max_size=30,
+)
+
+
+class _CacheEverything(LexicalIndex):
+    _CACHE_MIN_DF = 1
+
+
+def apply_lexical(ix, model, ops):
+    for op, doc_id, text in ops:
+        if op == "upsert":
+            ix.upsert(doc_id, text)
+            model[doc_id] = text
+        else:
+            ix.remove(doc_id)
+            model.pop(doc_id, None)
+
+
+def lexical_results(ix):
+    return [(ix.search(q), ix.search(q, k=2), ix.search(q, max_df=0.5)) for q in QUERIES]
+
+
+@_tmp
+@given(lexical_ops, lexical_ops, st.booleans(), st.randoms(use_true_random=False))
+def test_lexical_round_trip_then_updates(tmp_path, before, after, cache_all, rnd):
+    cls = _CacheEverything if cache_all else LexicalIndex
+    live, model = cls(), {}
+    apply_lexical(live, model, before)
+    lexical_results(live)  # fill the posting-array cache before saving
+    path = tmp_path / "lexical.snap"
+    live.save(path, {"seq": 7, "hash": "abc"})
+    loaded, stamp = cls.load(path)
+    assert stamp == {"seq": 7, "hash": "abc"}
+    assert type(loaded) is cls
+    assert len(loaded) == len(live) and set(loaded) == set(live) and loaded.avgdl == live.avgdl
+    assert lexical_results(loaded) == lexical_results(live)
+
+    # The loaded index stays updatable: the same writes keep it equal to the original, and
+    # both equal an index built from scratch from the final documents, in another order.
+    apply_lexical(live, dict(model), after)
+    apply_lexical(loaded, model, after)
+    fresh = LexicalIndex()
+    items = list(model.items())
+    rnd.shuffle(items)
+    for doc_id, text in items:
+        fresh.upsert(doc_id, text)
+    assert set(loaded) == set(model)
+    assert lexical_results(loaded) == lexical_results(live) == lexical_results(fresh)
+
+    # Saving what was loaded (and partly rewritten) round-trips as well.
+    loaded.save(path, {})
+    again, _ = cls.load(path)
+    assert lexical_results(again) == lexical_results(fresh)
+
+
+def test_lexical_snapshot_of_an_empty_index(tmp_path):
+    LexicalIndex(k1=0.9, b=0.4).save(tmp_path / "e.snap", {})
+    ix, stamp = LexicalIndex.load(tmp_path / "e.snap")
+    assert len(ix) == 0 and ix.search("x") == [] and stamp == {}
+    assert (ix.k1, ix.b) == (0.9, 0.4)
+    ix.upsert("a", "x y")
+    assert [d for d, _ in ix.search("x")] == ["a"]
+
+
+def random_unit(seed, dim):
+    v = np.random.default_rng(seed).standard_normal(dim)
+    return v / np.linalg.norm(v)
+
+
+vector_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("upsert"), st.sampled_from(IDS), st.integers(0, 40)),
+        st.tuples(st.just("remove"), st.sampled_from(IDS), st.just(0)),
+    ),
+    max_size=40,
+)
+
+
+def apply_vectors(ix, model, ops, dim):
+    for op, doc_id, seed in ops:
+        if op == "upsert":
+            # Seeds repeat, so identical vectors (exact ties) are common.
+            v = random_unit(seed, dim)
+            ix.upsert(doc_id, v)
+            model[doc_id] = v
+        else:
+            ix.remove(doc_id)
+            model.pop(doc_id, None)
+
+
+def vector_results(ix, dim):
+    qs = np.stack([random_unit(1000 + i, dim) for i in range(4)])
+    return ([ix.search(q, k=3) for q in qs], [ix.search(q) for q in qs],
+            ix.search_many(qs, 2), [ix.most_similar(q, 0.1) for q in qs],
+            ix.pairs_above(0.2))
+
+
+@_tmp
+@given(vector_ops, vector_ops, st.sampled_from([None, 1, 3]), st.randoms(use_true_random=False))
+def test_vector_round_trip_then_updates(tmp_path, before, after, approximate_above, rnd):
+    dim = 5
+    live, model = VectorIndex(dim, approximate_above=approximate_above, sketch_dim=2,
+                              candidate_share=0.3), {}
+    apply_vectors(live, model, before, dim)
+    path = tmp_path / "vectors.snap"
+    live.save(path, {"seq": 1, "embedder": "hashing-5-v1"})
+    loaded, stamp = VectorIndex.load(path)
+    assert stamp == {"seq": 1, "embedder": "hashing-5-v1"}
+    assert loaded.approximate == live.approximate
+    assert set(loaded) == set(live)
+    for d in model:
+        assert loaded.get(d).tobytes() == live.get(d).tobytes()
+    assert vector_results(loaded, dim) == vector_results(live, dim)
+
+    apply_vectors(live, dict(model), after, dim)
+    apply_vectors(loaded, model, after, dim)
+    assert vector_results(loaded, dim) == vector_results(live, dim)
+    if approximate_above is None:
+        # Exact search: a rebuild in another order gives the same results, bit for bit.
+        fresh = VectorIndex(dim, approximate_above=None)
+        items = list(model.items())
+        rnd.shuffle(items)
+        for doc_id, v in items:
+            fresh.upsert(doc_id, v)
+        assert vector_results(loaded, dim) == vector_results(fresh, dim)
+
+
+# ---------------------------------------------------------------- bad files
+
+
+def saved_pair(tmp_path):
+    lex = LexicalIndex()
+    for i in range(30):
+        lex.upsert(f"d{i}", " ".join(VOCAB[j % 8] for j in range(i % 5 + 1)))
+    vec = VectorIndex(8, approximate_above=10)
+    vec.upsert_many([f"d{i}" for i in range(30)], np.stack([random_unit(i, 8) for i in range(30)]))
+    assert vec.approximate
+    lex.save(tmp_path / "lex.snap", {"seq": 1})
+    vec.save(tmp_path / "vec.snap", {"seq": 1})
+    return tmp_path / "lex.snap", tmp_path / "vec.snap"
+
+
+LOADERS = [(LexicalIndex, "lex.snap"), (VectorIndex, "vec.snap")]
+
+
+@pytest.mark.parametrize("cls, name", LOADERS)
+def test_every_truncation_is_refused(tmp_path, cls, name):
+    saved_pair(tmp_path)
+    data = (tmp_path / name).read_bytes()
+    cut = tmp_path / "cut.snap"
+    for n in sorted({0, 1, 7, 8, 15, 16, 17, 100, len(data) // 2, len(data) - 5,
+                     len(data) - 4, len(data) - 1}):
+        cut.write_bytes(data[:n])
+        with pytest.raises(SnapshotError):
+            cls.load(cut)
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_any_flipped_byte_is_refused(tmp_path, data):
+    cls, name = data.draw(st.sampled_from(LOADERS))
+    if not (tmp_path / name).exists():
+        saved_pair(tmp_path)
+    raw = bytearray((tmp_path / name).read_bytes())
+    at = data.draw(st.integers(0, len(raw) - 1))
+    raw[at] ^= data.draw(st.integers(1, 255))
+    bad = tmp_path / "bad.snap"
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(SnapshotError):
+        cls.load(bad)
+
+
+def with_valid_crc(body: bytes) -> bytes:
+    return body + zlib.crc32(body).to_bytes(4, "little")
+
+
+@pytest.mark.parametrize("cls, name", LOADERS)
+def test_wrong_version_kind_and_foreign_files_are_refused(tmp_path, cls, name):
+    lex_path, vec_path = saved_pair(tmp_path)
+    data = (tmp_path / name).read_bytes()
+    cases = {
+        "missing": None,
+        "empty": b"",
+        "foreign": b"SQLite format 3\x00" + bytes(200),
+        "json": json.dumps({"kind": "lexical"}).encode(),
+        # Well-formed (valid checksum) but a future format version.
+        "version": with_valid_crc(data[:8] + (99).to_bytes(4, "little") + data[12:-4]),
+        # Well-formed but the header is not JSON.
+        "header": with_valid_crc(data[:16] + b"[" + data[17:-4]),
+    }
+    for case, content in cases.items():
+        p = tmp_path / f"{case}.snap"
+        if content is not None:
+            p.write_bytes(content)
+        with pytest.raises(SnapshotError):
+            cls.load(p)
+    other = vec_path if cls is LexicalIndex else lex_path
+    with pytest.raises(SnapshotError, match="index, not a"):
+        cls.load(other)
+    assert issubclass(SnapshotError, GemError)
+
+
+def test_header_that_lies_about_its_arrays_is_refused(tmp_path):
+    _, vec_path = saved_pair(tmp_path)
+    data = vec_path.read_bytes()
+    header_len = int.from_bytes(data[12:16], "little")
+    header = json.loads(data[16 : 16 + header_len])
+    for lie in ("shape", "dtype", "rows"):
+        h = json.loads(json.dumps(header))
+        if lie == "shape":
+            h["arrays"][2]["shape"] = [10**9, 8]
+        elif lie == "dtype":
+            h["arrays"][2]["dtype"] = "|O"
+        else:
+            h["meta"]["rows"] = 31
+        # Compact separators make the edited header shorter; JSON allows trailing blanks.
+        text = json.dumps(h, separators=(",", ":")).encode()
+        assert len(text) <= header_len
+        p = tmp_path / f"{lie}.snap"
+        p.write_bytes(with_valid_crc(data[:16] + text.ljust(header_len)
+                                     + data[16 + header_len : -4]))
+        with pytest.raises(SnapshotError):
+            VectorIndex.load(p)
+
+
+def test_a_failed_write_leaves_the_previous_snapshot_and_no_temp_file(tmp_path, monkeypatch):
+    lex_path, _ = saved_pair(tmp_path)
+    before = lex_path.read_bytes()
+    ix = LexicalIndex()
+    ix.upsert("new", "something else")
+
+    def crash(*args):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(gem.index.os, "replace", crash)
+    with pytest.raises(OSError, match="disk gone"):
+        ix.save(lex_path, {"seq": 2})
+    assert lex_path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lex.snap", "vec.snap"]
+    monkeypatch.undo()
+    assert LexicalIndex.load(lex_path)[1] == {"seq": 1}
+
+
+def test_the_file_is_fsynced_before_it_replaces_the_old_one(tmp_path, monkeypatch):
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(gem.index.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd)))
+    monkeypatch.setattr(gem.index.os, "replace",
+                        lambda a, b: (events.append("replace"), real_replace(a, b)))
+    VectorIndex(3).save(tmp_path / "v.snap", {})
+    assert events[:2] == ["fsync", "replace"]
+
+
+def test_stamp_must_be_plain_json(tmp_path):
+    ix = VectorIndex(3)
+    for bad in (None, [1], {1: "x"}, {"x": object()}, {"x": float("nan")}):
+        with pytest.raises(InvalidInput):
+            ix.save(tmp_path / "v.snap", bad)
+    assert not (tmp_path / "v.snap").exists()
+    stamp = {"seq": 2**40, "hash": "ü" * 3, "nested": {"a": [1, 2.5, None, True]}}
+    ix.save(tmp_path / "v.snap", stamp)
+    assert VectorIndex.load(tmp_path / "v.snap")[1] == stamp
+
+
+def test_rebuild_after_a_bad_snapshot_gives_the_same_results(tmp_path):
+    # The caller's recovery path: any SnapshotError means "rebuild from the source".
+    rng = random.Random(3)
+    docs = {f"t{i}": " ".join(rng.choice(VOCAB) for _ in range(rng.randint(0, 6)))
+            for i in range(200)}
+
+    def build():
+        ix = LexicalIndex()
+        for d, text in docs.items():
+            ix.upsert(d, text)
+        return ix
+
+    path = tmp_path / "lex.snap"
+    build().save(path, {"seq": 5})
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    try:
+        ix, _ = LexicalIndex.load(path)
+    except SnapshotError:
+        ix = build()
+    assert lexical_results(ix) == lexical_results(build())
