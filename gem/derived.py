@@ -142,7 +142,8 @@ class DerivedState:
         self.hash = GENESIS
         self.counters: dict[str, int] = {}
         self.names = NameDirectory()
-        self.title_vectors = VectorIndex(embedder.dim)
+        # The resolver needs the exact nearest title (a match decides where a fact goes).
+        self.title_vectors = VectorIndex(embedder.dim, approximate_above=None)
         self.lexical = LexicalIndex()
         self.vectors = VectorIndex(embedder.dim)
         self.summaries: dict[str, str] = {}
@@ -157,6 +158,10 @@ class DerivedState:
         # stored columns were last brought up to date (at log position `salience_seq`).
         self.pending_salience: dict[str, tuple[str, float, datetime]] = {}
         self.salience_seq = 0
+        # Duplicate detection compares only titles that changed since its last pass, unless its
+        # threshold changed (gem/operators/revise.py).
+        self.unpaired: dict[str, None] = {}
+        self.paired_at: float | None = None
 
     # ------------------------------------------------------------------ the Committed view
     def topic_status(self, tid: str) -> str | None:
@@ -255,6 +260,7 @@ class DerivedState:
         for r in rows:
             self.names.set(r["id"], r["title"], list(r["aliases"] or []))
         for r in retitled:
+            self.unpaired[r["id"]] = None
             vec = vectors[r["id"]]
             if np.any(vec):
                 self.title_vectors.upsert(r["id"], vec)

@@ -146,9 +146,9 @@ def _hashed_rows(texts: list[str], dim: int) -> np.ndarray:
             indices += i
             values += v
         for a, b in zip(words, words[1:]):
-            i, v = bigram_slot(a, b, dim)
-            indices.append(i)
-            values.append(v)
+            slot, weight = bigram_slot(a, b, dim)
+            indices.append(slot)
+            values.append(weight)
         counts.append(len(indices) - before)
     n = len(texts)
     flat = np.asarray(indices, dtype=np.int64)

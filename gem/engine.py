@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
+from . import snapshot
 from .derived import DerivedState, Progress, Summarizer, default_summary
 from .embed import Embedder
 from .errors import GemError, InvalidInput, TransitionRejected
+from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
 from .policy import PolicySet, catalogue, load_sources
 from .resolve import Resolver
@@ -65,7 +67,7 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
     if stored is not None and stored != embedder.name:
         raise InvalidInput(f"this database was embedded with {stored!r}; "
                            f"open it with that embedder, not {embedder.name!r}")
-    derived = DerivedState.rebuild(store, embedder, progress)
+    derived = snapshot.load(store, embedder, progress)
     shared = SharedState(CommittedCache(store, patch=derived.patch), derived, embedder.name)
     with store.reading() as tx:
         sources = queries.meta_get(tx, "policy_sources")
@@ -154,7 +156,8 @@ class Engine:
             t.operator = operator
             t.event = event or op
             try:
-                self.pipeline.run(t, self)
+                with single_threaded():
+                    self.pipeline.run(t, self)
             except TransitionRejected as exc:
                 log.warning("gem transition %s (%s) rejected by %s on %s: %s", t.seq, op,
                             exc.condition, exc.unit, exc.detail)
@@ -195,10 +198,16 @@ class Engine:
             derived.pending_salience.clear()
             derived.salience_seq = derived.seq
 
+    def save_snapshot(self) -> None:
+        """Save the derived state beside the database (temporary databases keep none)."""
+        with self.store.lock:
+            if not self.store.closed and not self.store.temporary:
+                snapshot.save(self.derived, self.store.path)
+
     def read(self, fn: Callable[[Transition], Any]) -> Any:
         """A side-effect-free read of the committed state: no salience change, not an
         interaction, nothing logged."""
-        with self.store.lock:
+        with self.store.lock, single_threaded():
             self.store.check_open()
             return fn(self.transition("read"))
 

@@ -86,7 +86,7 @@ def _write_snapshot(path: str | os.PathLike, kind: str, stamp: Mapping[str, Any]
         with open(tmp, "wb") as f:
             f.write(head)
             for a in arrays.values():
-                data = memoryview(a.reshape(-1)).cast("B") if a.size else b""
+                data = a.reshape(-1).tobytes() if a.size else b""
                 f.write(data)
                 crc = zlib.crc32(data, crc)
                 pad = b"\0" * _pad(a.nbytes)

@@ -63,8 +63,10 @@ class Memory:
             self._closed = True
             try:
                 self._engine.write_behind()
-            except GemError:  # the log still has it: the next open replays it
-                log.warning("gem: could not write salience behind at close", exc_info=True)
+                self._engine.save_snapshot()
+            except (GemError, OSError):  # the log still has it all: the next open catches up
+                log.warning("gem: could not bring the database and its snapshot up to date at "
+                            "close", exc_info=True)
             self._engine.store.close()
 
     def __enter__(self) -> "Memory":
@@ -149,22 +151,27 @@ class Memory:
         self._check_open()
         engine = self._engine
         report: dict[str, Any] = {"merged": [], "conflicts": [], "flags_evaluated": []}
-        pairs = self._read(lambda t: revise_op.duplicate_pairs(t, t.settings["merge_similarity"]))
-        for keep, away in pairs:
-            engine.run("revise", lambda t: revise_op.merge_topics(t, keep, away),
-                       actor=actor, event="merge")
-            report["merged"].append((keep, away))
-        with engine.store.reading() as tx:
-            fids = queries.conflicting_fields(tx)
-        if fids:
-            engine.run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
-                       event="conflicts")
-            report["conflicts"] = fids
-        tids = self._read(revise_op.open_flag_topics)
-        if tids:
-            engine.run("revise", lambda t: revise_op.evaluate_flags(t, tids, run_policies),
-                       actor=actor, event="dependency_repair")
-            report["flags_evaluated"] = tids
+        with engine.store.lock:  # no other commit between finding and repairing
+            threshold, pairs = self._read(lambda t: (
+                t.settings["merge_similarity"],
+                revise_op.duplicate_pairs(t, t.settings["merge_similarity"])))
+            for keep, away in pairs:
+                engine.run("revise", lambda t: revise_op.merge_topics(t, keep, away),
+                           actor=actor, event="merge")
+                report["merged"].append((keep, away))
+            engine.derived.unpaired.clear()
+            engine.derived.paired_at = threshold
+            with engine.store.reading() as tx:
+                fids = queries.conflicting_fields(tx)
+            if fids:
+                engine.run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
+                           event="conflicts")
+                report["conflicts"] = fids
+            tids = self._read(revise_op.open_flag_topics)
+            if tids:
+                engine.run("revise", lambda t: revise_op.evaluate_flags(t, tids, run_policies),
+                           actor=actor, event="dependency_repair")
+                report["flags_evaluated"] = tids
         return report
 
     def maintain(self, *, actor: str = "maintenance") -> dict[str, Any]:

@@ -47,7 +47,7 @@ class Directory:
             self._vectors[name] = vec
         index = self.committed.title_vectors
         if len(index):
-            for name, hits in zip(unknown, [index.search(v, 5) for v in vectors]):
+            for name, hits in zip(unknown, index.search_many(vectors, 5)):
                 self._similar[name] = hits
 
     def _vector(self, name: str) -> np.ndarray:

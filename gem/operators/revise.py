@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .. import history
 from ..runtime import PolicyRuntime, action
 from ..state.transition import Transition
@@ -30,15 +28,19 @@ from .resolution import Directory
 
 # ---------------------------------------------------------------------- detection (read-only)
 def duplicate_pairs(t: Transition, threshold: float) -> list[tuple[str, str]]:
-    """Pairs (keep, merge_away) of active topics that name the same thing; older one kept."""
+    """Pairs (keep, merge_away) of active topics that name the same thing: the same normalised
+    title or alias, or titles whose embeddings are at least `threshold` alike. The older topic
+    is kept; a topic merged away is not paired again. Title similarity is compared only for
+    titles that changed since the last pass at the same threshold (pairs of unchanged titles
+    were compared then), with the exact blocked search of the title index, never an N x N
+    matrix."""
     tids = t.topic_ids_where(frozenset({"active"}))
     t.prefetch("Topic", tids)
-    rows = [t.topic(tid) for tid in tids]
+    rows = [t.get("Topic", tid) for tid in tids]
     owner: dict[str, str] = {}
     pairs: list[tuple[str, str]] = []
     merged: set[str] = set()
     for row in rows:
-        assert row is not None
         tid = row["id"]
         for name in (row["title"], *(row["aliases"] or [])):
             key = normalise(name)
@@ -46,29 +48,19 @@ def duplicate_pairs(t: Transition, threshold: float) -> list[tuple[str, str]]:
                 pairs.append((owner[key], tid))
                 merged.add(tid)
             owner.setdefault(key, tid)
-    survivors = [r for r in rows if r is not None and r["id"] not in merged]
-    if len(survivors) > 1:
-        vecs = t.services.embedder.embed([r["title"] for r in survivors])
-        for i, j in similar_pairs(vecs, threshold):
-            keep, away = survivors[i]["id"], survivors[j]["id"]
+    derived = t.committed
+    survivors = [r["id"] for r in rows if r["id"] not in merged]
+    full = derived.paired_at != threshold
+    changed = None if full else [x for x in survivors if x in derived.unpaired]
+    if len(survivors) > 1 and (full or changed):
+        order = {tid: i for i, tid in enumerate(survivors)}  # creation order: the older is kept
+        similar = derived.title_vectors.pairs_above(threshold, ids=survivors, involving=changed)
+        for a, b, _ in sorted(similar, key=lambda p: sorted((order[p[0]], order[p[1]]))):
+            keep, away = sorted((a, b), key=order.__getitem__)
             if keep not in merged and away not in merged:
                 pairs.append((keep, away))
                 merged.add(away)
     return pairs
-
-
-def similar_pairs(vecs: np.ndarray, threshold: float, block: int = 1024) -> list[tuple[int, int]]:
-    """Every (i, j), i < j, with cosine >= threshold, in row-major order, using blocks of rows
-    so memory stays O(block x n) instead of an n x n matrix."""
-    out: list[tuple[int, int]] = []
-    n = vecs.shape[0]
-    for start in range(0, n, block):
-        sims = vecs[start:start + block] @ vecs.T
-        for r in range(sims.shape[0]):
-            i = start + r
-            for j in np.nonzero(sims[r, i + 1:] >= threshold)[0].tolist():
-                out.append((i, i + 1 + j))
-    return out
 
 
 def open_flag_topics(t: Transition) -> list[str]:

@@ -49,6 +49,8 @@ class Committed(Protocol):
     title_vectors: Any  # VectorIndex
     lexical: Any        # LexicalIndex over topic summaries
     vectors: Any        # VectorIndex over topic summaries
+    unpaired: dict[str, None]   # titles duplicate detection has not compared yet
+    paired_at: float | None     # the threshold it last compared them at
 
     def topic_status(self, tid: str) -> str | None: ...
     def field_status(self, fid: str) -> str | None: ...

@@ -62,16 +62,20 @@ _registry: dict[tuple[str, str], _Shared] = {}
 _registry_lock = threading.Lock()
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
 def _to_db(value: Any) -> Any:
-    """Engines drop timezone offsets on TIMESTAMP, so everything is stored as naive UTC."""
+    """Engines drop timezone offsets on TIMESTAMP, so everything is stored as naive UTC.
+    (Batches carry thousands of rows: plain values are passed through without a call.)"""
     if isinstance(value, datetime):
         if value.tzinfo is not None:
             value = value.astimezone(timezone.utc).replace(tzinfo=None)
         return value
     if isinstance(value, dict):
-        return {k: _to_db(v) for k, v in value.items()}
+        return {k: v if isinstance(v, _PLAIN) else _to_db(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_to_db(v) for v in value]
+        return [v if isinstance(v, _PLAIN) else _to_db(v) for v in value]
     return value
 
 
@@ -227,6 +231,11 @@ class GraphStore:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def temporary(self) -> bool:
+        """A database made for `path=None`, removed when closed."""
+        return self._tempdir is not None
 
     def close(self) -> None:
         """Close this handle. Waits for a call running on this path in another thread: closing

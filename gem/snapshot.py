@@ -1,0 +1,226 @@
+"""The derived state, saved beside the database so that opening does not rebuild it.
+
+    <database>.gem-derived/
+        meta.json              the stamp: log position and hash it reflects, embedder, files
+        state-<gen>.json       names, summaries, stale topics, flags, counters, pending salience
+        tables-<gen>.npz       salience columns of every topic and field
+        lexical-<gen>.snap     the BM25 index over summaries            (gem/index.py)
+        vectors-<gen>.snap     the vector index over summaries          (gem/index.py)
+        titles-<gen>.snap      the title vectors the resolver matches   (gem/index.py)
+
+Files of a new generation are written (and synced) first, then `meta.json` is replaced
+atomically, then the old generation is removed: a crash at any point leaves a `meta.json` that
+names a complete set. Nothing here is trusted over the database: `load` accepts a snapshot only
+when the log record at its position still carries its hash, catches up from the log records
+after it (re-deriving the units they touched), and anything unusable (missing, torn, foreign,
+corrupted, of another embedder) means a rebuild from the database. No pickle: JSON and numpy
+arrays only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .derived import DerivedState, NameDirectory, Progress, SalienceTable, snapshot_dir
+from .errors import SnapshotError
+from .index import LexicalIndex, VectorIndex
+from .store import GraphStore, queries
+
+if TYPE_CHECKING:
+    from .embed import Embedder
+
+FORMAT = 1
+
+
+def save(state: DerivedState, db_path: str) -> None:
+    """Write `state` beside the database at `db_path`."""
+    folder = snapshot_dir(db_path)
+    os.makedirs(folder, exist_ok=True)
+    previous = _meta(folder)
+    gen = (previous or {}).get("generation", 0) + 1
+    stamp = {"seq": state.seq, "hash": state.hash, "embedder": state.embedder.name}
+    files = {"state": f"state-{gen}.json", "tables": f"tables-{gen}.npz",
+             "lexical": f"lexical-{gen}.snap", "vectors": f"vectors-{gen}.snap",
+             "titles": f"titles-{gen}.snap"}
+    body = {
+        "names": [[tid, names] for tid, names in state.names.names_of.items()],
+        "summaries": state.summaries, "stale": list(state.stale),
+        "open_flags": state.open_flags, "counters": state.counters,
+        "salience_seq": state.salience_seq,
+        "audit_checkpoint": state.audit_checkpoint,
+        "fields_by_topic": state.fields_by_topic,
+        "unpaired": list(state.unpaired), "paired_at": state.paired_at,
+    }
+    _write(os.path.join(folder, files["state"]), json.dumps(body).encode("utf-8"))
+    arrays: dict[str, np.ndarray] = {}
+    for kind, table in (("topics", state.topics), ("fields", state.fields)):
+        n = len(table)
+        arrays[f"{kind}_ids"] = np.asarray(table.ids, dtype=str)
+        arrays[f"{kind}_strength"] = table.strength[:n]
+        arrays[f"{kind}_last"] = table.last[:n]
+        arrays[f"{kind}_status"] = table.status[:n]
+        arrays[f"{kind}_owner"] = table.owner[:n]
+    tmp = os.path.join(folder, files["tables"] + ".tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, allow_pickle=False, **arrays)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(folder, files["tables"]))
+    state.lexical.save(os.path.join(folder, files["lexical"]), stamp)
+    state.vectors.save(os.path.join(folder, files["vectors"]), stamp)
+    state.title_vectors.save(os.path.join(folder, files["titles"]), stamp)
+    meta = {"format": FORMAT, **stamp, "generation": gen, "files": files}
+    _write(os.path.join(folder, "meta.json"), json.dumps(meta).encode("utf-8"))
+    for name in os.listdir(folder):
+        if name != "meta.json" and name not in files.values():
+            path = os.path.join(folder, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def load(store: GraphStore, embedder: "Embedder", progress: Progress | None = None) -> DerivedState:
+    """The derived state from the snapshot beside the database, caught up with the log; a
+    rebuild from the database when there is no usable snapshot."""
+    try:
+        state = _read(store.path, embedder)
+    except SnapshotError:
+        return DerivedState.rebuild(store, embedder, progress)
+    with store.reading() as tx:
+        anchor = queries.transitions(tx, state.seq - 1, state.seq) if state.seq else []
+        head = queries.last_transition(tx)
+    head_seq = 0 if head is None else head["seq"]
+    if state.seq > head_seq or (state.seq and (not anchor or anchor[0]["hash"] != state.hash)):
+        return DerivedState.rebuild(store, embedder, progress)  # not this database's history
+    catch_up(state, store, progress)
+    return state
+
+
+def _read(db_path: str, embedder: "Embedder") -> DerivedState:
+    folder = snapshot_dir(db_path)
+    meta = _meta(folder)
+    if meta is None or meta.get("format") != FORMAT or meta.get("embedder") != embedder.name:
+        raise SnapshotError(f"no usable snapshot in {folder!r}")
+    files = meta["files"]
+    try:
+        with open(os.path.join(folder, files["state"]), "rb") as f:
+            body = json.loads(f.read().decode("utf-8"))
+        with np.load(os.path.join(folder, files["tables"]), allow_pickle=False) as arrays:
+            tables = {k: arrays[k] for k in arrays.files}
+        stamp = {"seq": meta["seq"], "hash": meta["hash"], "embedder": meta["embedder"]}
+        lexical, s1 = LexicalIndex.load(os.path.join(folder, files["lexical"]))
+        vectors, s2 = VectorIndex.load(os.path.join(folder, files["vectors"]))
+        titles, s3 = VectorIndex.load(os.path.join(folder, files["titles"]))
+        if not s1 == s2 == s3 == stamp or vectors.dim != embedder.dim or titles.dim != embedder.dim:
+            raise SnapshotError("the snapshot's files are of different generations")
+        state = DerivedState(embedder)
+        state.seq, state.hash = int(meta["seq"]), str(meta["hash"])
+        state.lexical, state.vectors, state.title_vectors = lexical, vectors, titles
+        names = NameDirectory()
+        for tid, title_and_aliases in body["names"]:
+            names.set(tid, title_and_aliases[0], title_and_aliases[1:])
+        state.names = names
+        state.summaries = dict(body["summaries"])
+        state.stale = dict.fromkeys(body["stale"])
+        state.open_flags = {k: int(v) for k, v in body["open_flags"].items()}
+        state.counters = {k: int(v) for k, v in body["counters"].items()}
+        state.fields_by_topic = {k: list(v) for k, v in body["fields_by_topic"].items()}
+        checkpoint = body["audit_checkpoint"]
+        state.audit_checkpoint = None if checkpoint is None else (int(checkpoint[0]), str(checkpoint[1]))
+        state.topics = _table(tables, "topics", SalienceTable(state.topics.names))
+        state.fields = _table(tables, "fields", SalienceTable(state.fields.names))
+        state.salience_seq = int(body["salience_seq"])
+        state.unpaired = dict.fromkeys(body["unpaired"])
+        state.paired_at = None if body["paired_at"] is None else float(body["paired_at"])
+    except SnapshotError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, IndexError) as exc:
+        raise SnapshotError(f"snapshot in {folder!r} is unusable: {exc}") from exc
+    return state
+
+
+def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> SalienceTable:
+    ids = [str(x) for x in arrays[f"{kind}_ids"].tolist()]
+    n = len(ids)
+    cap = max(64, n)
+    table.ids = ids
+    table.row_of = {key: i for i, key in enumerate(ids)}
+    if len(table.row_of) != n:
+        raise ValueError(f"duplicate ids in the {kind} table")
+    for name, dtype, fill in (("strength", np.float64, 0), ("last", np.float64, 0),
+                              ("status", np.int8, 0), ("owner", np.int64, -1)):
+        column = np.full(cap, fill, dtype=dtype)
+        values = arrays[f"{kind}_{name}"]
+        if values.shape != (n,):
+            raise ValueError(f"{kind} column {name} has {values.shape}, not ({n},)")
+        column[:n] = values
+        setattr(table, name, column)
+    return table
+
+
+def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None = None) -> None:
+    """Bring a loaded state up to the log's head: the salience behind the stored columns is
+    replayed, and every unit a later transition touched is derived again from the database."""
+    with store.reading() as tx:
+        stored_salience = int(queries.meta_get(tx, "salience_seq") or 0)
+        records = queries.transitions(tx, min(state.seq, stored_salience))
+        state.salience_seq = stored_salience
+        state.pending_salience = {}
+        for record in records:
+            if record["seq"] > stored_salience:
+                for key, (strength, last) in json.loads(record["salience"] or "{}").items():
+                    table = "Field" if "/" in key else "Topic"
+                    state.pending_salience[key] = (table, strength, datetime.fromisoformat(last))
+        later = [r for r in records if r["seq"] > state.seq]
+        units = {u for r in later for u in json.loads(r["units"])}
+        keys = units | set(state.pending_salience)
+        tids = sorted({u.split("/", 1)[0] for u in keys})
+        fids = sorted(u for u in keys if "/" in u)
+        topics = queries.read_rows(tx, "Topic", tids) if tids else []
+        fields = queries.read_rows(tx, "Field", fids) if fids else []
+        flags = [(parent, g) for parent, g in queries.read_children(tx, "FLAGS", tids)] if tids else []
+    for row in topics:
+        state._put_topic(state.patch("Topic", row))
+    state._put_names([r for r in topics], {})
+    for row in fields:
+        state._put_field(state.patch("Field", row))
+    for tid in tids:
+        state.open_flags[tid] = 0
+    for parent, flag in flags:
+        if flag["status"] == "open":
+            state.open_flags[parent] += 1
+    for r in later:
+        for unit in json.loads(r["units"]):
+            state.stale[unit.split("/", 1)[0]] = None
+    if later:
+        state.seq, state.hash = later[-1]["seq"], later[-1]["hash"]
+        state.counters = json.loads(later[-1]["counters"])
+    state._active_fields = None
+    if progress is not None and later:
+        progress("catch up from the log", len(later), len(later))
+
+
+def _meta(folder: str) -> dict[str, Any] | None:
+    try:
+        with open(os.path.join(folder, "meta.json"), "rb") as f:
+            meta = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _write(path: str, data: bytes) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dirfd = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(dirfd)
+    finally:
+        os.close(dirfd)

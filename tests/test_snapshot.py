@@ -1,0 +1,132 @@
+"""The derived-state snapshot beside the database: loaded when current, caught up from the log
+when behind, rebuilt when missing or unusable, and never a source of different answers."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+import gem
+from conftest import ENGINE
+from gem.derived import snapshot_dir
+from gem.testing.consistency import cache_disagreements, derived_disagreements
+
+QUERIES = ["deadline of the website redesign", "lunch preferences", "launch date", "owner"]
+
+
+def seed(mem: gem.Memory, clock) -> None:
+    mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15"),
+                gem.Fact("Website Redesign", "owner", "Alice"),
+                gem.Fact("Lunch", "preferences", "sushi on Fridays"),
+                gem.Fact("Launch Milestones", "launch date", "March 20")])
+    mem.link("Website Redesign", "Launch Milestones")
+    clock.advance(days=2)
+    mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
+    mem.retrieve("deadline")
+
+
+def answers(mem: gem.Memory) -> list:
+    """What a caller would see, read without changing anything (no reinforcement)."""
+    engine = mem._engine
+    out = []
+    for q in QUERIES:
+        from gem.operators.retrieve import search
+        hits = engine.read(lambda t: (t.committed.refresh(t.cache, t.services.summarizer),
+                                      search(t, q, 5, False, 0.05))[1])
+        out.append(hits)
+    for title in ("Website Redesign", "Lunch", "Launch Milestones"):
+        view = mem.inspect(title)
+        out.append(view.model_dump(mode="json") if view else None)
+    return out
+
+
+def reopen(path, clock, progress=None):
+    return gem.open(path, clock=clock, engine=ENGINE, progress=progress)
+
+
+def test_a_current_snapshot_is_loaded_not_rebuilt(tmp_path, clock):
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)
+        before = answers(mem)
+    meta = json.loads(open(os.path.join(snapshot_dir(path), "meta.json")).read())
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert meta["seq"] == mem.stats()["transitions"]
+        assert steps == []                         # nothing rebuilt, nothing to catch up
+        assert answers(mem) == before
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+
+
+@pytest.mark.parametrize("damage", ["deleted", "meta torn", "index corrupted", "other embedder",
+                                    "another database's"])
+def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, clock, damage):
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)
+        before = answers(mem)
+    folder = snapshot_dir(path)
+    meta_path = os.path.join(folder, "meta.json")
+    meta = json.loads(open(meta_path).read())
+    if damage == "deleted":
+        shutil.rmtree(folder)
+    elif damage == "meta torn":
+        open(meta_path, "w").write(json.dumps(meta)[:40])
+    elif damage == "index corrupted":
+        target = os.path.join(folder, meta["files"]["lexical"])
+        data = bytearray(open(target, "rb").read())
+        data[len(data) // 2] ^= 0xFF
+        open(target, "wb").write(bytes(data))
+    elif damage == "other embedder":
+        open(meta_path, "w").write(json.dumps({**meta, "embedder": "hashing-128-v1"}))
+    else:  # a snapshot copied from a database with another history
+        other = str(tmp_path / "other")
+        with reopen(other, clock) as mem:
+            mem.ingest(gem.Fact("Something else", "x", 1))
+            for _ in range(8):
+                mem.retrieve("x")
+        shutil.rmtree(folder)
+        shutil.copytree(snapshot_dir(other), folder)
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert "index titles" in steps             # rebuilt from the database
+        assert answers(mem) == before
+        assert derived_disagreements(mem) == []
+
+
+def test_a_snapshot_behind_the_log_catches_up(tmp_path, clock):
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)
+    saved = str(tmp_path / "saved")
+    shutil.copytree(snapshot_dir(path), saved)
+    with reopen(path, clock) as mem:               # more history after the saved snapshot
+        clock.advance(days=1)
+        mem.ingest([gem.Fact("Website Redesign", "owner", "Bob"), gem.Fact("New Topic", "x", 1)])
+        mem.retrieve(topic="Lunch")
+        clock.advance(days=60)
+        mem.forget()
+        mem.revise()
+        after = answers(mem)
+    shutil.rmtree(snapshot_dir(path))
+    shutil.copytree(saved, snapshot_dir(path))     # the old snapshot is back
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert steps == ["catch up from the log"]
+        assert answers(mem) == after
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+
+
+def test_a_crash_leaves_salience_in_the_log_and_the_next_open_replays_it(tmp_path, clock):
+    path = str(tmp_path / "db")
+    mem = reopen(path, clock)
+    seed(mem, clock)
+    for _ in range(5):
+        mem.retrieve(topic="Lunch")
+    want = mem.inspect("Lunch", "preferences").salience
+    mem._engine.store.close()                      # no write-behind, no snapshot: a crash
+    with reopen(path, clock) as again:
+        assert again.inspect("Lunch", "preferences").salience == want
+        assert derived_disagreements(again) == []
