@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 
-def log_entry(row: Row) -> dict[str, Any]:
-    """A transition-log record as callers see it (JSON columns decoded)."""
+def decode(row: Row) -> dict[str, Any]:
+    """A transition-log record with its JSON columns decoded, as stored (and hashed)."""
     return {"seq": row["seq"], "op": row["op"], "event": row["event"], "at": row["at"],
             "actor": row["actor"], "units": json.loads(row["units"]),
             "policies": json.loads(row["policies"]), "detail": json.loads(row["detail"]),
@@ -29,8 +29,20 @@ def log_entry(row: Row) -> dict[str, Any]:
             "prev_hash": row["prev_hash"], "hash": row["hash"]}
 
 
+def log_entry(row: Row) -> dict[str, Any]:
+    """A transition-log record as callers see it: every policy call listed on its own."""
+    record = decode(row)
+    calls = []
+    for item in record["policies"]:
+        call = {k: v for k, v in item.items() if k != "n"}
+        calls += [dict(call) for _ in range(item.get("n", 1))]
+    record["policies"] = calls
+    return record
+
+
 def verify_chain(records: Iterable[dict[str, Any]], start: str = GENESIS) -> tuple[bool, int | None, int]:
-    """(chain intact, first broken record, records checked), from the hash `start`."""
+    """(chain intact, first broken record, records checked), from the hash `start`, over
+    records as stored (`decode`)."""
     previous, checked = start, 0
     for record in records:
         body = {"seq": record["seq"], "op": record["op"], "event": record["event"],
@@ -113,7 +125,7 @@ def _full(engine: "Engine", progress: Progress | None) -> AuditReport:
                    "C4": entries, "C5": 1,
                    "C6": queries.count(tx, "Transition", "n.op = 'retrieve'")}
         chain_ok, broken_at, _ = verify_chain(
-            log_entry(r) for r in queries.stream_rows(tx, "Transition", order="seq"))
+            decode(r) for r in queries.stream_rows(tx, "Transition", order="seq"))
     if progress is not None:
         progress("audit histories", fields, n_fields)
     return _report(engine, found, checked, (chain_ok, broken_at), active, 0)
@@ -127,7 +139,7 @@ def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | N
     found: list[tuple[str, str | None, str]] = []
     with engine.store.reading() as tx:
         anchor = queries.transitions(tx, seq - 1, seq) if seq else []
-        records = [log_entry(r) for r in queries.transitions(tx, seq)]
+        records = [decode(r) for r in queries.transitions(tx, seq)]
         if seq and (not anchor or anchor[0]["hash"] != head):
             chain: tuple[bool, int | None] = (False, seq)
         else:

@@ -118,8 +118,7 @@ def append_log(t: Transition, engine: "Engine") -> None:
     record = {
         "seq": t.seq, "op": t.op, "event": t.event, "at": t.now.isoformat(), "actor": t.actor,
         "units": sorted(set(t.touched.topics) | set(t.touched.fields)),
-        "policies": [{"policy": f.policy, "event": f.event, "action": f.action,
-                      "evidence": f.evidence} for f in t.fired],
+        "policies": runs_of(t.fired),
         "detail": {k: v for k, v in t.detail.items() if not k.startswith("_")},
         "salience": salience_changes(t),
     }
@@ -130,6 +129,24 @@ def append_log(t: Transition, engine: "Engine") -> None:
         "detail": dumps(record["detail"]), "salience": dumps(record["salience"]),
         "counters": json.dumps(asdict(t.counters)), "prev_hash": previous,
         "hash": chain_hash(previous, record)}
+
+
+def runs_of(fired: list[Any]) -> list[dict[str, Any]]:
+    """The policies that fired, as stored: consecutive identical calls (same policy, event,
+    action and evidence; a forgetting pass makes thousands) become one item with "n", the
+    number of calls. `gem.audit.log_entry` lists every call again."""
+    out: list[dict[str, Any]] = []
+    last = None
+    for f in fired:
+        evidence = dumps(f.evidence) if f.evidence else "{}"
+        key = (f.policy, f.event, f.action, evidence)
+        if key == last:
+            out[-1]["n"] = out[-1].get("n", 1) + 1
+        else:
+            out.append({"policy": f.policy, "event": f.event, "action": f.action,
+                        "evidence": json.loads(evidence)})
+            last = key
+    return out
 
 
 def salience_changes(t: Transition) -> dict[str, list[Any]]:

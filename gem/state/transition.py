@@ -516,6 +516,10 @@ class Transition:
 
     # ------------------------------------------------------------------ events
     def emit(self, name: str, **bindings: Any) -> None:
+        """Announce an event to the policies. One no policy listens to is evaluated by then
+        (C2) and bounds no cascade, so it is not queued (a forgetting pass emits one per unit)."""
+        if not self.policies_for(name):
+            return
         bindings.setdefault("timestamp", self.now)
         depth = self.depth + 1 if self.current_event is not None else 0
         self.events.append(Event(name, bindings, depth))
