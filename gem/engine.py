@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from . import snapshot
 from .derived import DerivedState, Progress, Summarizer, default_summary
-from .embed import Embedder
+from .embed import Embedder, default_embedder, embedder_named
 from .errors import GemError, InvalidInput, TransitionRejected
 from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
@@ -75,6 +75,20 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
         shared.install(load_sources([tuple(x) for x in json.loads(sources)],
                                     available_actions=available_actions()))
     return shared
+
+
+def embedder_for(store: GraphStore) -> Embedder:
+    """The embedder to open a database with when the caller names none: the one its vectors
+    were made with (a database made by an older gem keeps `hashing-256-v1`), else the default."""
+    shared = store.shared_state
+    if shared is not None:
+        stored: str | None = shared.embedder_name
+    else:
+        queries.ensure_schema(store)
+        with store.reading() as tx:
+            stored = queries.meta_get(tx, "embedder")
+    found = None if stored is None else embedder_named(stored)
+    return found if found is not None else default_embedder()
 
 
 class Engine:

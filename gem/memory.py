@@ -10,8 +10,8 @@ from typing import Any, Callable, Iterable, Sequence, overload
 from . import audit as audit_mod
 from . import history as history_rules
 from .derived import Progress, Summarizer
-from .embed import Embedder, default_embedder
-from .engine import Engine, utc_now
+from .embed import Embedder
+from .engine import Engine, embedder_for, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
 from .model import AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult, \
     RetrieveResult, TopicView, as_utc
@@ -414,7 +414,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         def checked_clock() -> datetime:
             return as_utc(system_clock(), "clock()")
 
-        core = Engine(store, embedder or default_embedder(), resolver or TieredResolver(),
+        core = Engine(store, embedder or embedder_for(store), resolver or TieredResolver(),
                       checked_clock, summarizer, progress)
         memory = Memory(core)
         stored = core.policies
