@@ -5,19 +5,20 @@
         mem.ingest(gem.Fact("Website Redesign", "deadline", "March 15"))
         mem.retrieve("deadline of the website redesign").value("Website Redesign", "deadline")
 """
-from .embed import Embedder, HashingEmbedder
+from .embed import Embedder, HashingEmbedder, MiniLMEmbedder
 from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, PolicySyntaxError,
                      StoreError, StoreLocked, TransitionRejected, UnknownUnit)
 from .aio import AsyncMemory
 from .memory import Memory, open
-from .model import (AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult,
-                    Provenance, RetrieveResult, TopicView)
+from .model import (AuditReport, Episode, EpisodeView, Explanation, Fact, FieldView,
+                    HistoryEntry, IngestResult, Provenance, RetrieveResult, TopicView)
 from .resolve import Resolver, TieredResolver
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "open", "Memory", "AsyncMemory", "Fact", "Embedder", "HashingEmbedder", "Resolver", "TieredResolver",
+    "open", "Memory", "AsyncMemory", "Fact", "Episode", "EpisodeView", "Embedder",
+    "HashingEmbedder", "MiniLMEmbedder", "Resolver", "TieredResolver",
     "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",

@@ -115,6 +115,7 @@ def _full(engine: "Engine", progress: Progress | None) -> AuditReport:
         orphans = observations - queries.count_rels(tx, "CORROBORATES")
         if orphans:
             found.append(("C4", None, f"{orphans} observations are not attached to an entry"))
+        found += conditions.c4_episodes(queries.stream_rows(tx, "Episode"))
         found += conditions.c3_trajectory(queries.updates_of_extended_topics(tx),
                                           queries.flags_by_transition(tx))
         active = queries.status_counts(tx)["fields"].get("active", 0)

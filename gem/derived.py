@@ -9,7 +9,12 @@ The database is the single source of truth. Derived from it, and kept here:
 - salience columns (strength, last access, status) of every topic and field, which answer the
   global questions no key lookup can: which units faded below a salience, which topics are the
   most salient, how many fields are active (C5);
-- the topics with open revision flags, and the log head (sequence number, hash, counters).
+- the topics with open revision flags, and the log head (sequence number, hash, counters);
+- the unit indexes free-text retrieval ranks: one document per field (its topic's names, its
+  name and current value) and per episode (speaker and text), in a lexical index over search
+  terms and a vector index, with each unit's valid time (for `between`). Forgotten units stay
+  in them, so a strong cue can still recall them (issue 10); like summaries they are
+  refreshed lazily, by the next free-text retrieval.
 
 It changes only after a commit (`apply`), from the committed transition's rows, so a rejected
 transition leaves no trace here. Summaries and their index entries are refreshed lazily: a
@@ -32,6 +37,7 @@ from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
 from .store.schema import Row
 from .text import normalise, value_text
+from .units import unit_table
 
 if TYPE_CHECKING:
     from .embed import Embedder
@@ -44,6 +50,7 @@ GENESIS = "0" * 64
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 TOPIC_STATUS = ("active", "archived")
 FIELD_STATUS = ("active", "compressed", "hidden")
+EPISODE_STATUS = ("active", "hidden")
 
 
 def default_summary(title: str, values: dict[str, Any]) -> str:
@@ -150,6 +157,14 @@ class DerivedState:
         self.stale: dict[str, None] = {}  # topics whose summary and index entries are out of date
         self.topics = SalienceTable(TOPIC_STATUS)
         self.fields = SalienceTable(FIELD_STATUS)
+        self.episodes = SalienceTable(EPISODE_STATUS)
+        # The unit indexes (fields and episodes), their documents and valid times; units in
+        # `stale_units` are re-derived by the next reader (`refresh_units`).
+        self.unit_lexical = LexicalIndex(analyzer="search")
+        self.unit_vectors = VectorIndex(embedder.dim)
+        self.unit_docs: dict[str, str] = {}
+        self.unit_valid: dict[str, float] = {}
+        self.stale_units: dict[str, None] = {}
         self.fields_by_topic: dict[str, list[str]] = {}
         self.open_flags: dict[str, int] = {}
         self._active_fields: int | None = None
@@ -205,6 +220,30 @@ class DerivedState:
     def flagged_topics(self) -> list[str]:
         return [tid for tid, n in self.open_flags.items() if n > 0]
 
+    def episode_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
+                          half_life: timedelta) -> list[str]:
+        keep = self.episodes.mask(statuses)
+        if below is not None:
+            keep &= self.episodes.salience(now, half_life) < below
+        return [self.episodes.ids[i] for i in np.flatnonzero(keep).tolist()]
+
+    def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float:
+        """A field's or an episode's committed salience now (0 if unknown)."""
+        table = self.episodes if unit_table(key) == "Episode" else self.fields
+        row = table.row_of.get(key)
+        if row is None:
+            return 0.0
+        age = _seconds(now) - float(table.last[row])
+        age = 0.0 if math.isnan(age) else max(age, 0.0)
+        return -math.expm1(-max(float(table.strength[row]), 0.0)) * \
+            2.0 ** (-age / half_life.total_seconds())
+
+    def unit_status(self, key: str) -> tuple[str | None, str | None]:
+        """(the unit's ladder status, its topic's status; None for an episode)."""
+        if unit_table(key) == "Episode":
+            return self.episodes.status_of(key), None
+        return self.fields.status_of(key), self.topics.status_of(key.split("/", 1)[0])
+
     def least_relevant_fields(self, n: int, exclude: set[str], now: datetime,
                               half_life: timedelta) -> list[tuple[float, str]]:
         """The n active fields of active topics with the lowest relevance (the mean of field
@@ -250,6 +289,9 @@ class DerivedState:
         fids = self.fields_by_topic.setdefault(row["topic_id"], [])
         if row["id"] not in fids:
             fids.append(row["id"])
+
+    def _put_episode(self, row: Row) -> None:
+        self.episodes.put(row["id"], row["strength"], row["last_access"], row["status"])
 
     def _put_names(self, rows: Sequence[Row], vectors: dict[str, np.ndarray]) -> None:
         retitled = [r for r in rows if self.names.title_of.get(r["id"]) != r["title"]]
@@ -318,6 +360,12 @@ class DerivedState:
             self._put_topic(row)
         for row in changed("Field").values():
             self._put_field(row)
+        for row in changed("Episode").values():
+            self._put_episode(row)
+        self.stale_units.update(dict.fromkeys(t.created["Episode"]))
+        self.stale_units.update(dict.fromkeys(t.touched.fields))
+        for tid in t.touched.reindex:  # a new title or alias changes every field's document
+            self.stale_units.update(dict.fromkeys(self.fields_of(tid)))
         renamed = [topics[k] for k in t.touched.reindex if k in topics]
         self._put_names([r for r in renamed if r is not None], title_vectors or {})
         for tid in t.children["FLAGS"]:
@@ -350,6 +398,33 @@ class DerivedState:
                 self.vectors.remove(tid)
             del self.stale[tid]
 
+    def refresh_units(self, cache: "CommittedCache") -> None:
+        """Re-derive the stale units' documents, valid times and index entries from committed
+        state, in one embedder call."""
+        if not self.stale_units:
+            return
+        stale = list(self.stale_units)
+        docs = unit_documents(cache, self.names, stale)
+        keep = [u for u in stale if u in docs]
+        vectors = self.embedder.embed([docs[u][0] for u in keep]) if keep else \
+            np.zeros((0, self.embedder.dim), dtype=np.float32)
+        for unit in stale:
+            if unit not in docs:  # no current value (or gone): nothing to find it by
+                self.unit_lexical.remove(unit)
+                self.unit_vectors.remove(unit)
+                self.unit_docs.pop(unit, None)
+                self.unit_valid.pop(unit, None)
+        for unit, vec in zip(keep, vectors):
+            text, valid = docs[unit]
+            self.unit_docs[unit] = text
+            self.unit_valid[unit] = valid
+            self.unit_lexical.upsert(unit, text)
+            if np.any(vec):
+                self.unit_vectors.upsert(unit, vec)
+            else:
+                self.unit_vectors.remove(unit)
+        self.stale_units.clear()
+
     def summary(self, cache: "CommittedCache", summarizer: Summarizer, tid: str) -> str:
         self.refresh(cache, summarizer, [tid])
         return self.summaries.get(tid, self.names.title_of.get(tid, ""))
@@ -375,6 +450,10 @@ class DerivedState:
             "stale": sorted(self.stale), "topics": table(self.topics), "fields": table(self.fields),
             "fields_by_topic": {k: sorted(v) for k, v in sorted(self.fields_by_topic.items())},
             "open_flags": {k: v for k, v in sorted(self.open_flags.items()) if v},
+            "episodes": table(self.episodes), "unit_docs": dict(sorted(self.unit_docs.items())),
+            "unit_valid": dict(sorted(self.unit_valid.items())),
+            "unit_lexical": sorted(self.unit_lexical), "unit_vectors": vectors(self.unit_vectors),
+            "stale_units": sorted(self.stale_units),
         }
 
     # ------------------------------------------------------------------ rebuild
@@ -391,14 +470,17 @@ class DerivedState:
             fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
                                                         "last_access"))
             flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
+            episodes = queries.scan(tx, "Episode", columns=("id", "status", "strength",
+                                                            "last_access"), order="seq")
             state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
             behind = queries.transitions(tx, state.salience_seq)
         for record in behind:  # the salience the stored columns do not have yet
             for key, (strength, last_access) in json.loads(record["salience"] or "{}").items():
-                table = "Field" if "/" in key else "Topic"
-                state.pending_salience[key] = (table, strength, datetime.fromisoformat(last_access))
+                state.pending_salience[key] = (unit_table(key), strength,
+                                               datetime.fromisoformat(last_access))
         topics = [state.patch("Topic", r) for r in topics]
         fields = [state.patch("Field", r) for r in fields]
+        episodes = [state.patch("Episode", r) for r in episodes]
         if last is not None:
             state.seq, state.hash = last["seq"], last["hash"]
             state.counters = json.loads(last["counters"])
@@ -408,6 +490,10 @@ class DerivedState:
             state.stale[row["id"]] = None
         for row in fields:
             state._put_field(row)
+            state.stale_units[row["id"]] = None
+        for row in episodes:
+            state._put_episode(row)
+            state.stale_units[row["id"]] = None
         for g in flags:
             state.open_flags[g["topic_id"]] = state.open_flags.get(g["topic_id"], 0) + 1
         step = 10_000
@@ -440,6 +526,41 @@ def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summa
                     values[f["name"]] = json.loads(e["value"])
                     break
         out[tid] = summarizer(row["title"], values)
+    return out
+
+
+def unit_documents(cache: "CommittedCache", names: NameDirectory,
+                   units: Sequence[str]) -> dict[str, tuple[str, float]]:
+    """unit -> (its searchable document, its valid time in seconds) for committed fields with a
+    current value (the topic's names, the field's name, the value) and episodes (speaker and
+    text). Units without a current value, or gone, are left out."""
+    fids = [u for u in units if unit_table(u) == "Field"]
+    eids = [u for u in units if unit_table(u) == "Episode"]
+    cache.load_rows("Field", fids)
+    cache.load_children("HAS_ENTRY", fids)
+    cache.load_rows("Episode", eids)
+    out: dict[str, tuple[str, float]] = {}
+    for fid in fids:
+        f = cache.rows["Field"][fid]
+        if f is None:
+            continue
+        current = None
+        for eid in reversed(cache.children["HAS_ENTRY"][fid]):
+            e = cache.rows["Entry"][eid]
+            if e is not None and e["status"] == "current":
+                current = e
+                break
+        if current is None:
+            continue
+        topic_names = names.names_of.get(f["topic_id"], [])
+        text = " ".join([*topic_names, f["name"], value_text(json.loads(current["value"]))])
+        out[fid] = (text, _seconds(current["valid_at"]))
+    for eid in eids:
+        row = cache.rows["Episode"][eid]
+        if row is None:
+            continue
+        text = f"{row['speaker']}: {row['text']}" if row["speaker"] else row["text"]
+        out[eid] = (text, _seconds(row["at"]))
     return out
 
 

@@ -13,8 +13,8 @@ from .derived import Progress, Summarizer
 from .embed import Embedder
 from .engine import Engine, embedder_for, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
-from .model import AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult, \
-    RetrieveResult, TopicView, as_utc
+from .model import AuditReport, Episode, Explanation, Fact, FieldView, HistoryEntry, \
+    IngestResult, RetrieveResult, TopicView, as_utc, checked_time
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
 from .operators import revise as revise_op
@@ -32,6 +32,12 @@ from .units import field_id
 
 log = logging.getLogger("gem")
 
+# What an extractor is: called with each ingested episode (before the transition, so a slow
+# model call holds no lock), it returns the facts found in it, which are ingested in the same
+# transition, citing the episode (`ref`) and dated when it was said unless they say otherwise.
+Extractor = Callable[[Episode], Iterable[Fact]]
+MAX_K = 1000
+
 
 class Memory:
     """A governed evolving memory on one database. Use `gem.open(...)` to make one."""
@@ -40,6 +46,7 @@ class Memory:
         self._engine = engine
         self._closed = False
         self._scheduler = None
+        self.extractor: Extractor | None = None
         self.maintenance_runs = 0      # scheduled maintenance runs that committed
         self.maintenance_failures = 0  # and those that were rolled back (to be retried)
         # Set when gem.open replaced the policies stored in the database: the load
@@ -80,41 +87,102 @@ class Memory:
             raise GemError("this memory is closed")
 
     # ------------------------------------------------------------------ operators
-    def ingest(self, facts: Fact | Iterable[Fact], *, actor: str = "api") -> IngestResult:
-        """Integrate one fact or a list of facts, as one transition."""
+    def ingest(self, facts: Fact | Episode | Iterable[Fact | Episode], *,
+               actor: str = "api") -> IngestResult:
+        """Integrate facts and episodes (one, or a list mixing both), as one transition. The
+        extractor given to `gem.open` is called with each episode first; the facts it returns
+        are ingested in the same transition."""
         self._check_open()
-        batch = [facts] if isinstance(facts, Fact) else list(facts)
-        for i, fact in enumerate(batch):
-            if not isinstance(fact, Fact):
-                raise InvalidInput(f"facts[{i}] is a {type(fact).__name__}, not a gem.Fact")
+        if isinstance(facts, (Fact, Episode)):
+            batch: list[Any] = [facts]
+        elif isinstance(facts, (str, bytes)) or not isinstance(facts, Iterable):
+            raise InvalidInput("ingest takes a gem.Fact, a gem.Episode or a list of them, "
+                               f"not a {type(facts).__name__}")
+        else:
+            batch = list(facts)
+        for i, item in enumerate(batch):
+            if not isinstance(item, (Fact, Episode)):
+                raise InvalidInput(f"facts[{i}] is a {type(item).__name__}, not a gem.Fact or "
+                                   "a gem.Episode")
         if not batch:
-            raise InvalidInput("ingest needs at least one fact")
-        summary, t = self._engine.run("ingest", lambda t: ingest_op.ingest(t, batch),
-                                      actor=actor, interaction=True)
+            raise InvalidInput("ingest needs at least one fact or episode")
+        plain = [f for f in batch if isinstance(f, Fact)]
+        episodes = [(e, self._extract(i, e)) for i, e in enumerate(batch) if isinstance(e, Episode)]
+        if episodes:
+            def operator(t: Transition) -> dict[str, Any]:
+                return ingest_op.ingest_with_episodes(t, plain, episodes)
+        else:
+            def operator(t: Transition) -> dict[str, Any]:
+                return ingest_op.ingest(t, plain)
+        summary, t = self._engine.run("ingest", operator, actor=actor, interaction=True)
         return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
                             created_topics=summary["created_topics"], entries=summary["entries"],
                             corroborations=summary["corroborations"], denials=summary["denials"],
-                            flagged=list(t.touched.flagged))
+                            flagged=list(t.touched.flagged),
+                            episodes=summary.get("episodes", []),
+                            extracted=summary.get("extracted", 0))
+
+    def _extract(self, i: int, episode: Episode) -> list[Fact]:
+        if self.extractor is None:
+            return []
+        found = self.extractor(episode)
+        if found is None or isinstance(found, (str, bytes, Fact)) or not isinstance(found, Iterable):
+            raise InvalidInput(f"the extractor must return a list of gem.Fact for facts[{i}], "
+                               f"got {type(found).__name__}")
+        facts = list(found)
+        for j, fact in enumerate(facts):
+            if not isinstance(fact, Fact):
+                raise InvalidInput(f"the extractor returned a {type(fact).__name__} for "
+                                   f"facts[{i}] (item {j}), not a gem.Fact")
+        return facts
 
     def retrieve(self, query: str | None = None, topic: str | None = None,
-                 fields: Sequence[str] | None = None, as_of: datetime | None = None,
+                 fields: Sequence[str] | str | None = None, as_of: datetime | None = None,
                  history: bool = False, include_archived: bool = False, k: int = 5,
-                 *, actor: str = "api") -> RetrieveResult:
-        """Read the memory. A transition: everything returned is reinforced (C6)."""
+                 *, between: tuple[datetime, datetime] | None = None,
+                 actor: str = "api") -> RetrieveResult:
+        """Read the memory. A transition: everything returned is reinforced (C6).
+
+        A text `query` ranks units (fields and episodes): `k` of them are returned, fields
+        grouped by topic (`fields="all"`: with every visible field of their topics; a list:
+        with those fields too), episodes in `r.episodes`; `between=(start, end)` keeps units
+        whose valid time lies in that window. Forgotten units a query matches strongly are
+        recalled (and revived). `topic=` looks a topic up by name; neither gives the k most
+        salient topics."""
         self._check_open()
         if query is not None and not isinstance(query, str):
             raise InvalidInput("query must be a string")
         if topic is not None and (not isinstance(topic, str) or not topic.strip()):
             raise InvalidInput("topic must be a non-empty string")
-        if isinstance(fields, str):
-            raise InvalidInput("fields must be a list of field names, not a string")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidInput("k must be a positive integer")
+        all_fields = fields == "all"
+        if isinstance(fields, str) and not all_fields:
+            raise InvalidInput("fields must be a list of field names or \"all\", not a string")
+        if fields is not None and not all_fields:
+            fields = list(fields)  # type: ignore[arg-type]
+            if not all(isinstance(f, str) and f for f in fields):
+                raise InvalidInput("fields must be non-empty strings")
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise InvalidInput(f"k must be an integer in [1, {MAX_K}], got {k!r}")
+        window = None
+        if between is not None:
+            if not isinstance(between, (tuple, list)) or len(between) != 2:
+                raise InvalidInput("between must be a pair (start, end) of datetimes")
+            try:
+                window = (checked_time(between[0], "between start"),
+                          checked_time(between[1], "between end"))
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
+            if window[0] > window[1]:
+                raise InvalidInput(f"between: start {window[0].isoformat()} is after end "
+                                   f"{window[1].isoformat()}")
+            if not query:
+                raise InvalidInput("between filters the units a text query ranks: give a query")
         request = retrieve_op.Request(
             query=query.strip() if query else None, topic=topic,
-            fields=None if fields is None else tuple(fields),
+            fields=None if fields is None or all_fields else tuple(fields),
             as_of=None if as_of is None else as_utc(as_of, "as_of"),
-            history=bool(history), include_archived=bool(include_archived), k=k)
+            history=bool(history), include_archived=bool(include_archived), k=k,
+            all_fields=all_fields, between=window)
         result, _ = self._engine.run("retrieve", lambda t: retrieve_op.retrieve(t, request),
                                      actor=actor, interaction=True)
         return result.model_copy(update={"transition": self._engine.seq})
@@ -388,7 +456,8 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
          embedder: Embedder | None = None, resolver: Resolver | None = None,
          clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
          summarizer: Summarizer | None = None, create: bool = True,
-         progress: Progress | None = None, *, defaults: bool = True) -> Memory:
+         progress: Progress | None = None, *, defaults: bool = True,
+         extractor: Extractor | None = None) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
     `policies`: .policy files that extend the default governance (`defaults=False`: that
@@ -397,8 +466,11 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     stored one is a policy transition, logged, and reported in `Memory.policy_change`.
     `create=False` refuses a path where no database exists (a mistyped path would otherwise
     make a new one). `progress(step, done, total)` is told about long work (rebuilding what is
-    derived from a database).
+    derived from a database). `extractor(episode) -> [Fact, ...]` finds facts in each ingested
+    episode (an LLM in real use; the default finds none).
     """
+    if extractor is not None and not callable(extractor):
+        raise InvalidInput("extractor must be a callable taking a gem.Episode")
     if not create and path is not None and not Path(path).exists():
         raise InvalidInput(f"no database at {str(path)!r}")
     wanted = None
@@ -417,6 +489,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         core = Engine(store, embedder or embedder_for(store), resolver or TieredResolver(),
                       checked_clock, summarizer, progress)
         memory = Memory(core)
+        memory.extractor = extractor
         stored = core.policies
         if stored is None:
             memory._install(wanted or load_sources([], available_actions(), defaults=True), "api")

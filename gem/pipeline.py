@@ -117,7 +117,7 @@ def build_output(t: Transition, engine: "Engine") -> None:
 def append_log(t: Transition, engine: "Engine") -> None:
     record = {
         "seq": t.seq, "op": t.op, "event": t.event, "at": t.now.isoformat(), "actor": t.actor,
-        "units": sorted(set(t.touched.topics) | set(t.touched.fields)),
+        "units": sorted(set(t.touched.topics) | set(t.touched.fields) | set(t.touched.episodes)),
         "policies": runs_of(t.fired),
         "detail": {k: v for k, v in t.detail.items() if not k.startswith("_")},
         "salience": salience_changes(t),
@@ -187,7 +187,7 @@ class Writes:
 def write(tx: Any, w: Writes) -> None:
     """Creates (parents' tables first, each child with its owning relationship), relationship
     deletes, relationship creates, updates, other writes, the log record."""
-    for table in ("Topic", "Field", "Entry", "Observation", "Flag"):
+    for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
         rows = list(w.created[table].values())
         if not rows:
             continue

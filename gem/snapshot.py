@@ -7,6 +7,8 @@
         lexical-<gen>.snap     the BM25 index over summaries            (gem/index.py)
         vectors-<gen>.snap     the vector index over summaries          (gem/index.py)
         titles-<gen>.snap      the title vectors the resolver matches   (gem/index.py)
+        units-<gen>.snap       the BM25 index over units (fields, episodes)
+        unitvec-<gen>.snap     the vector index over units
 
 Files of a new generation are written (and synced) first, then `meta.json` is replaced
 atomically, then the old generation is removed: a crash at any point leaves a `meta.json` that
@@ -30,11 +32,12 @@ from .derived import DerivedState, NameDirectory, Progress, SalienceTable, snaps
 from .errors import SnapshotError
 from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
+from .units import unit_table
 
 if TYPE_CHECKING:
     from .embed import Embedder
 
-FORMAT = 1
+FORMAT = 2  # 2: episodes and the unit indexes (issue 10)
 
 
 def save(state: DerivedState, db_path: str) -> None:
@@ -46,7 +49,8 @@ def save(state: DerivedState, db_path: str) -> None:
     stamp = {"seq": state.seq, "hash": state.hash, "embedder": state.embedder.name}
     files = {"state": f"state-{gen}.json", "tables": f"tables-{gen}.npz",
              "lexical": f"lexical-{gen}.snap", "vectors": f"vectors-{gen}.snap",
-             "titles": f"titles-{gen}.snap"}
+             "titles": f"titles-{gen}.snap", "units": f"units-{gen}.snap",
+             "unitvec": f"unitvec-{gen}.snap"}
     body = {
         "names": [[tid, names] for tid, names in state.names.names_of.items()],
         "summaries": state.summaries, "stale": list(state.stale),
@@ -55,10 +59,13 @@ def save(state: DerivedState, db_path: str) -> None:
         "audit_checkpoint": state.audit_checkpoint,
         "fields_by_topic": state.fields_by_topic,
         "unpaired": list(state.unpaired), "paired_at": state.paired_at,
+        "unit_docs": state.unit_docs, "unit_valid": state.unit_valid,
+        "stale_units": list(state.stale_units),
     }
     _write(os.path.join(folder, files["state"]), json.dumps(body).encode("utf-8"))
     arrays: dict[str, np.ndarray] = {}
-    for kind, table in (("topics", state.topics), ("fields", state.fields)):
+    for kind, table in (("topics", state.topics), ("fields", state.fields),
+                        ("episodes", state.episodes)):
         n = len(table)
         arrays[f"{kind}_ids"] = np.asarray(table.ids, dtype=str)
         arrays[f"{kind}_strength"] = table.strength[:n]
@@ -74,6 +81,8 @@ def save(state: DerivedState, db_path: str) -> None:
     state.lexical.save(os.path.join(folder, files["lexical"]), stamp)
     state.vectors.save(os.path.join(folder, files["vectors"]), stamp)
     state.title_vectors.save(os.path.join(folder, files["titles"]), stamp)
+    state.unit_lexical.save(os.path.join(folder, files["units"]), stamp)
+    state.unit_vectors.save(os.path.join(folder, files["unitvec"]), stamp)
     meta = {"format": FORMAT, **stamp, "generation": gen, "files": files}
     _write(os.path.join(folder, "meta.json"), json.dumps(meta).encode("utf-8"))
     for name in os.listdir(folder):
@@ -114,11 +123,19 @@ def _read(db_path: str, embedder: "Embedder") -> DerivedState:
         lexical, s1 = LexicalIndex.load(os.path.join(folder, files["lexical"]))
         vectors, s2 = VectorIndex.load(os.path.join(folder, files["vectors"]))
         titles, s3 = VectorIndex.load(os.path.join(folder, files["titles"]))
-        if not s1 == s2 == s3 == stamp or vectors.dim != embedder.dim or titles.dim != embedder.dim:
+        units, s4 = LexicalIndex.load(os.path.join(folder, files["units"]))
+        unit_vectors, s5 = VectorIndex.load(os.path.join(folder, files["unitvec"]))
+        if not s1 == s2 == s3 == s4 == s5 == stamp or \
+                any(ix.dim != embedder.dim for ix in (vectors, titles, unit_vectors)):
             raise SnapshotError("the snapshot's files are of different generations")
         state = DerivedState(embedder)
         state.seq, state.hash = int(meta["seq"]), str(meta["hash"])
         state.lexical, state.vectors, state.title_vectors = lexical, vectors, titles
+        state.unit_lexical, state.unit_vectors = units, unit_vectors
+        state.unit_docs = {str(k): str(v) for k, v in body["unit_docs"].items()}
+        state.unit_valid = {str(k): float(v) for k, v in body["unit_valid"].items()}
+        state.stale_units = dict.fromkeys(body["stale_units"])
+        state.episodes = _table(tables, "episodes", SalienceTable(state.episodes.names))
         names = NameDirectory()
         for tid, title_and_aliases in body["names"]:
             names.set(tid, title_and_aliases[0], title_and_aliases[1:])
@@ -172,21 +189,32 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         for record in records:
             if record["seq"] > stored_salience:
                 for key, (strength, last) in json.loads(record["salience"] or "{}").items():
-                    table = "Field" if "/" in key else "Topic"
-                    state.pending_salience[key] = (table, strength, datetime.fromisoformat(last))
+                    state.pending_salience[key] = (unit_table(key), strength,
+                                                   datetime.fromisoformat(last))
         later = [r for r in records if r["seq"] > state.seq]
         units = {u for r in later for u in json.loads(r["units"])}
         keys = units | set(state.pending_salience)
-        tids = sorted({u.split("/", 1)[0] for u in keys})
+        eids = sorted(u for u in keys if unit_table(u) == "Episode")
+        tids = sorted({u.split("/", 1)[0] for u in keys if unit_table(u) != "Episode"})
         fids = sorted(u for u in keys if "/" in u)
         topics = queries.read_rows(tx, "Topic", tids) if tids else []
         fields = queries.read_rows(tx, "Field", fids) if fids else []
+        episodes = queries.read_rows(tx, "Episode", eids) if eids else []
         flags = [(parent, g) for parent, g in queries.read_children(tx, "FLAGS", tids)] if tids else []
     for row in topics:
         state._put_topic(state.patch("Topic", row))
     state._put_names([r for r in topics], {})
     for row in fields:
         state._put_field(state.patch("Field", row))
+    for row in episodes:
+        state._put_episode(state.patch("Episode", row))
+    for r in later:  # their documents are derived again by the next reader
+        for unit in json.loads(r["units"]):
+            kind = unit_table(unit)
+            if kind == "Topic":
+                state.stale_units.update(dict.fromkeys(state.fields_of(unit)))
+            else:
+                state.stale_units[unit] = None
     for tid in tids:
         state.open_flags[tid] = 0
     for parent, flag in flags:
@@ -194,7 +222,8 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
             state.open_flags[parent] += 1
     for r in later:
         for unit in json.loads(r["units"]):
-            state.stale[unit.split("/", 1)[0]] = None
+            if unit_table(unit) != "Episode":
+                state.stale[unit.split("/", 1)[0]] = None
     if later:
         state.seq, state.hash = later[-1]["seq"], later[-1]["hash"]
         state.counters = json.loads(later[-1]["counters"])

@@ -39,6 +39,24 @@ class EntryRef:
 
 
 @dataclass(frozen=True)
+class EpisodeRef:
+    id: str
+
+    def __str__(self) -> str:
+        return f"episode {self.id}"
+
+
+EPISODE_PREFIX = "ep"
+
+
+def unit_table(key: str) -> str:
+    """The table of a unit named by its key: fields are "<topic>/<name>", episodes "ep<n>"."""
+    if "/" in key:
+        return "Field"
+    return "Episode" if key.startswith(EPISODE_PREFIX) else "Topic"
+
+
+@dataclass(frozen=True)
 class EdgeRef:
     kind: str          # extension | association | derived
     source: str
@@ -63,7 +81,7 @@ def _json_default(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, timedelta):
         return value.total_seconds()
-    if isinstance(value, (TopicRef, EntryRef)):
+    if isinstance(value, (TopicRef, EntryRef, EpisodeRef)):
         return value.id
     if isinstance(value, FieldRef):
         return value.name

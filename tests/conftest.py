@@ -51,7 +51,8 @@ def snapshot(m: gem.Memory) -> dict:
     engine = m._engine
     with engine.store.reading() as tx:
         tables = {}
-        for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Policy", "Transition", "Meta"):
+        for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Policy", "Transition", "Meta",
+                      "Episode"):
             tables[table] = sorted(map(repr, tx.run(f"MATCH (n:{table}) RETURN n")))
         for rel in ("HAS_FIELD", "HAS_ENTRY", "CORROBORATES", "FLAGS", "EXTENDS",
                     "ASSOCIATES", "DERIVED_FROM"):
@@ -62,4 +63,5 @@ def snapshot(m: gem.Memory) -> dict:
     # Summaries are derived lazily: what a reader computes from committed state is not a change.
     with engine.store.lock:
         engine.derived.refresh(engine.cache, engine.services.summarizer)
+        engine.derived.refresh_units(engine.cache)
     return {"tables": tables, "derived": engine.derived.fingerprint()}

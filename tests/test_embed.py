@@ -216,12 +216,21 @@ _HAS_ST = importlib.util.find_spec("sentence_transformers") is not None
 
 
 @pytest.mark.skipif(not _HAS_ST, reason="sentence_transformers is not installed")
-def test_sentence_embedder_never_downloads(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
-    with pytest.raises(InvalidInput, match="locally"):
-        SentenceTransformerEmbedder("gem-test/model-that-is-not-cached")
-    with pytest.raises(InvalidInput, match="locally"):
-        SentenceTransformerEmbedder(str(tmp_path / "no-such-model-dir"))
+def test_sentence_embedder_never_downloads(tmp_path):
+    # In a child process: importing torch brings its own OpenMP pool into the process, which
+    # the thread-limit tests (tests/test_numeric.py) would then see.
+    import subprocess
+    code = (
+        "import sys, pytest\n"
+        "from gem.embed import SentenceTransformerEmbedder\n"
+        "from gem.errors import InvalidInput\n"
+        "for model in ('gem-test/model-that-is-not-cached', sys.argv[1]):\n"
+        "    with pytest.raises(InvalidInput, match='locally'):\n"
+        "        SentenceTransformerEmbedder(model)\n")
+    env = {**os.environ, "HF_HOME": str(tmp_path / "empty-hf-home")}
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "no-such-model-dir")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 class _FakeSentenceTransformer:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .. import history
-from ..model import Fact
+from ..model import Episode, Fact
 from ..state.transition import Transition
-from ..units import EntryRef, FieldRef, TopicRef, dumps, field_id
+from ..units import EntryRef, EpisodeRef, FieldRef, TopicRef, dumps, field_id
 from .common import entry_value
 from .forget import restore_field, restore_topic
 from .resolution import Directory
@@ -76,6 +76,31 @@ def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
         t.emit("ingested", topic=TopicRef(tid))
     return {"created_topics": created_topics, "entries": new_entries,
             "corroborations": corroborations, "denials": denials}
+
+
+def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
+                         episodes: Sequence[tuple[Episode, Sequence[Fact]]]) -> dict[str, Any]:
+    """Record each episode, then ingest the facts extracted from it (citing it by its id in
+    `ref` and dated when it was said, unless they say otherwise) and `facts`, in this one
+    transition."""
+    created: list[str] = []
+    extracted: list[Fact] = []
+    for episode, derived in episodes:
+        at = episode.at or t.now
+        row = t.new_episode(episode.text, at, episode.source, episode.actor, episode.speaker)
+        created.append(row["id"])
+        t.emit("episode_recorded", episode=EpisodeRef(row["id"]))
+        for fact in derived:
+            cite: dict[str, Any] = {}
+            if fact.ref is None:
+                cite["ref"] = row["id"]
+            if fact.at is None:
+                cite["at"] = at
+            extracted.append(fact.model_copy(update=cite) if cite else fact)
+    batch = [*extracted, *facts]
+    summary: dict[str, Any] = ingest(t, batch) if batch else \
+        {"created_topics": [], "entries": [], "corroborations": 0, "denials": 0}
+    return {**summary, "episodes": created, "extracted": len(extracted)}
 
 
 def _resolve_hosts(t: Transition, facts: Sequence[Fact], created: list[str]) -> dict[str, str]:

@@ -176,7 +176,7 @@ def delete_rels(tx: Tx, rel: str, pairs: list[tuple[str, str]]) -> None:
 def write_salience(tx: Tx, rows: list[tuple[str, str, float, Any]], seq: int) -> None:
     """Salience written behind: (table, key, strength, last access) rows and the log position
     they bring the stored columns up to."""
-    for table in ("Topic", "Field"):
+    for table in ("Topic", "Field", "Episode"):
         updates = [(key, {"strength": s, "last_access": last}) for t, key, s, last in rows if t == table]
         if updates:
             update_rows(tx, table, updates)
@@ -276,7 +276,8 @@ def status_counts(tx: Tx) -> dict[str, dict[str, int]]:
     fields = {r[0]: int(r[1]) for r in tx.run(
         "MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) RETURN "
         "CASE WHEN x.status = 'archived' THEN 'archived' ELSE f.status END, count(*)")}
-    return {"topics": topics, "fields": fields}
+    episodes = {r[0]: int(r[1]) for r in tx.run("MATCH (x:Episode) RETURN x.status, count(*)")}
+    return {"topics": topics, "fields": fields, "episodes": episodes}
 
 
 def entry_counts(tx: Tx) -> tuple[int, int]:
@@ -343,7 +344,7 @@ def count_owned(tx: Tx, rel: str) -> int:
 
 def negative_strengths(tx: Tx) -> list[tuple[str, float]]:
     out = []
-    for table in ("Topic", "Field"):
+    for table in ("Topic", "Field", "Episode"):
         out += [(r[0], r[1]) for r in tx.run(f"MATCH (n:{table}) WHERE n.strength < 0 "
                                               "RETURN n.id, n.strength")]
     return out
