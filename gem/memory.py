@@ -367,6 +367,7 @@ class Memory:
             return {"topics": counts["topics"], "fields": counts["fields"],
                     "active_fields": counts["fields"].get("active", 0),
                     "entries": entries, "active_entries": active_entries,
+                    "episodes": counts["episodes"],
                     "interactions": t.counters.interactions,
                     "active_bound": t.settings.get("active_bound"),
                     "transitions": self._engine.seq}
