@@ -452,14 +452,17 @@ class LexicalIndex:
         rows = seen[0] if len(seen) == 1 else np.concatenate(seen)
         return _ranked(acc[rows], rows, self._id_of_row, k)
 
-    def search_covering(self, query: str, k: int | None = None, max_df: float | None = None
-                        ) -> list[tuple[str, float, float]]:
+    def search_covering(self, query: str, k: int | None = None, max_df: float | None = None,
+                        ids: set[str] | None = None) -> list[tuple[str, float, float]]:
         """search(), with each document's coverage of the query: the idf-weighted share of the
         query's distinct terms the document contains, in [0, 1]. Terms no document has count
         at the highest idf (a query word nothing mentions is not covered), so coverage says
         how much of the question a unit answers on an absolute scale, where BM25 scores only
-        compare documents within one query."""
-        found = self.search(query, k, max_df)
+        compare documents within one query. With `ids`, only those documents are ranked."""
+        if ids is not None:
+            found = [x for x in self.search(query, None, max_df) if x[0] in ids][:k]
+        else:
+            found = self.search(query, k, max_df)
         if not found:
             return []
         n_docs = len(self._row_of)

@@ -188,6 +188,7 @@ class EpisodeView(BaseModel):
     recorded_at: datetime
     salience: float
     status: Literal["active", "hidden"]
+    follows: str | None = None        # the episode said just before it (read as its context)
     score: float | None = None
     recalled: str | None = None
 

@@ -92,7 +92,8 @@ def test_episodes_survive_reopen_and_a_hidden_one_stays_searchable(tmp_path, clo
     path = tmp_path / "db"
     with gem.open(path, clock=clock, engine=ENGINE) as mem:
         mem.ingest([gem.Episode("The kickoff is in the red room", source="chat:1", at=T0),
-                    gem.Episode("Parking is behind building C", source="chat:2", at=T0)])
+                    gem.Episode("Parking is behind building C", source="chat:2",
+                                at=T0 + timedelta(hours=2))])
         clock.advance(days=50)
         mem.forget()
         assert mem.stats()["episodes"] == {"hidden": 2}
@@ -115,3 +116,11 @@ def test_a_database_made_with_the_v1_embedder_opens_with_it_by_default(tmp_path,
         gem.open(path, clock=clock, engine=ENGINE, embedder=gem.HashingEmbedder(256))
     with gem.open(tmp_path / "new", clock=clock, engine=ENGINE) as mem:
         assert mem._engine.services.embedder.name == "hashing-256-v2"
+
+
+def test_the_readme_episode_example_runs_as_written():
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "extractor=" in b]
+    exec(compile(block, "README.md", "exec"), {"gem": gem})

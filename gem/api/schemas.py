@@ -234,6 +234,7 @@ class StatsResult(_Wire):
     interactions: int
     active_bound: int | None = Field(None, description="The C5 bound on active fields, if set.")
     transitions: int
+    episodes: dict[str, int] = Field(default_factory=dict, description="Episodes by status.")
 
 
 class PolicyFired(_Wire):

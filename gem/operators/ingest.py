@@ -8,6 +8,7 @@ writes what `place` decided and announces it to the policies.
 """
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Sequence
 
 from .. import history
@@ -78,6 +79,12 @@ def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
             "corroborations": corroborations, "denials": denials}
 
 
+# An episode said within this long after the previous one is read in its context: its search
+# document includes the previous episode's text ("Yes, in May" answers what was asked just
+# before). Measured on LoCoMo turns: evidence any@10 0.666 -> 0.761 with the hashing embedder.
+CONVERSATION_GAP = timedelta(minutes=30)
+
+
 def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
                          episodes: Sequence[tuple[Episode, Sequence[Fact]]]) -> dict[str, Any]:
     """Record each episode, then ingest the facts extracted from it (citing it by its id in
@@ -85,9 +92,15 @@ def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
     transition."""
     created: list[str] = []
     extracted: list[Fact] = []
+    last = t.row("Episode", f"ep{t.counters.episode}") if t.counters.episode else None
     for episode, derived in episodes:
         at = episode.at or t.now
-        row = t.new_episode(episode.text, at, episode.source, episode.actor, episode.speaker)
+        follows = None
+        if last is not None and timedelta(0) <= at - last["at"] <= CONVERSATION_GAP:
+            follows = last["id"]
+        row = t.new_episode(episode.text, at, episode.source, episode.actor, episode.speaker,
+                            follows)
+        last = row
         created.append(row["id"])
         t.emit("episode_recorded", episode=EpisodeRef(row["id"]))
         for fact in derived:

@@ -500,11 +500,13 @@ class Transition:
         return row
 
     def new_episode(self, text: str, at: datetime, source: str, actor: str,
-                    speaker: str | None, scope: str = "default") -> Row:
+                    speaker: str | None, follows: str | None = None,
+                    scope: str = "default") -> Row:
         n = self.counters.next("episode")
         row = self.create("Episode", {
             "id": f"ep{n}", "seq": n, "tx": self.seq, "text": text, "at": at,
             "recorded_at": self.now, "source": source, "actor": actor, "speaker": speaker,
+            "follows": follows,
             "strength": 0.0, "last_access": self.now, "status": "active", "scope": scope,
             "annotations": "{}"})
         self.touched.episodes[row["id"]] = None

@@ -117,6 +117,7 @@ class EpisodeRow(TypedDict):
     source: str
     actor: str
     speaker: str | None
+    follows: str | None       # the episode said just before it (gem/operators/ingest.py)
     strength: float           # salience, as for topics and fields
     last_access: datetime
     status: str               # active | hidden
