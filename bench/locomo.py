@@ -85,7 +85,7 @@ def evidence_ids(raw: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def load(path: Path, limit: int | None = None) -> list[Conversation]:
+def load(path: Path, limit: int | None = None, questions: int | None = None) -> list[Conversation]:
     data = json.loads(path.read_text(encoding="utf-8"))
     out = []
     for item in data[:limit]:
@@ -99,9 +99,9 @@ def load(path: Path, limit: int | None = None) -> list[Conversation]:
             turns = [Turn(t["dia_id"], t["speaker"], t["text"], start + timedelta(seconds=i))
                      for i, t in enumerate(conv[f"session_{n}"])]
             sessions.append((start, turns))
-        questions = [q for q in item["qa"] if q.get("category") in CATEGORIES
-                     and evidence_ids(q.get("evidence", []))]
-        out.append(Conversation(item["sample_id"], sessions, questions))
+        selected = [q for q in item["qa"] if q.get("category") in CATEGORIES
+                    and evidence_ids(q.get("evidence", []))]
+        out.append(Conversation(item["sample_id"], sessions, selected[:questions]))
     return out
 
 
@@ -226,8 +226,9 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def run(path: Path, conversations: int | None, embedder_name: str, ks: list[int],
-        out: Callable[[str], None] = print, policies: list[str] | None = None) -> dict[str, Any]:
-    convs = load(path, conversations)
+        out: Callable[[str], None] = print, policies: list[str] | None = None,
+        questions: int | None = None) -> dict[str, Any]:
+    convs = load(path, conversations, questions)
     embedder = make_embedder(embedder_name)
     k = max(ks)
     systems = ["gem (maintenance on)", "gem (maintenance off)", "BM25", "dense", "RRF"]
@@ -295,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=None, help="only the first N")
     parser.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing")
     parser.add_argument("--k", default="5,10,20", help="comma-separated cut-offs")
+    parser.add_argument("--questions", type=int, default=None,
+                        help="only the first N questions of each conversation")
     parser.add_argument("--policies", nargs="*", default=None,
                         help="policy files composed on the default governance")
     args = parser.parse_args(argv)
@@ -302,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: no LoCoMo data at {DATA} (set GEM_LOCOMO to its path)")
         return 0
     ks = sorted({int(x) for x in args.k.split(",")})
-    run(DATA, args.conversations, args.embedder, ks, policies=args.policies)
+    run(DATA, args.conversations, args.embedder, ks, policies=args.policies,
+        questions=args.questions)
     return 0
 
 

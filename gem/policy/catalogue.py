@@ -415,7 +415,7 @@ SETTINGS: dict[str, SettingSig] = {
         SettingSig("relevance_floor", NUMBER, 0.1, "relevance (the query's lexical coverage and "
                    "embedding cosine, each weighted 0.5) below which a unit is not returned by a "
                    "text query, and so not reinforced", 0, 1),
-        SettingSig("recall_floor", NUMBER, 0.45, "relevance (as for relevance_floor) at or above "
+        SettingSig("recall_floor", NUMBER, 0.3, "relevance (as for relevance_floor) at or above "
                    "which a text query recalls a forgotten unit (a hidden field or episode, a "
                    "field of an archived topic), returns it marked with its ladder level and "
                    "revives it", 0, 1),
