@@ -162,7 +162,10 @@ def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
     namer = Namer(mem)
     return s.RecallResult(
         transition=result.transition, query=result.query, as_of=result.as_of,
-        topics=[_topic(namer, t, mem.inspect(t.id)) for t in result.topics])
+        topics=[_topic(namer, t, mem.inspect(t.id)) for t in result.topics],
+        episodes=[s.EpisodeCard(text=e.text, at=e.at, speaker=e.speaker, source=e.source,
+                                score=e.score, recalled=e.recalled) for e in result.episodes],
+        truncated=result.truncated)
 
 
 def inspect(mem: Memory, topic: str, field: str | None = None) -> s.TopicCard:

@@ -48,7 +48,7 @@ class RetrieveRequest(_Wire):
     topic: str | None = Field(None, description="A topic title to read directly.")
     fields: list[str] | None = Field(None, description="Only these fields (hidden ones included).")
     as_of: datetime | None = Field(None, description="Answer as of this time (ISO 8601).")
-    k: int = Field(5, ge=1, le=100, description="At most this many topics.")
+    k: int = Field(5, ge=1, le=100, description="At most this many units (fields and episodes) for a query; topics otherwise.")
     history: bool = Field(False, description="Include each field's value history.")
     include_archived: bool = Field(False, description="Also search archived topics.")
     actor: str = Field("api", description="Recorded in the transition log.")
@@ -152,11 +152,24 @@ class RememberResult(_Wire):
     flagged_for_review: list[str] = Field(description="Topics now flagged because this changed.")
 
 
+class EpisodeCard(_Wire):
+    text: str
+    at: datetime = Field(description="When it was said or observed.")
+    speaker: str | None = None
+    source: str
+    score: float | None = Field(None, description="Retrieval score.")
+    recalled: str | None = Field(None, description=(
+        "The forgetting level a strong match brought it back from (it is active again)."))
+
+
 class RecallResult(_Wire):
     transition: int
     query: str | None = None
     as_of: datetime | None = None
     topics: list[TopicCard]
+    episodes: list[EpisodeCard] = Field(default_factory=list, description=(
+        "Raw observations (turns, messages) a text query ranked, best first."))
+    truncated: bool = Field(False, description="More was relevant than k.")
 
 
 class HistoryResult(_Wire):

@@ -45,9 +45,11 @@ def topic(t: s.TopicCard) -> str:
 
 
 def recall(r: s.RecallResult) -> str:
-    if not r.topics:
+    if not r.topics and not r.episodes:
         return "nothing found\n"
-    return "\n".join(topic(t) for t in r.topics)
+    said = [f"{_day(e.at)} {e.speaker or '?'}: {e.text} ({e.source}"
+            + (f", recalled from {e.recalled})" if e.recalled else ")") for e in r.episodes]
+    return "\n".join([*(topic(t) for t in r.topics), *said]) + ("\n" if said else "")
 
 
 def history(r: s.HistoryResult) -> str:
