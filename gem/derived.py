@@ -365,7 +365,7 @@ class DerivedState:
         for row in changed("Episode").values():
             self._put_episode(row)
         self.stale_units.update(dict.fromkeys(t.created["Episode"]))
-        self.stale_units.update(dict.fromkeys(t.touched.fields))
+        self.stale_units.update(dict.fromkeys(units_rewritten(t)))
         for tid in t.touched.reindex:  # a new title or alias changes every field's document
             self.stale_units.update(dict.fromkeys(self.fields_of(tid)))
         renamed = [topics[k] for k in t.touched.reindex if k in topics]
@@ -529,6 +529,25 @@ def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summa
                     break
         out[tid] = summarizer(row["title"], values)
     return out
+
+
+def units_rewritten(t: "Transition") -> list[str]:
+    """The fields whose search document a committed transition may have changed: new fields,
+    fields that gained or changed entries (a compression, which only moves older entries out
+    of the active history, changes no document), and every field a revision touched (a merge
+    moves entries away). A ladder step alone changes none: status is read at query time, so a
+    forgetting pass does not make the next query re-embed what it attenuated."""
+    out = dict.fromkeys(t.created["Field"])
+    for table in ("created", "updated"):
+        for eid, props in getattr(t, table)["Entry"].items():
+            if table == "updated" and set(props) <= {"active"}:
+                continue
+            row = t.rows["Entry"].get(eid)
+            if row is not None:
+                out[row["field_id"]] = None
+    if t.op == "revise":
+        out.update(dict.fromkeys(t.touched.fields))
+    return list(out)
 
 
 def unit_documents(cache: "CommittedCache", names: NameDirectory,
