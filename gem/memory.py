@@ -175,8 +175,9 @@ class Memory:
             if window[0] > window[1]:
                 raise InvalidInput(f"between: start {window[0].isoformat()} is after end "
                                    f"{window[1].isoformat()}")
-            if not query:
-                raise InvalidInput("between filters the units a text query ranks: give a query")
+            if not query or topic is not None:
+                raise InvalidInput("between filters the units a text query ranks: give a query "
+                                   "(and no topic)")
         request = retrieve_op.Request(
             query=query.strip() if query else None, topic=topic,
             fields=None if fields is None or all_fields else tuple(fields),

@@ -125,3 +125,20 @@ def test_the_readme_episode_example_runs_as_written():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "extractor=" in b]
     exec(compile(block, "README.md", "exec"), {"gem": gem})
+
+
+def test_between_needs_a_text_query_and_aware_times(mem, clock):
+    mem.ingest(gem.Episode("the budget review went well", source="chat:1", at=T0))
+    before = snapshot(mem)
+    window = (T0 - timedelta(days=1), T0 + timedelta(days=1))
+    for kwargs in [dict(between=window), dict(topic="Budget", query="budget", between=window),
+                   dict(query="budget", between=(datetime(2026, 3, 1), T0)),
+                   dict(query="budget", between=(T0,)), dict(query="budget", between="2026"),
+                   dict(query="budget", between=(T0, T0 - timedelta(seconds=1))),
+                   dict(query="budget", k=True), dict(query="budget", k=10_000),
+                   dict(query="budget", fields=[""])]:
+        with pytest.raises(gem.InvalidInput):
+            mem.retrieve(**kwargs)
+    assert snapshot(mem) == before
+    r = mem.retrieve("budget review", between=window)
+    assert [e.source for e in r.episodes] == ["chat:1"] and r.between == window
