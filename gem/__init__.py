@@ -10,9 +10,11 @@ from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, Poli
                      StoreError, StoreLocked, TransitionRejected, UnknownUnit)
 from .aio import AsyncMemory
 from .memory import Memory, open
-from .model import (AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult,
-                    Provenance, RetrieveResult, TopicView)
+from .model import (AuditReport, DroppedFact, Explanation, Fact, FieldView, FlagView,
+                    HistoryEntry, IngestResult, PendingRevision, Provenance, Resolution,
+                    RetrieveResult, TopicView)
 from .resolve import Resolver, TieredResolver
+from .units import TopicId
 
 __version__ = "0.1.0"
 
@@ -21,5 +23,6 @@ __all__ = [
     "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
-    "RetrieveResult", "TopicView",
+    "RetrieveResult", "TopicView", "TopicId", "PendingRevision", "FlagView", "DroppedFact",
+    "Resolution",
 ]

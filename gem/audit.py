@@ -56,6 +56,20 @@ def verify_chain(records: Iterable[dict[str, Any]], start: str = GENESIS) -> tup
     return True, None, checked
 
 
+def times_backwards(records: Iterable[dict[str, Any]], start: Any = None) -> list[tuple[str, str | None, str]]:
+    """Log records whose time is earlier than the record before them (`start`: the time of
+    the record before the first). The engine never goes back in time (it takes the later of
+    its clock and the last transition's time), so any such record was written otherwise."""
+    found: list[tuple[str, str | None, str]] = []
+    previous = start
+    for record in records:
+        if previous is not None and record["at"] < previous:
+            found.append(("log", str(record["seq"]), f"recorded at {record['at'].isoformat()}, "
+                          f"before the transition before it ({previous.isoformat()})"))
+        previous = record["at"]
+    return found
+
+
 def audit(engine: "Engine", *, full: bool = False, progress: Progress | None = None) -> AuditReport:
     """C1-C6 and the hash chain: over everything with `full`, otherwise over what changed
     since the last clean audit (its head is kept with the derived state), or everything when
@@ -124,8 +138,13 @@ def _full(engine: "Engine", progress: Progress | None) -> AuditReport:
         checked = {"C1": fields, "C2": fields, "C3": queries.count_rels(tx, "EXTENDS"),
                    "C4": entries, "C5": 1,
                    "C6": queries.count(tx, "Transition", "n.op = 'retrieve'")}
-        chain_ok, broken_at, _ = verify_chain(
-            decode(r) for r in queries.stream_rows(tx, "Transition", order="seq"))
+        def records() -> Iterable[dict[str, Any]]:
+            previous = None
+            for r in queries.stream_rows(tx, "Transition", order="seq"):
+                found.extend(times_backwards([r], previous))
+                previous = r["at"]
+                yield decode(r)
+        chain_ok, broken_at, _ = verify_chain(records())
     if progress is not None:
         progress("audit histories", fields, n_fields)
     return _report(engine, found, checked, (chain_ok, broken_at), active, 0)
@@ -145,6 +164,7 @@ def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | N
         else:
             ok, broken, _ = verify_chain(records, start=head if seq else GENESIS)
             chain = (ok, broken)
+        found += times_backwards(records, anchor[0]["at"] if anchor else None)
         units = sorted({u for r in records for u in r["units"]})
         fids = [u for u in units if "/" in u]
         tids = [u for u in units if "/" not in u]

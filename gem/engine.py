@@ -22,7 +22,7 @@ from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
 from .policy import PolicySet, catalogue, load_sources
 from .resolve import Resolver
-from .runtime import PolicyRuntime, available_actions
+from .runtime import FactsDropped, PolicyRuntime, available_actions
 from .state.cache import CommittedCache
 from .state.transition import Counters, Services, Transition
 from .store import GraphStore, queries
@@ -84,6 +84,7 @@ class Engine:
         self.clock = clock
         self.services = Services(embedder, resolver, summarizer or default_summary)
         self.pipeline: Pipeline = DEFAULT
+        self.reviser: Callable[[Any], Any] | None = None  # asked by revise() (gem/memory.py)
         with store.lock:
             shared = store.shared_state
             if shared is None:
@@ -126,10 +127,18 @@ class Engine:
         if interaction:
             counters.interactions += 1
         t = Transition(self.cache, self.derived, self.services, op=op, actor=actor,
-                       now=now or self.clock(), counters=counters, seq=self.derived.seq + 1)
+                       now=now or self.now(), counters=counters, seq=self.derived.seq + 1)
         t.policies_for = self.shared.policies_for
         t.settings = self.evaluate_settings(t)
         return t
+
+    def now(self) -> datetime:
+        """The time of the next transition: the clock's, or the last transition's if the clock
+        went back (an NTP step, another process's clock): time in the log never decreases, so
+        the newest statement is never filed as a late fact."""
+        now = self.clock()
+        last = self.derived.at
+        return now if last is None or now >= last else last
 
     def evaluate_settings(self, t: Transition) -> dict[str, Any]:
         """Every setting's value for this transition. A value out of its range (a half-life
@@ -148,20 +157,30 @@ class Engine:
 
     def run(self, op: str, operator: Callable[[Transition], Any], *, actor: str = "api",
             interaction: bool = False, event: str | None = None) -> tuple[Any, Transition]:
-        """Run one transition through the pipeline; commit it or raise (nothing written)."""
+        """Run one transition through the pipeline; commit it or raise (nothing written). When
+        policies drop facts, it runs again from the committed state without them, at the same
+        time; each run drops at least one more fact, so this ends."""
         with self.store.lock:
             self.store.check_open()
             started = time.perf_counter()
-            t = self.transition(op, actor=actor, interaction=interaction)
-            t.operator = operator
-            t.event = event or op
-            try:
-                with single_threaded():
-                    self.pipeline.run(t, self)
-            except TransitionRejected as exc:
-                log.warning("gem transition %s (%s) rejected by %s on %s: %s", t.seq, op,
-                            exc.condition, exc.unit, exc.detail)
-                raise
+            dropped: dict[int, dict[str, Any]] = {}
+            now = None
+            while True:
+                t = self.transition(op, actor=actor, interaction=interaction, now=now)
+                t.operator = operator
+                t.event = event or op
+                t.dropped, t.skipping = dict(dropped), frozenset(dropped)
+                try:
+                    with single_threaded():
+                        self.pipeline.run(t, self)
+                except FactsDropped as exc:
+                    dropped, now = exc.dropped, t.now
+                    continue
+                except TransitionRejected as exc:
+                    log.warning("gem transition %s (%s) rejected by %s on %s: %s", t.seq, op,
+                                exc.condition, exc.unit, exc.detail)
+                    raise
+                break
             self._after_commit(t)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("gem transition %s %s by %s: %.2f ms, %d units, policies fired %s",

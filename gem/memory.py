@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, overload
@@ -13,13 +14,14 @@ from .derived import Progress, Summarizer
 from .embed import Embedder, default_embedder
 from .engine import Engine, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
-from .model import AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult, \
-    RetrieveResult, TopicView, as_utc
+from .model import AuditReport, DroppedFact, Explanation, Fact, FieldView, HistoryEntry, \
+    IngestResult, PendingRevision, Resolution, RetrieveResult, TopicView, as_utc
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
+from .operators import retract as retract_op
 from .operators import revise as revise_op
 from .operators import retrieve as retrieve_op
-from .operators.common import add_edge, field_evidence
+from .operators.common import add_edge, field_evidence, field_named
 from .operators.resolution import Directory
 from .pipeline import run_policies
 from .policy import PolicySet, load_sources, read_sources
@@ -28,9 +30,25 @@ from .resolve import Resolver, TieredResolver
 from .runtime import available_actions
 from .state.transition import Transition
 from .store import open_store, queries
-from .units import field_id
+from .units import TopicId
 
 log = logging.getLogger("gem")
+
+Reviser = Callable[[PendingRevision], "Iterable[Fact] | None"]
+
+
+def _text(value: Any, what: str) -> str:
+    """A non-empty string argument, or InvalidInput naming it (before any transition)."""
+    if not isinstance(value, str) or not value.strip():
+        got = repr(value) if isinstance(value, str) else type(value).__name__
+        raise InvalidInput(f"{what} must be a non-empty string, got {got}")
+    return value
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{what} must be True or False, got {type(value).__name__}")
+    return value
 
 
 class Memory:
@@ -83,6 +101,11 @@ class Memory:
     def ingest(self, facts: Fact | Iterable[Fact], *, actor: str = "api") -> IngestResult:
         """Integrate one fact or a list of facts, as one transition."""
         self._check_open()
+        if isinstance(facts, (str, bytes, dict)) or not (isinstance(facts, Fact)
+                                                        or hasattr(facts, "__iter__")):
+            raise InvalidInput(f"facts must be a gem.Fact or a list of them, got "
+                               f"{type(facts).__name__}")
+        _text(actor, "actor")
         batch = [facts] if isinstance(facts, Fact) else list(facts)
         for i, fact in enumerate(batch):
             if not isinstance(fact, Fact):
@@ -94,7 +117,9 @@ class Memory:
         return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
                             created_topics=summary["created_topics"], entries=summary["entries"],
                             corroborations=summary["corroborations"], denials=summary["denials"],
-                            flagged=list(t.touched.flagged))
+                            flagged=list(t.touched.flagged),
+                            dropped=[DroppedFact(**d) for d in summary["dropped"]],
+                            resolved=[Resolution(**r) for r in summary["resolved"]])
 
     def retrieve(self, query: str | None = None, topic: str | None = None,
                  fields: Sequence[str] | None = None, as_of: datetime | None = None,
@@ -103,18 +128,25 @@ class Memory:
         """Read the memory. A transition: everything returned is reinforced (C6)."""
         self._check_open()
         if query is not None and not isinstance(query, str):
-            raise InvalidInput("query must be a string")
-        if topic is not None and (not isinstance(topic, str) or not topic.strip()):
-            raise InvalidInput("topic must be a non-empty string")
-        if isinstance(fields, str):
-            raise InvalidInput("fields must be a list of field names, not a string")
+            raise InvalidInput(f"query must be a string, got {type(query).__name__}")
+        if topic is not None:
+            _text(topic, "topic")
+        if fields is not None:
+            if isinstance(fields, (str, bytes)) or not isinstance(fields, (list, tuple)):
+                raise InvalidInput(f"fields must be a list of field names, got "
+                                   f"{type(fields).__name__}")
+            for i, name in enumerate(fields):
+                _text(name, f"fields[{i}]")
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInput("k must be a positive integer")
+        _flag(history, "history")
+        _flag(include_archived, "include_archived")
+        _text(actor, "actor")
         request = retrieve_op.Request(
             query=query.strip() if query else None, topic=topic,
             fields=None if fields is None else tuple(fields),
             as_of=None if as_of is None else as_utc(as_of, "as_of"),
-            history=bool(history), include_archived=bool(include_archived), k=k)
+            history=history, include_archived=include_archived, k=k)
         result, _ = self._engine.run("retrieve", lambda t: retrieve_op.retrieve(t, request),
                                      actor=actor, interaction=True)
         return result.model_copy(update={"transition": self._engine.seq})
@@ -123,6 +155,9 @@ class Memory:
         """Add a typed edge: `extension` (a change on src may entail one on dst) or
         `association` (retrieval context only). Returns False if it already existed."""
         self._check_open()
+        _text(src, "src")
+        _text(dst, "dst")
+        _text(actor, "actor")
         if kind not in ("extension", "association"):
             raise InvalidInput(f"kind must be 'extension' or 'association', got {kind!r}")
 
@@ -139,6 +174,7 @@ class Memory:
     def forget(self, *, actor: str = "maintenance") -> dict[str, Any]:
         """A forgetting pass: the `tick` policies move faded units down the ladder."""
         self._check_open()
+        _text(actor, "actor")
         _, t = self._engine.run("forget", forget_op.forget, actor=actor, event="tick")
         done = t.detail.get("attenuated", [])
         return {"transition": self._engine.seq,
@@ -147,10 +183,19 @@ class Memory:
 
     def revise(self, *, actor: str = "maintenance") -> dict[str, Any]:
         """A revision pass; each repair (merge, conflicts, dependency repair) is its own
-        transition, so one that is rejected does not undo the others."""
+        transition, so one that is rejected does not undo the others.
+
+        Dependency repair puts each topic with open revision flags to the `revised` policies
+        and then to the reviser given to `gem.open`, whose facts are applied in the same
+        transition. A flag is cleared only by what handled it: `flags_cleared` lists
+        (topic, by) with by "reviser" or "policy:<name>"; `flags_open` lists the topics still
+        flagged (see `pending_revisions`). Without a reviser and a `revised` policy, flags
+        are left for the agent, and no transition is made for them."""
         self._check_open()
+        _text(actor, "actor")
         engine = self._engine
-        report: dict[str, Any] = {"merged": [], "conflicts": [], "flags_evaluated": []}
+        report: dict[str, Any] = {"merged": [], "conflicts": [], "flags_evaluated": [],
+                                  "flags_cleared": [], "flags_open": []}
         with engine.store.lock:  # no other commit between finding and repairing
             threshold, pairs = self._read(lambda t: (
                 t.settings["merge_similarity"],
@@ -168,29 +213,70 @@ class Memory:
                            event="conflicts")
                 report["conflicts"] = fids
             tids = self._read(revise_op.open_flag_topics)
-            if tids:
-                engine.run("revise", lambda t: revise_op.evaluate_flags(t, tids, run_policies),
-                           actor=actor, event="dependency_repair")
+            if tids and (self.reviser is not None or engine.shared.policies_for("revised")):
+                answers: dict[str, Any] = {}  # asked once per topic, should the run restart
+                _, t = engine.run("revise", lambda t: revise_op.evaluate_flags(
+                    t, tids, run_policies, self.reviser, answers),
+                    actor=actor, event="dependency_repair")
                 report["flags_evaluated"] = tids
+                report["flags_cleared"] = list(dict.fromkeys(
+                    (c["topic"], c["by"]) for c in t.detail.get("flags_cleared", [])))
+            report["flags_open"] = self._read(revise_op.open_flag_topics)
         return report
+
+    def pending_revisions(self) -> list[PendingRevision]:
+        """Topics with open revision flags, oldest flag first: each with its flags (origin,
+        policy, evidence), its current values and those of the topics whose change flagged
+        it. An administrative read: nothing is reinforced."""
+        return self._read(lambda t: [revise_op.pending_revision(t, tid)
+                                     for tid in revise_op.open_flag_topics(t)])
+
+    def retract(self, topic: str, field: str, reason: str, *, source: str = "api",
+                actor: str = "api") -> bool:
+        """Say that the field's current value was wrong, with no replacement: from now on the
+        field has no current value (in retrieval, `as_of` now, `inspect` and `explain`), the
+        retracted entry is kept in the history as retracted, with `reason`, and the topic's
+        dependents are flagged like for any update. A later statement gives it a value again.
+        Returns False when the field has no current value to retract."""
+        self._check_open()
+        _text(topic, "topic")
+        _text(field, "field")
+        _text(reason, "reason")
+        _text(source, "source")
+        _text(actor, "actor")
+        provenance = {"source": source, "actor": actor, "ref": None, "confidence": 1.0,
+                      "polarity": "+"}
+
+        def op(t: Transition) -> bool:
+            fid = self._require_field(t, topic, field)
+            return retract_op.retract(t, fid, reason.strip(), provenance)
+
+        changed, _ = self._engine.run("retract", op, actor=actor)
+        return bool(changed)
+
+    @property
+    def reviser(self) -> Reviser | None:
+        """The callable `revise()` asks about flagged topics (gem.open(reviser=...))."""
+        return self._engine.reviser
 
     def maintain(self, *, actor: str = "maintenance") -> dict[str, Any]:
         """One maintenance run: forget, then revise."""
         return {"forget": self.forget(actor=actor), "revise": self.revise(actor=actor)}
 
     def restore(self, topic: str, field: str | None = None, *, actor: str = "api") -> bool:
-        """Reverse any forgetting level of a topic (and one of its fields)."""
+        """Reverse any forgetting level of a topic and of one of its fields, or, without
+        `field`, of every field of it: a restored topic is back in default retrieval whole."""
         self._check_open()
+        _text(topic, "topic")
+        if field is not None:
+            _text(field, "field")
+        _text(actor, "actor")
 
         def op(t: Transition) -> bool:
             tid = self._topic_id(t, topic)
             if tid is None:
                 raise UnknownUnit(f"no topic named {topic!r}")
-            fid = None
-            if field is not None:
-                fid = field_id(tid, field)
-                if t.field_row(fid) is None:
-                    raise UnknownUnit(f"topic {topic!r} has no field {field!r}")
+            fid = None if field is None else self._require_field(t, topic, field)
             return forget_op.restore(t, tid, fid)
 
         changed, _ = self._engine.run("restore", op, actor=actor)
@@ -202,8 +288,10 @@ class Memory:
         logged and retried at the next interval, never half-applied."""
         from apscheduler.schedulers.background import BackgroundScheduler
         self._check_open()
+        if not isinstance(every, (int, float, timedelta)) or isinstance(every, bool):
+            raise InvalidInput(f"every must be seconds or a timedelta, got {type(every).__name__}")
         seconds = every.total_seconds() if isinstance(every, timedelta) else float(every)
-        if seconds <= 0:
+        if not seconds > 0:  # NaN too
             raise InvalidInput("every must be a positive number of seconds")
         if self._scheduler is not None:
             raise GemError("maintenance is already running; stop it first")
@@ -235,8 +323,9 @@ class Memory:
         return self._engine.read(fn)
 
     def _topic_id(self, t: Transition, topic: str) -> str | None:
-        if not isinstance(topic, str) or not topic.strip():
-            raise InvalidInput("topic must be a non-empty string")
+        """A topic named by title or alias (exactly, then by canonical key), or by id with a
+        `gem.TopicId`: titles and ids never share a namespace."""
+        _text(topic, "topic")
         return Directory.of(t).lookup(topic)
 
     @overload
@@ -254,8 +343,8 @@ class Memory:
                 return None
             if field is None:
                 return retrieve_op.topic_view(t, tid, flags=True)
-            fid = field_id(tid, field)
-            return None if t.field_row(fid) is None else retrieve_op.field_view(t, fid)
+            fid = field_named(t, tid, _text(field, "field"))
+            return None if fid is None else retrieve_op.field_view(t, fid)
         return self._read(read)
 
     def history(self, topic: str, field: str) -> list[HistoryEntry]:
@@ -272,9 +361,11 @@ class Memory:
             decay = t.settings["reliability_decay"]
             states = evidence_states(field_evidence(t, fid), decay)
             current = t.current_entry(fid)
+            if current is not None and history_rules.is_retraction(current):
+                current = None  # retracted: no current value
             entries = history_rules.chronological(t.entries(fid))
             return Explanation(
-                topic=t.field_row(fid)["topic_id"], field=field,  # type: ignore[index]
+                topic=t.get("Field", fid)["topic_id"], field=t.get("Field", fid)["name"],
                 value=None if current is None else json.loads(current["value"]),
                 entries=[retrieve_op.history_entry(t, e) for e in entries],
                 reliability=states.reliability, decay=decay,
@@ -286,9 +377,10 @@ class Memory:
         tid = self._topic_id(t, topic)
         if tid is None:
             raise UnknownUnit(f"no topic named {topic!r}")
-        if not isinstance(field, str) or t.field_row(field_id(tid, field)) is None:
+        fid = field_named(t, tid, _text(field, "field"))
+        if fid is None:
             raise UnknownUnit(f"topic {topic!r} has no field {field!r}")
-        return field_id(tid, field)
+        return fid
 
     def stats(self) -> dict[str, Any]:
         """Sizes of the state: the active footprint (C5) and everything kept behind it."""
@@ -307,6 +399,8 @@ class Memory:
     def transitions(self, since: int = 0) -> list[dict[str, Any]]:
         """The transition log from `since` on: op, time, actor, units, policies fired, hashes."""
         self._check_open()
+        if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+            raise InvalidInput(f"since must be an integer >= 0, got {since!r}")
         with self._engine.store.reading() as tx:
             rows = queries.transitions(tx, since)
         return [audit_mod.log_entry(r) for r in rows]
@@ -316,6 +410,7 @@ class Memory:
         last clean audit touched, or over the whole state with `full=True` (and whenever this
         memory has no clean audit yet). `report.since` says which was done."""
         self._check_open()
+        _flag(full, "full")
         with self._engine.store.lock:
             return audit_mod.audit(self._engine, full=full, progress=progress)
 
@@ -333,6 +428,8 @@ class Memory:
         only `paths` with `defaults=False`. A set with any error is refused whole
         (PolicySyntaxError / PolicyCheckError) and the previous set stays in force."""
         self._check_open()
+        _flag(defaults, "defaults")
+        _text(actor, "actor")
         policy_set = load_sources(read_sources(paths, argument="paths"), available_actions(),
                                   defaults=defaults, argument="paths")
         return self._install(policy_set, actor)
@@ -388,7 +485,8 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
          embedder: Embedder | None = None, resolver: Resolver | None = None,
          clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
          summarizer: Summarizer | None = None, create: bool = True,
-         progress: Progress | None = None, *, defaults: bool = True) -> Memory:
+         progress: Progress | None = None, *, defaults: bool = True,
+         reviser: Reviser | None = None) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
     `policies`: .policy files that extend the default governance (`defaults=False`: that
@@ -397,8 +495,31 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     stored one is a policy transition, logged, and reported in `Memory.policy_change`.
     `create=False` refuses a path where no database exists (a mistyped path would otherwise
     make a new one). `progress(step, done, total)` is told about long work (rebuilding what is
-    derived from a database).
+    derived from a database). `clock()` must return timezone-aware datetimes; a time earlier
+    than the last transition's is taken as the last transition's (time in the log never goes
+    back). `reviser(PendingRevision)` is asked by `revise()` about each flagged topic and
+    returns facts to apply (or None to leave its flags open).
     """
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise InvalidInput(f"path must be a str, an os.PathLike or None, got {type(path).__name__}")
+    if path is not None and not os.fspath(path):
+        raise InvalidInput("path is empty (use path=None for a temporary database)")
+    for name, value in (("engine", engine),):
+        _text(value, name)
+    _flag(create, "create")
+    _flag(defaults, "defaults")
+    for name, fn in (("clock", clock), ("summarizer", summarizer), ("progress", progress),
+                     ("reviser", reviser)):
+        if fn is not None and not callable(fn):
+            raise InvalidInput(f"{name} must be callable, got {type(fn).__name__}")
+    if resolver is not None and not callable(getattr(resolver, "resolve", None)):
+        raise InvalidInput(f"resolver must have a resolve(name, topics) method, got "
+                           f"{type(resolver).__name__}")
+    if embedder is not None and not (callable(getattr(embedder, "embed", None))
+                                     and isinstance(getattr(embedder, "dim", None), int)
+                                     and isinstance(getattr(embedder, "name", None), str)):
+        raise InvalidInput(f"embedder must have embed(texts), an int dim and a str name, got "
+                           f"{type(embedder).__name__}")
     if not create and path is not None and not Path(path).exists():
         raise InvalidInput(f"no database at {str(path)!r}")
     wanted = None
@@ -416,6 +537,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
 
         core = Engine(store, embedder or default_embedder(), resolver or TieredResolver(),
                       checked_clock, summarizer, progress)
+        core.reviser = reviser
         memory = Memory(core)
         stored = core.policies
         if stored is None:
@@ -432,4 +554,4 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         raise
 
 
-__all__ = ["Memory", "open", "Fact", "TransitionRejected"]
+__all__ = ["Memory", "open", "Fact", "TransitionRejected", "Reviser"]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from . import conditions
 from .errors import InvalidInput, TransitionRejected
 from .operators.forget import enforce_bound
-from .runtime import PolicyRuntime
+from .runtime import FactsDropped, PolicyRuntime
 from .state.transition import Transition
 from .store import queries
 from .store.schema import TABLES, Row, owning_rel
@@ -93,6 +93,10 @@ def run_policies(t: Transition, engine: "Engine | None" = None) -> None:
                 policy.fire(event.bindings, PolicyRuntime(t))
             finally:
                 t.current_event, t.depth = None, 0
+    if t.dropped.keys() - t.skipping:
+        # Facts this run recorded were dropped: what they caused must not be decided on, so
+        # the transition starts again without them (gem/engine.py).
+        raise FactsDropped(t.dropped)
 
 
 def bound(t: Transition, engine: "Engine") -> None:

@@ -51,9 +51,11 @@ def save(state: DerivedState, db_path: str) -> None:
         "names": [[tid, names] for tid, names in state.names.names_of.items()],
         "summaries": state.summaries, "stale": list(state.stale),
         "open_flags": state.open_flags, "counters": state.counters,
+        "at": None if state.at is None else state.at.isoformat(),
         "salience_seq": state.salience_seq,
         "audit_checkpoint": state.audit_checkpoint,
         "fields_by_topic": state.fields_by_topic,
+        "field_labels": state.field_labels,
         "unpaired": list(state.unpaired), "paired_at": state.paired_at,
     }
     _write(os.path.join(folder, files["state"]), json.dumps(body).encode("utf-8"))
@@ -127,7 +129,9 @@ def _read(db_path: str, embedder: "Embedder") -> DerivedState:
         state.stale = dict.fromkeys(body["stale"])
         state.open_flags = {k: int(v) for k, v in body["open_flags"].items()}
         state.counters = {k: int(v) for k, v in body["counters"].items()}
+        state.at = None if body["at"] is None else datetime.fromisoformat(body["at"])
         state.fields_by_topic = {k: list(v) for k, v in body["fields_by_topic"].items()}
+        state.field_labels = {k: tuple(v) for k, v in body["field_labels"].items()}
         checkpoint = body["audit_checkpoint"]
         state.audit_checkpoint = None if checkpoint is None else (int(checkpoint[0]), str(checkpoint[1]))
         state.topics = _table(tables, "topics", SalienceTable(state.topics.names))
@@ -196,7 +200,7 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         for unit in json.loads(r["units"]):
             state.stale[unit.split("/", 1)[0]] = None
     if later:
-        state.seq, state.hash = later[-1]["seq"], later[-1]["hash"]
+        state.seq, state.hash, state.at = later[-1]["seq"], later[-1]["hash"], later[-1]["at"]
         state.counters = json.loads(later[-1]["counters"])
     state._active_fields = None
     if progress is not None and later:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Sequence
 
 from .graph import GraphStore, Tx
-from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, ddl
+from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, ddl
 
 # Rows per UNWIND statement. Larger batches slow down super-linearly on Kuzu.
 BATCH = 200
@@ -28,11 +28,23 @@ def ensure_schema(store: GraphStore) -> str:
     with store.transaction() as tx:
         for statement in ddl():
             tx.run(statement)
+        add_missing_columns(tx)
         version = meta_get(tx, "schema")
         if version is None:
             meta_put(tx, "schema", SCHEMA_VERSION)
             version = SCHEMA_VERSION
     return version
+
+
+def add_missing_columns(tx: Tx) -> None:
+    """Add the columns gem/store/schema.py declares that a database made by an earlier gem
+    lacks (labels, a retraction's reason, who cleared a flag): a new column is no new schema
+    version, and rows written before it read as an empty list or null."""
+    for table in TABLES.values():
+        have = {row[1] for row in tx.run(f"CALL table_info('{table.name}') RETURN *")}
+        for column in table.columns:
+            if column not in have:
+                tx.run(add_column(table.name, column))
 
 
 def meta_get(tx: Tx, key: str) -> str | None:
