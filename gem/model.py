@@ -108,6 +108,23 @@ class Fact(BaseModel):
         except ValidationError as exc:
             raise InvalidInput(_describe(exc, "Fact")) from None
 
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> "Fact":
+        """A Fact from its JSON (`model_dump(mode="json")`): JSON has no datetime, so `at` is
+        ISO 8601 text there, with its offset; everything else is checked as always."""
+        try:
+            data = json.loads(json_data)
+        except ValueError as exc:
+            raise InvalidInput(f"invalid Fact JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise InvalidInput(f"a Fact's JSON is an object, got {type(data).__name__}")
+        if isinstance(data.get("at"), str):
+            try:
+                data["at"] = datetime.fromisoformat(data["at"])
+            except ValueError:
+                raise InvalidInput(f"invalid Fact: at: not an ISO 8601 time: {data['at']!r}") from None
+        return cls(**data)
+
     @field_validator("topic", "field", "source", "actor", mode="before")
     @classmethod
     def _non_empty(cls, v: Any) -> str:

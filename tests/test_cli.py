@@ -121,7 +121,7 @@ def test_a_session_from_init_to_audit(tmp_path):
     assert "link" in gem_here("log", db, *e).stdout
 
     dry = json.loads(gem("maintain", db, "--dry-run", "--json", *e).stdout)
-    assert dry["dry_run"] and dry["revise"]["flags_evaluated"] == ["Launch Milestones"]
+    assert dry["dry_run"] and dry["revise"]["flags_open"] == ["Launch Milestones"]
     assert json.loads(gem_here("review", db, "--json", *e).stdout) == review  # the dry run changed nothing
     assert "run 1" in gem_here("maintain", db, *e).stdout
     assert "nothing was faded" in gem("restore", db, "Launch Milestones", *e).stdout

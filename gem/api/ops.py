@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable
 from ..errors import InvalidInput, TransitionRejected, UnknownUnit
 from ..memory import Memory
 from ..memory import open as open_memory
-from ..model import Fact, FieldView, HistoryEntry, TopicView
+from ..model import Fact, FieldView, HistoryEntry, PendingRevision, TopicView
+from ..units import TopicId
 from . import schemas as s
 
 _TOPIC_ID = re.compile(r"^t\d+$")
@@ -38,7 +39,7 @@ class Namer:
 
     def title(self, topic_id: str) -> str | None:
         if topic_id not in self._titles:
-            view = self.mem.inspect(topic_id) if _TOPIC_ID.match(topic_id) else None
+            view = self.mem.inspect(TopicId(topic_id)) if _TOPIC_ID.match(topic_id) else None
             self._titles[topic_id] = view.title if isinstance(view, TopicView) else None
         return self._titles[topic_id]
 
@@ -162,7 +163,7 @@ def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
     namer = Namer(mem)
     return s.RecallResult(
         transition=result.transition, query=result.query, as_of=result.as_of,
-        topics=[_topic(namer, t, mem.inspect(t.id)) for t in result.topics])
+        topics=[_topic(namer, t, mem.inspect(TopicId(t.id))) for t in result.topics])
 
 
 def inspect(mem: Memory, topic: str, field: str | None = None) -> s.TopicCard:
@@ -204,26 +205,17 @@ def restore(mem: Memory, request: s.RestoreRequest) -> s.RestoreResult:
                            field=request.field)
 
 
-def pending_revisions(mem: Memory) -> list[TopicView]:
-    """Topics with open revision flags.
-
-    The one place that finds them: until Memory grows `pending_revisions()`, every topic
-    that ever appeared in the log is inspected (every topic is a unit of the transition
-    that made it), which costs one read per topic. Replace the body with the new call.
-    """
-    seen: dict[str, None] = {}
-    for record in mem.transitions():
-        for unit in record["units"]:
-            if _TOPIC_ID.match(unit):
-                seen.setdefault(unit)
-    views = (mem.inspect(tid) for tid in seen)
-    return [v for v in views if isinstance(v, TopicView) and v.flags]
+def pending_revisions(mem: Memory) -> list[PendingRevision]:
+    """Topics with open revision flags, oldest flag first (Memory.pending_revisions)."""
+    return mem.pending_revisions()
 
 
 def review(mem: Memory) -> s.ReviewResult:
     namer = Namer(mem)
-    return s.ReviewResult(flags=[flag for view in pending_revisions(mem)
-                                 for flag in _flags(namer, view)])
+    return s.ReviewResult(flags=[
+        s.ReviewFlag(topic=p.title, because_of=f.origin_title, policy=f.policy,
+                     evidence=namer.rewrite(f.evidence), since=f.created_at)
+        for p in pending_revisions(mem) for f in p.flags])
 
 
 def _maintain_report(namer: Namer, report: dict[str, Any], dry_run: bool) -> s.MaintainResult:
@@ -237,7 +229,9 @@ def _maintain_report(namer: Namer, report: dict[str, Any], dry_run: bool) -> s.M
             merged=[s.MergedPair(kept=namer.unit(k), merged=namer.unit(a))
                     for k, a in revise["merged"]],
             conflicts_settled=[namer.unit(f) for f in revise["conflicts"]],
-            flags_evaluated=[namer.unit(t) for t in revise["flags_evaluated"]]))
+            flags_evaluated=[namer.unit(t) for t in revise["flags_evaluated"]],
+            flags_cleared=[namer.unit(t) for t in dict.fromkeys(t for t, _ in revise["flags_cleared"])],
+            flags_open=[namer.unit(t) for t in revise["flags_open"]]))
 
 
 def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",

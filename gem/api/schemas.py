@@ -201,6 +201,10 @@ class ReviseReport(_Wire):
     merged: list[MergedPair]
     conflicts_settled: list[str]
     flags_evaluated: list[str]
+    flags_cleared: list[str] = Field(default_factory=list,
+                                     description="Topics whose flags a policy or the reviser handled.")
+    flags_open: list[str] = Field(default_factory=list,
+                                  description="Topics still flagged: for the agent to review.")
 
 
 class MaintainResult(_Wire):
