@@ -146,6 +146,9 @@ class Engine:
         computes with it."""
         values = dict(DEFAULT_SETTINGS)
         if self.policies is not None:
+            # A setting may read the state (`count(active_topics)`), whose reads decay salience
+            # with `half_life`: while the settings are evaluated, they see the defaults.
+            t.settings = dict(DEFAULT_SETTINGS)
             rt = PolicyRuntime(t)
             for name, expr in self.policies.settings.items():
                 value = expr(rt)

@@ -44,7 +44,7 @@ def json_problem(value: Any) -> str | None:
         if kind not in (list, dict):
             return f"{kind.__name__} is not a JSON type (use a list, a dict with str keys, a " \
                    "str, an int, a float or a bool)"
-        if depth >= MAX_VALUE_DEPTH:
+        if depth > MAX_VALUE_DEPTH:
             return f"it is nested deeper than {MAX_VALUE_DEPTH} levels"
         if kind is dict:
             for key in item:

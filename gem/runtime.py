@@ -315,7 +315,7 @@ def _drop(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: 
     facts = t.detail.get("_fact_of_entry", {}).get(entry.id, [])
     event = t.current_event
     about = event.bindings.get(FACT) if event is not None else None
-    for n in [about] if about in facts else facts:
+    for n in [about] if isinstance(about, int) and about in facts else facts:
         t.dropped.setdefault(n, {"reason": "dropped by policy" if reason is None else str(reason),
                                  "policy": policy})
 

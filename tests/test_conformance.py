@@ -91,6 +91,7 @@ OPS: dict[str, tuple[Any, set[str] | None]] = {
     "pending_revisions": (NO_ARGS, None),
     "log": ({"last"}, None),
     "call": ({"method", "args", "kwargs"}, None),
+    "cli": ("argv", None),
 }
 CASE_WANT_KEYS = {"values", "history", "superseded_by", "status", "flags", "salience_order",
                   "stats", "inspect", "explain", "absent", "fired", "not_fired", "annotations",
@@ -135,8 +136,11 @@ def validate_case(case: Any, where: str) -> None:
             _fail(where, "`replace_default` needs `policies`")
     if "start" in case:
         parse_time(case["start"], f"{where}.start")
-    if case.get("resolver", "tiered") not in ("tiered", "exact"):
-        _fail(where, "`resolver` must be 'tiered' or 'exact'")
+    resolver = case.get("resolver", "tiered")
+    if isinstance(resolver, dict):
+        _keys(f"{where}.resolver", resolver, {"similarity_threshold"}, {"similarity_threshold"})
+    elif resolver not in ("tiered", "exact"):
+        _fail(where, "`resolver` must be 'tiered', 'exact' or {similarity_threshold: x}")
     if "reviser" in case:
         answers = case["reviser"]
         if not isinstance(answers, dict) or not answers:
@@ -189,6 +193,9 @@ def validate_step(step: Any, where: str) -> None:
             _keys(f"{where}[{j}]", fact, FACT_KEYS)
             if "at" in fact:
                 parse_time(fact["at"], f"{where}[{j}].at")
+    elif spec == "argv":
+        if not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args):
+            _fail(where, "needs the command line, a list of strings")
     elif spec == "policy_text":
         if isinstance(args, dict):
             _keys(where, args, {"text", "replace_default"}, {"text"})
@@ -485,9 +492,11 @@ class Runner:
         self.mem = self.open(paths)
 
     def open(self, paths: list[str] | None) -> gem.Memory:
+        resolver = self.case.get("resolver")
         return gem.open(path=str(self.tmp / "memory.db"), policies=paths, clock=self.clock,
                         engine=ENGINE, defaults=self.defaults if paths else True,
-                        resolver=ExactOnly() if self.case.get("resolver") == "exact" else None,
+                        resolver=ExactOnly() if resolver == "exact" else
+                        gem.TieredResolver(**resolver) if isinstance(resolver, dict) else None,
                         reviser=self.reviser if "reviser" in self.case else None)
 
     def reviser(self, revision: gem.PendingRevision) -> list[gem.Fact] | None:
@@ -653,10 +662,29 @@ class Runner:
             return mem.transitions()[-int(args.get("last", 1)):]
         if op == "call":
             # The memory's method with the YAML values as they are: how bad input is refused.
-            call_args = [raw(a) for a in args.get("args", [])]
-            call_kwargs = {k: raw(v) for k, v in args.get("kwargs", {}).items()}
+            call_args = [self.raw(a) for a in args.get("args", [])]
+            call_kwargs = {k: self.raw(v) for k, v in args.get("kwargs", {}).items()}
             return getattr(mem, args["method"])(*call_args, **call_kwargs)
+        if op == "cli":
+            return self.cli(args)
         raise AssertionError(op)  # pragma: no cover - validate_step refuses unknown ops
+
+    def raw(self, value: Any) -> Any:
+        return raw(value, self.tmp)
+
+    def cli(self, argv: list[str]) -> dict:
+        """`gem ARGV` as a subprocess ("{tmp}" is the case's directory): its exit code, output,
+        and whether each path it was given exists afterwards."""
+        import subprocess
+        import sys
+        args = [a.replace("{tmp}", str(self.tmp)) for a in argv]
+        if args[0] in ("demo", "maintain", "init", "audit", "stats") and "--engine" not in args:
+            args += ["--engine", ENGINE]
+        done = subprocess.run([sys.executable, "-m", "gem", *args], capture_output=True,
+                              text=True, timeout=300)
+        return {"exit": done.returncode, "stdout": done.stdout, "stderr": done.stderr,
+                "exists": {a.replace(str(self.tmp), "{tmp}"): os.path.exists(a)
+                           for a in args if str(self.tmp) in a}}
 
     def fact(self, spec: dict) -> gem.Fact:
         kwargs = dict(spec)
@@ -840,15 +868,16 @@ class Runner:
         return json.loads(row["annotations"] or "{}")
 
 
-def raw(value: Any) -> Any:
+def raw(value: Any, tmp: Path | None = None) -> Any:
     """A YAML value for `call`, as it is, except the `$`-forms that YAML cannot write: a
     datetime without offset stays naive ({$datetime: ...}), {$date: ...}, {$decimal: ...},
     {$bytes: ...} (UTF-8), {$tuple: [...]}, {$nested: N} (a list N levels deep),
-    {$topic_id: ...} (a gem.TopicId) and {$fact: {...}} (a gem.Fact of raw values)."""
+    {$topic_id: ...} (a gem.TopicId), {$fact: {...}} (a gem.Fact of raw values) and
+    {$file: {name, text, encoding}} (the path of a file written in the case's directory)."""
     import decimal
     from datetime import date
     if isinstance(value, list):
-        return [raw(v) for v in value]
+        return [raw(v, tmp) for v in value]
     if isinstance(value, dict) and len(value) == 1 and next(iter(value)).startswith("$"):
         (form, arg), = value.items()
         if form == "$datetime":
@@ -869,10 +898,15 @@ def raw(value: Any) -> Any:
         if form == "$topic_id":
             return gem.TopicId(arg)
         if form == "$fact":
-            return gem.Fact(**{k: raw(v) for k, v in arg.items()})
+            return gem.Fact(**{k: raw(v, tmp) for k, v in arg.items()})
+        if form == "$file":
+            assert tmp is not None
+            path = tmp / arg["name"]
+            path.write_bytes(arg["text"].encode(arg.get("encoding", "utf-8")))
+            return str(path)
         raise FormatError(f"unknown raw form {form!r}")
     if isinstance(value, dict):
-        return {k: raw(v) for k, v in value.items()}
+        return {k: raw(v, tmp) for k, v in value.items()}
     return value
 
 

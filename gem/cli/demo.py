@@ -99,8 +99,9 @@ def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu"
             "(failure mode 3 avoided: the queried deadline survives, lunch fades)")
         revised = mem.revise()
         titles = [mem.inspect(gem.TopicId(t)).title for t in revised["flags_evaluated"]]
+        launch = mem.inspect("Launch Milestones", "launch date")
         say(f"  revision asked the reviser about {titles}: Launch Milestones / launch date is now "
-            f"{mem.inspect('Launch Milestones', 'launch date').value!r} "
+            f"{None if launch is None else launch.value!r} "
             f"(cleared by {sorted({by for _, by in revised['flags_cleared']})})")
 
         say()
