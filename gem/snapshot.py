@@ -2,7 +2,8 @@
 
     <database>.gem-derived/
         meta.json              the stamp: log position and hash it reflects, embedder, files
-        state-<gen>.json       names, summaries, stale topics, flags, counters, pending salience
+        state-<gen>.json       names, summaries, stale topics, flags, counters, pending salience,
+                               field labels, the log head's time
         tables-<gen>.npz       salience columns of every topic and field
         lexical-<gen>.snap     the BM25 index over summaries            (gem/index.py)
         vectors-<gen>.snap     the vector index over summaries          (gem/index.py)
@@ -34,7 +35,7 @@ from .store import GraphStore, queries
 if TYPE_CHECKING:
     from .embed import Embedder
 
-FORMAT = 1
+FORMAT = 2  # 2: the log head's time and field labels
 
 
 def save(state: DerivedState, db_path: str) -> None:
