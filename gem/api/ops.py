@@ -99,7 +99,8 @@ def _history(entries: list[HistoryEntry]) -> list[s.HistoryItem]:
                           valid_at=e.valid_at, asserted_at=e.asserted_at,
                           recorded_at=e.recorded_at, provenance=e.provenance,
                           superseded_by=position.get(e.superseded_by) if e.superseded_by else None,
-                          active=e.active, observations=list(e.observations))
+                          active=e.active, observations=list(e.observations),
+                          labels=list(e.labels), reason=e.reason)
             for e in entries]
 
 
@@ -111,7 +112,8 @@ def _field(view: FieldView) -> s.FieldCard:
         candidates=None if view.candidates is None else [
             s.CandidateCard(value=c.value, provenance=c.provenance, valid_at=c.valid_at,
                             reliability=c.reliability) for c in view.candidates],
-        history=None if view.history is None else _history(view.history))
+        history=None if view.history is None else _history(view.history),
+        labels=list(view.labels), retracted=view.retracted)
 
 
 def _flags(namer: Namer, view: TopicView) -> list[s.ReviewFlag]:
@@ -150,7 +152,9 @@ def remember(mem: Memory, facts: list[s.FactIn], actor: str = "api") -> s.Rememb
         transition=result.transition, topics=[namer.unit(t) for t in result.topics],
         created_topics=[namer.unit(t) for t in result.created_topics],
         new_values=len(result.entries), corroborations=result.corroborations,
-        denials=result.denials, flagged_for_review=[namer.unit(t) for t in result.flagged])
+        denials=result.denials, flagged_for_review=[namer.unit(t) for t in result.flagged],
+        refused=[s.RefusedFact(topic=d.topic, field=d.field, reason=d.reason, policy=d.policy)
+                 for d in result.dropped])
 
 
 def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
