@@ -36,12 +36,18 @@ class Directory:
             t.directory = cls(t)
         return t.directory  # type: ignore[no-any-return]
 
+    def _status(self, tid: str) -> str | None:
+        """A topic's status in the proposed state (a merge in this transition already
+        redirects names), from memory: this transition's copy, else the derived state's."""
+        own = self.t.rows["Topic"].get(tid)
+        if own is not None:
+            return str(own["status"])
+        if tid in self._titles:
+            return "active"
+        return self.committed.topic_status(tid)
+
     def _choose(self, holders: list[str]) -> str | None:
-        # The proposed state's statuses: a merge in this transition already redirects names.
-        def status(tid: str) -> str | None:
-            row = self.t.topic(tid)
-            return None if row is None else row["status"]
-        return choose(dict.fromkeys(holders), status)
+        return choose(dict.fromkeys(holders), self._status)
 
     def exact(self, name: str) -> str | None:
         """The topic whose title or alias is exactly `name`."""
@@ -74,8 +80,10 @@ class Directory:
         return self._vectors[name]
 
     def title(self, tid: str) -> str | None:
-        row = self.t.topic(tid)
-        return None if row is None else row["title"]
+        own = self.t.rows["Topic"].get(tid)
+        if own is not None:
+            return str(own["title"])
+        return self._titles.get(tid) or self.committed.names.title_of.get(tid)
 
     def similar(self, name: str, k: int = 5) -> list[tuple[str, float]]:
         """Topics whose titles embed close to `name`, best first, as (id, cosine). A title made
