@@ -148,6 +148,18 @@ def test_bad_lines_refuse_the_run_or_are_skipped(db, tmp_path):
     assert json.loads(gem_here("stats", db, "--json", *e).stdout)["entries"] == 2
 
 
+def test_fact_lines_give_times_as_iso_text_with_an_offset_and_may_carry_labels(db):
+    e = ("--engine", ENGINE)
+    lines = [{"topic": "Ada", "field": "phone", "value": "+44 20 0000", "labels": ["pii"],
+              "at": "2026-01-01T09:00:00+01:00"},
+             {"topic": "Ada", "field": "role", "value": "analyst", "at": "2026-01-01T09:00:00"}]
+    r = gem_here("ingest", db, "-", "--create", "--skip-bad", *e, stdin=jsonl(lines))
+    assert "-:2: invalid Fact: at: must be timezone-aware" in r.stderr   # a naive time is refused
+    phone = json.loads(gem_here("inspect", db, "Ada", "phone", "--json", *e).stdout)
+    assert phone["fields"]["phone"]["labels"] == ["pii"]
+    assert phone["fields"]["phone"]["valid_at"] == "2026-01-01T08:00:00Z"
+
+
 def test_a_rejected_batch_stops_the_run_and_keeps_earlier_batches(tmp_path):
     policy = tmp_path / "tight.policy"
     policy.write_text("SET active_bound = 1\n")

@@ -152,7 +152,7 @@ def _parse_facts(lines: Iterator[str]) -> tuple[list[tuple[int, Any]], list[tupl
             bad.append((number, "not a JSON object"))
             continue
         try:
-            facts.append((number, gem.Fact(**obj)))
+            facts.append((number, gem.Fact.model_validate_json(line)))  # `at`: ISO 8601 text
         except (InvalidInput, TypeError) as exc:
             bad.append((number, str(exc)))
     return facts, bad
