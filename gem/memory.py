@@ -99,7 +99,10 @@ class Memory:
 
     # ------------------------------------------------------------------ operators
     def ingest(self, facts: Fact | Iterable[Fact], *, actor: str = "api") -> IngestResult:
-        """Integrate one fact or a list of facts, as one transition."""
+        """Integrate one fact or a list of facts, as one transition. A fact dated after the
+        transition's time is InvalidInput (nothing is written); a fact a policy `drop`s is left
+        out and listed in `IngestResult.dropped`; a topic name that found a topic under another
+        spelling is listed in `IngestResult.resolved`."""
         self._check_open()
         if isinstance(facts, (str, bytes, dict)) or not (isinstance(facts, Fact)
                                                         or hasattr(facts, "__iter__")):
