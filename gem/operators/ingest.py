@@ -19,16 +19,13 @@ from .. import history
 from ..errors import InvalidInput
 from ..model import Fact
 from ..resolve import TieredResolver
+from ..runtime import FACT
 from ..state.transition import Transition
 from ..text import name_key
 from ..units import EntryRef, FieldRef, TopicRef, dumps, field_id
 from .common import entry_value, field_named
 from .forget import restore_field, restore_topic
 from .resolution import Directory
-
-# The hidden event binding that names the fact an event is about (not a policy name: it
-# cannot be written in a policy), so `drop(entry, ...)` leaves out exactly that fact.
-FACT = "#fact"
 
 
 def ingest(t: Transition, facts: Sequence[Fact], first: int = 0) -> dict[str, Any]:
@@ -43,9 +40,6 @@ def ingest(t: Transition, facts: Sequence[Fact], first: int = 0) -> dict[str, An
                 "(for example 'starts 2026-05-01')")
     dropped = [(n, f) for n, f in numbered if n in t.skipping]
     numbered = [(n, f) for n, f in numbered if n not in t.skipping]
-    names = t.detail.setdefault("_facts", {})
-    for n, fact in numbered:
-        names[n] = (fact.topic, fact.field)
     created_topics: list[str] = []
     new_entries: list[str] = []
     corroborations = denials = 0
