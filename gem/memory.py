@@ -507,8 +507,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         raise InvalidInput(f"path must be a str, an os.PathLike or None, got {type(path).__name__}")
     if path is not None and not os.fspath(path):
         raise InvalidInput("path is empty (use path=None for a temporary database)")
-    for name, value in (("engine", engine),):
-        _text(value, name)
+    _text(engine, "engine")
     _flag(create, "create")
     _flag(defaults, "defaults")
     for name, fn in (("clock", clock), ("summarizer", summarizer), ("progress", progress),
