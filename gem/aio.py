@@ -32,9 +32,10 @@ T = TypeVar("T")
 # docs. tests/test_aio.py checks that every public Memory method is either here or in
 # _NOT_DELEGATED, so a method added to Memory cannot be forgotten.
 DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "restore",
-             "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies")
-# Lifecycle and scheduling, written out below: they manage the worker itself.
-_NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance")
+             "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies",
+             "scopes")
+# Lifecycle, scheduling and views, written out below: they manage the worker itself.
+_NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance", "scope")
 
 
 def _delegate(name: str) -> Callable[..., Any]:
@@ -58,6 +59,7 @@ class AsyncMemory:
         self._executor = _executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="gem-worker")
         self._closed = False
         self._maintenance: asyncio.Task[None] | None = None
+        self._view = False
         self.maintenance_runs = 0      # scheduled maintenance runs that committed
         self.maintenance_failures = 0  # and those that were rolled back (retried next interval)
 
@@ -99,6 +101,13 @@ class AsyncMemory:
     transitions = _delegate("transitions")
     audit = _delegate("audit")
     load_policies = _delegate("load_policies")
+    scopes = _delegate("scopes")
+
+    def scope(self, name: str) -> "AsyncMemory":
+        """A view confined to scope `name` (see `Memory.scope`), on this same worker thread."""
+        view = AsyncMemory(self._memory.scope(name), _executor=self._executor)
+        view._view = True
+        return view
 
     @property
     def memory(self) -> Memory:
@@ -164,6 +173,9 @@ class AsyncMemory:
             return
         await self.stop_maintenance()
         self._closed = True
+        if self._view:  # a scope view shares its memory's worker: ending it ends only the view
+            self._memory.close()
+            return
         loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(self._executor, self._memory.close)

@@ -22,10 +22,11 @@ if TYPE_CHECKING:
 
 def decode(row: Row) -> dict[str, Any]:
     """A transition-log record with its JSON columns decoded, as stored (and hashed)."""
-    return {"seq": row["seq"], "op": row["op"], "event": row["event"], "at": row["at"],
-            "actor": row["actor"], "units": json.loads(row["units"]),
+    return {"seq": row["seq"], "scope": row["scope"], "op": row["op"], "event": row["event"],
+            "at": row["at"], "actor": row["actor"], "units": json.loads(row["units"]),
             "policies": json.loads(row["policies"]), "detail": json.loads(row["detail"]),
             "salience": json.loads(row["salience"] or "{}"),
+            "counters": json.loads(row["counters"]),
             "prev_hash": row["prev_hash"], "hash": row["hash"]}
 
 
@@ -45,10 +46,10 @@ def verify_chain(records: Iterable[dict[str, Any]], start: str = GENESIS) -> tup
     records as stored (`decode`)."""
     previous, checked = start, 0
     for record in records:
-        body = {"seq": record["seq"], "op": record["op"], "event": record["event"],
-                "at": record["at"].isoformat(), "actor": record["actor"], "units": record["units"],
-                "policies": record["policies"], "detail": record["detail"],
-                "salience": record["salience"]}
+        body = {"seq": record["seq"], "scope": record["scope"], "op": record["op"],
+                "event": record["event"], "at": record["at"].isoformat(), "actor": record["actor"],
+                "units": record["units"], "policies": record["policies"], "detail": record["detail"],
+                "salience": record["salience"], "counters": record["counters"]}
         checked += 1
         if record["prev_hash"] != previous or record["hash"] != chain_hash(previous, body):
             return False, record["seq"], checked
@@ -71,10 +72,11 @@ def audit(engine: "Engine", *, full: bool = False, progress: Progress | None = N
 
 
 def _report(engine: "Engine", found: list[tuple[str, str | None, str]], checked: dict[str, int],
-            chain: tuple[bool, int | None], active: int, since: int) -> AuditReport:
-    settings = engine.read(lambda t: t.settings)
-    found += conditions.c5_bounded_active_state(active, settings.get("active_bound"),
-                                                engine.counters.interactions)
+            chain: tuple[bool, int | None], active: dict[str, int], since: int) -> AuditReport:
+    for scope, count in sorted(active.items()):  # C5 holds per scope, with that scope's n
+        t = engine.read(lambda t: t, scope)
+        found += [(c, u or scope, d) for c, u, d in conditions.c5_bounded_active_state(
+            count, t.settings.get("active_bound"), t.counters.interactions)]
     violations = [Violation(condition=c, unit=u, detail=d) for c, u, d in found]
     chain_ok, broken_at = chain
     if not chain_ok:
@@ -117,7 +119,7 @@ def _full(engine: "Engine", progress: Progress | None) -> AuditReport:
             found.append(("C4", None, f"{orphans} observations are not attached to an entry"))
         found += conditions.c3_trajectory(queries.updates_of_extended_topics(tx),
                                           queries.flags_by_transition(tx))
-        active = queries.status_counts(tx)["fields"].get("active", 0)
+        active = queries.active_fields_by_scope(tx)
         found += conditions.c6_strengths(queries.negative_strengths(tx))
         found += conditions.c6_strengths((key, s) for key, (_, s, _) in
                                          engine.derived.pending_salience.items())
@@ -168,7 +170,7 @@ def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | N
                      for table, keys in (("Topic", tids), ("Field", fids))
                      for r in queries.read_rows(tx, table, keys)]
         found += conditions.c6_strengths(strengths)
-        active = queries.status_counts(tx)["fields"].get("active", 0)
+        active = queries.active_fields_by_scope(tx)
     checked = {"C1": len(fids), "C2": len(fids), "C3": len(tids), "C4": entries, "C5": 1,
                "C6": sum(1 for r in records if r["op"] == "retrieve")}
     return _report(engine, found, checked, chain, active, seq)

@@ -42,6 +42,7 @@ Summarizer = Callable[[str, dict[str, Any]], str]
 Progress = Callable[[str, int, int], None]
 GENESIS = "0" * 64
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+DEFAULT_SCOPE = "default"
 TOPIC_STATUS = ("active", "archived")
 FIELD_STATUS = ("active", "compressed", "hidden")
 
@@ -133,14 +134,15 @@ class NameDirectory:
         self.title_of[tid] = title
 
 
-class DerivedState:
-    """What gem derives from one database; shared by every handle on it in a process."""
+class ScopeState:
+    """What gem derives from the units of one scope. Nothing here depends on another scope, so
+    what a tenant sees (rankings, document frequencies, title matches, ids, salience, C5) is
+    the same whatever other tenants do."""
 
-    def __init__(self, embedder: "Embedder") -> None:
+    def __init__(self, name: str, embedder: "Embedder") -> None:
+        self.name = name
         self.embedder = embedder
-        self.seq = 0
-        self.hash = GENESIS
-        self.counters: dict[str, int] = {}
+        self.counters: dict[str, int] = {}  # id sequences and interactions of this scope
         self.names = NameDirectory()
         # The resolver needs the exact nearest title (a match decides where a fact goes).
         self.title_vectors = VectorIndex(embedder.dim, approximate_above=None)
@@ -153,11 +155,6 @@ class DerivedState:
         self.fields_by_topic: dict[str, list[str]] = {}
         self.open_flags: dict[str, int] = {}
         self._active_fields: int | None = None
-        self.audit_checkpoint: tuple[int, str] | None = None  # the log head of the last clean audit
-        # Salience written behind: unit -> (table, strength, last access) changed since the
-        # stored columns were last brought up to date (at log position `salience_seq`).
-        self.pending_salience: dict[str, tuple[str, float, datetime]] = {}
-        self.salience_seq = 0
         # Duplicate detection compares only titles that changed since its last pass, unless its
         # threshold changed (gem/operators/revise.py).
         self.unpaired: dict[str, None] = {}
@@ -267,46 +264,8 @@ class DerivedState:
             else:
                 self.title_vectors.remove(r["id"])
 
-    # ------------------------------------------------------------------ salience, behind
-    # Every read reinforces what it returns, so writing salience through would rewrite a row
-    # per unit per read. A transition's log record carries the salience it changed (and the
-    # hash chain covers it); the stored columns catch up in bulk, with the flush of the
-    # transition that finds enough pending, and at close. Rows read from the database are
-    # patched with what is pending (`patch`), and a rebuild replays the log past `salience_seq`.
-    WRITE_BEHIND_UNITS = 4096
-    WRITE_BEHIND_TRANSITIONS = 1024
-
-    def salience_due(self, t: "Transition") -> list[tuple[str, str, float, Any]]:
-        """The rows to write behind with this transition's flush (none until enough piled up)."""
-        pending = dict(self.pending_salience)
-        for key, table in t.salience.items():
-            row = t.rows[table][key]
-            assert row is not None
-            pending[key] = (table, row["strength"], row["last_access"])
-        if len(pending) < self.WRITE_BEHIND_UNITS and \
-                t.seq - self.salience_seq < self.WRITE_BEHIND_TRANSITIONS:
-            return []
-        return [(table, key, s, last) for key, (table, s, last) in sorted(pending.items())]
-
-    def patch(self, table: str, row: Row) -> Row:
-        """A row read from the database, with the salience that is pending for it."""
-        pending = self.pending_salience.get(row["id"])
-        if pending is not None and pending[0] == table:
-            row["strength"], row["last_access"] = pending[1], pending[2]
-        return row
-
-    # ------------------------------------------------------------------ after a commit
-    def apply(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None = None) -> None:
-        """Take in a committed transition (its own rows are the proposed state it committed)."""
-        if t.salience_written:
-            self.pending_salience.clear()
-            self.salience_seq = t.seq
-        else:
-            for key, table in t.salience.items():
-                row = t.rows[table][key]
-                assert row is not None
-                self.pending_salience[key] = (table, row["strength"], row["last_access"])
-
+    def take(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None) -> None:
+        """Take in what a committed transition of this scope changed."""
         def changed(table: str) -> dict[str, Row]:
             keys = [*t.updated[table], *(k for k, kind in t.salience.items() if kind == table)]
             out: dict[str, Row] = {k: t.rows[table][k] for k in keys}  # type: ignore[misc]
@@ -325,8 +284,6 @@ class DerivedState:
         for tid in t.touched.content:
             self.stale[tid] = None
         self._active_fields = None
-        self.seq = t.seq
-        self.hash = t.log_record["hash"] if t.log_record else self.hash
         self.counters = dict(vars(t.counters))
 
     # ------------------------------------------------------------------ summaries, lazily
@@ -367,7 +324,7 @@ class DerivedState:
             return {key: index.get(key).tobytes() for key in index}  # type: ignore[union-attr]
 
         return {
-            "seq": self.seq, "hash": self.hash, "counters": dict(self.counters),
+            "counters": dict(self.counters),
             "names": sorted(self.names.by_name.items()), "norms": sorted(self.names.by_norm.items()),
             "titles": sorted(self.names.title_of.items()),
             "title_vectors": vectors(self.title_vectors), "vectors": vectors(self.vectors),
@@ -376,6 +333,83 @@ class DerivedState:
             "fields_by_topic": {k: sorted(v) for k, v in sorted(self.fields_by_topic.items())},
             "open_flags": {k: v for k, v in sorted(self.open_flags.items()) if v},
         }
+
+
+
+class DerivedState:
+    """What gem derives from one database, shared by every handle on it in a process: the log's
+    head, salience written behind, the last clean audit, and a `ScopeState` per scope."""
+
+    def __init__(self, embedder: "Embedder") -> None:
+        self.embedder = embedder
+        self.seq = 0
+        self.hash = GENESIS
+        self.scopes: dict[str, ScopeState] = {}
+        self.audit_checkpoint: tuple[int, str] | None = None  # the log head of the last clean audit
+        # Salience written behind: unit -> (table, strength, last access) changed since the
+        # stored columns were last brought up to date (at log position `salience_seq`).
+        self.pending_salience: dict[str, tuple[str, float, datetime]] = {}
+        self.salience_seq = 0
+
+    def scope(self, name: str) -> ScopeState:
+        """The state of one scope (an empty one for a scope nothing was written to yet)."""
+        state = self.scopes.get(name)
+        if state is None:
+            state = self.scopes[name] = ScopeState(name, self.embedder)
+        return state
+
+    # ------------------------------------------------------------------ salience, behind
+    # Every read reinforces what it returns, so writing salience through would rewrite a row
+    # per unit per read. A transition's log record carries the salience it changed (and the
+    # hash chain covers it); the stored columns catch up in bulk, with the flush of the
+    # transition that finds enough pending, and at close. Rows read from the database are
+    # patched with what is pending (`patch`), and a rebuild replays the log past `salience_seq`.
+    WRITE_BEHIND_UNITS = 4096
+    WRITE_BEHIND_TRANSITIONS = 1024
+
+    def salience_due(self, t: "Transition") -> list[tuple[str, str, float, Any]]:
+        """The rows to write behind with this transition's flush (none until enough piled up)."""
+        pending = dict(self.pending_salience)
+        for key, table in t.salience.items():
+            row = t.rows[table][key]
+            assert row is not None
+            pending[key] = (table, row["strength"], row["last_access"])
+        if len(pending) < self.WRITE_BEHIND_UNITS and \
+                t.seq - self.salience_seq < self.WRITE_BEHIND_TRANSITIONS:
+            return []
+        return [(table, key, s, last) for key, (table, s, last) in sorted(pending.items())]
+
+    def patch(self, table: str, row: Row) -> Row:
+        """A row read from the database, with the salience that is pending for it."""
+        pending = self.pending_salience.get(row["id"])
+        if pending is not None and pending[0] == table:
+            row["strength"], row["last_access"] = pending[1], pending[2]
+        return row
+
+    # ------------------------------------------------------------------ after a commit
+    def apply(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None = None) -> None:
+        """Take in a committed transition (its own rows are the proposed state it committed)."""
+        if t.salience_written:
+            self.pending_salience.clear()
+            self.salience_seq = t.seq
+        else:
+            for key, table in t.salience.items():
+                row = t.rows[table][key]
+                assert row is not None
+                self.pending_salience[key] = (table, row["strength"], row["last_access"])
+        self.scope(t.scope).take(t, title_vectors)
+        self.seq = t.seq
+        self.hash = t.log_record["hash"] if t.log_record else self.hash
+
+    def refresh(self, cache: "CommittedCache", summarizer: Summarizer) -> None:
+        """Every scope's stale summaries."""
+        for scope in self.scopes.values():
+            scope.refresh(cache, summarizer)
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"seq": self.seq, "hash": self.hash,
+                "scopes": {name: s.fingerprint() for name, s in sorted(self.scopes.items())
+                           if s.topics.ids or s.counters}}
 
     # ------------------------------------------------------------------ rebuild
     @classmethod
@@ -386,8 +420,10 @@ class DerivedState:
         state = cls(embedder)
         with store.reading() as tx:
             last = queries.last_transition(tx)
+            counters = queries.latest_counters(tx)
             topics = queries.scan(tx, "Topic", columns=("id", "title", "aliases", "status",
-                                                        "strength", "last_access"), order="seq")
+                                                        "strength", "last_access", "scope"),
+                                  order="seq")
             fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
                                                         "last_access"))
             flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
@@ -401,18 +437,23 @@ class DerivedState:
         fields = [state.patch("Field", r) for r in fields]
         if last is not None:
             state.seq, state.hash = last["seq"], last["hash"]
-            state.counters = json.loads(last["counters"])
+        for name, values in counters.items():
+            state.scope(name).counters = values
         total = len(topics)
         for row in topics:
-            state._put_topic(row)
-            state.stale[row["id"]] = None
+            scope = state.scope(row["scope"])
+            scope._put_topic(row)
+            scope.stale[row["id"]] = None
         for row in fields:
-            state._put_field(row)
+            state.scope(scope_of(row["id"]))._put_field(row)
         for g in flags:
-            state.open_flags[g["topic_id"]] = state.open_flags.get(g["topic_id"], 0) + 1
+            scope = state.scope(scope_of(g["topic_id"]))
+            scope.open_flags[g["topic_id"]] = scope.open_flags.get(g["topic_id"], 0) + 1
         step = 10_000
         for i in range(0, total, step):
-            state._put_names(topics[i:i + step], {})
+            chunk = topics[i:i + step]
+            for name in dict.fromkeys(r["scope"] for r in chunk):
+                state.scope(name)._put_names([r for r in chunk if r["scope"] == name], {})
             if progress is not None:
                 progress("index titles", min(i + step, total), total)
         return state
@@ -443,10 +484,17 @@ def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summa
     return out
 
 
+def scope_of(unit: str) -> str:
+    """The scope a unit belongs to, from its id: "t1", "t1/deadline", "e5" are in "default";
+    "acme:t1", "acme:t1/deadline", "acme:e5" are in "acme" (scope names hold no ":" or "/")."""
+    head = unit.split("/", 1)[0]
+    return head.split(":", 1)[0] if ":" in head else DEFAULT_SCOPE
+
+
 def snapshot_dir(db_path: str) -> str:
     return db_path + ".gem-derived"
 
 
-__all__ = ["DerivedState", "NameDirectory", "SalienceTable", "default_summary", "snapshot_dir",
+__all__ = ["DerivedState", "ScopeState", "NameDirectory", "SalienceTable", "scope_of", "default_summary", "snapshot_dir",
            "summaries_of", "GENESIS"]
 _ = os

@@ -111,22 +111,22 @@ class Engine:
     def seq(self) -> int:
         return self.derived.seq
 
-    @property
-    def counters(self) -> Counters:
-        return Counters(**self.derived.counters)
+    def counters(self, scope: str = "default") -> Counters:
+        return Counters(**self.derived.scope(scope).counters)
 
     def install_policies(self, policies: PolicySet | None) -> None:
         self.shared.install(policies)
 
     # ------------------------------------------------------------------ transitions
     def transition(self, op: str, *, actor: str = "api", interaction: bool = False,
-                   now: datetime | None = None) -> Transition:
-        """A proposed state over the committed one (the caller holds the store's lock)."""
-        counters = self.counters
+                   now: datetime | None = None, scope: str = "default") -> Transition:
+        """A proposed state over the committed one, in one scope (the caller holds the lock)."""
+        counters = self.counters(scope)
         if interaction:
             counters.interactions += 1
-        t = Transition(self.cache, self.derived, self.services, op=op, actor=actor,
-                       now=now or self.clock(), counters=counters, seq=self.derived.seq + 1)
+        t = Transition(self.cache, self.derived.scope(scope), self.services, op=op, actor=actor,
+                       now=now or self.clock(), counters=counters, seq=self.derived.seq + 1,
+                       scope=scope)
         t.policies_for = self.shared.policies_for
         t.settings = self.evaluate_settings(t)
         return t
@@ -147,12 +147,13 @@ class Engine:
         return values
 
     def run(self, op: str, operator: Callable[[Transition], Any], *, actor: str = "api",
-            interaction: bool = False, event: str | None = None) -> tuple[Any, Transition]:
+            interaction: bool = False, event: str | None = None,
+            scope: str = "default") -> tuple[Any, Transition]:
         """Run one transition through the pipeline; commit it or raise (nothing written)."""
         with self.store.lock:
             self.store.check_open()
             started = time.perf_counter()
-            t = self.transition(op, actor=actor, interaction=interaction)
+            t = self.transition(op, actor=actor, interaction=interaction, scope=scope)
             t.operator = operator
             t.event = event or op
             try:
@@ -204,12 +205,12 @@ class Engine:
             if not self.store.closed and not self.store.temporary:
                 snapshot.save(self.derived, self.store.path)
 
-    def read(self, fn: Callable[[Transition], Any]) -> Any:
-        """A side-effect-free read of the committed state: no salience change, not an
-        interaction, nothing logged."""
+    def read(self, fn: Callable[[Transition], Any], scope: str = "default") -> Any:
+        """A side-effect-free read of the committed state of a scope: no salience change, not
+        an interaction, nothing logged."""
         with self.store.lock, single_threaded():
             self.store.check_open()
-            return fn(self.transition("read"))
+            return fn(self.transition("read", scope=scope))
 
 
 def utc_now() -> datetime:

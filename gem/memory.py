@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import logging
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any, Callable, Iterable, Sequence, overload
 
 from . import audit as audit_mod
 from . import history as history_rules
-from .derived import Progress, Summarizer
+from .derived import DEFAULT_SCOPE, Progress, Summarizer
 from .embed import Embedder, default_embedder
 from .engine import Engine, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
@@ -33,11 +34,24 @@ from .units import field_id
 log = logging.getLogger("gem")
 
 
-class Memory:
-    """A governed evolving memory on one database. Use `gem.open(...)` to make one."""
+SCOPE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
-    def __init__(self, engine: Engine) -> None:
+
+class Memory:
+    """A governed evolving memory on one database. Use `gem.open(...)` to make one.
+
+    A memory is confined to one scope (a tenant): `gem.open` gives scope "default", and
+    `mem.scope(name)` a view of the same memory confined to another. Every unit belongs to
+    one scope; salience, the forgetting ladder, the interaction count and C5, the lexical and
+    vector indexes and title resolution are per scope, so nothing one scope does changes what
+    another sees. Policies are global; the log and `audit()` cover every scope.
+    """
+
+    def __init__(self, engine: Engine, scope: str = DEFAULT_SCOPE,
+                 root: "Memory | None" = None) -> None:
         self._engine = engine
+        self._scope = scope
+        self._root = root  # the handle a scope view was made from (it owns the database)
         self._closed = False
         self._scheduler = None
         self.maintenance_runs = 0      # scheduled maintenance runs that committed
@@ -55,9 +69,34 @@ class Memory:
     def engine_name(self) -> str:
         return self._engine.store.engine
 
+    @property
+    def scope_name(self) -> str:
+        return self._scope
+
+    def scope(self, name: str) -> "Memory":
+        """This memory confined to scope `name`: the whole API, on that scope's units only. A
+        scope needs no creation: reading an empty one returns nothing, and its first write
+        creates it. Closing a view closes nothing else."""
+        if not isinstance(name, str) or not SCOPE_NAME.fullmatch(name):
+            raise InvalidInput(f"scope names are 1-64 characters of a-z, 0-9, '_', '.', '-', "
+                               f"starting with a letter or digit; got {name!r}")
+        self._check_open()
+        return Memory(self._engine, name, self._root or self)
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds something, in name order."""
+        self._check_open()
+        with self._engine.store.lock:
+            return sorted(name for name, s in self._engine.derived.scopes.items()
+                          if s.topics.ids or s.counters)
+
     def close(self) -> None:
         """Close this handle (waiting for a call running in another thread). Salience written
-        behind is brought up to date in the database first, so the next open replays less."""
+        behind is brought up to date in the database first, so the next open replays less.
+        Closing a scope view only ends the view."""
+        if self._root is not None:
+            self._closed = True
+            return
         if not self._closed:
             self.stop_maintenance()
             self._closed = True
@@ -76,8 +115,11 @@ class Memory:
         self.close()
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._closed or (self._root is not None and self._root._closed):
             raise GemError("this memory is closed")
+
+    def _run(self, op: str, operator: Callable[[Transition], Any], **kw: Any) -> tuple[Any, Transition]:
+        return self._engine.run(op, operator, scope=self._scope, **kw)
 
     # ------------------------------------------------------------------ operators
     def ingest(self, facts: Fact | Iterable[Fact], *, actor: str = "api") -> IngestResult:
@@ -89,7 +131,7 @@ class Memory:
                 raise InvalidInput(f"facts[{i}] is a {type(fact).__name__}, not a gem.Fact")
         if not batch:
             raise InvalidInput("ingest needs at least one fact")
-        summary, t = self._engine.run("ingest", lambda t: ingest_op.ingest(t, batch),
+        summary, t = self._run("ingest", lambda t: ingest_op.ingest(t, batch),
                                       actor=actor, interaction=True)
         return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
                             created_topics=summary["created_topics"], entries=summary["entries"],
@@ -115,7 +157,7 @@ class Memory:
             fields=None if fields is None else tuple(fields),
             as_of=None if as_of is None else as_utc(as_of, "as_of"),
             history=bool(history), include_archived=bool(include_archived), k=k)
-        result, _ = self._engine.run("retrieve", lambda t: retrieve_op.retrieve(t, request),
+        result, _ = self._run("retrieve", lambda t: retrieve_op.retrieve(t, request),
                                      actor=actor, interaction=True)
         return result.model_copy(update={"transition": self._engine.seq})
 
@@ -133,13 +175,13 @@ class Memory:
                 raise UnknownUnit(f"no topic named {src if a is None else dst!r}")
             return add_edge(t, a, b, kind, source=actor)
 
-        created, _ = self._engine.run("link", op, actor=actor)
+        created, _ = self._run("link", op, actor=actor)
         return created
 
     def forget(self, *, actor: str = "maintenance") -> dict[str, Any]:
         """A forgetting pass: the `tick` policies move faded units down the ladder."""
         self._check_open()
-        _, t = self._engine.run("forget", forget_op.forget, actor=actor, event="tick")
+        _, t = self._run("forget", forget_op.forget, actor=actor, event="tick")
         done = t.detail.get("attenuated", [])
         return {"transition": self._engine.seq,
                 "attenuated": list(dict.fromkeys(unit for unit, _ in done)),
@@ -156,20 +198,21 @@ class Memory:
                 t.settings["merge_similarity"],
                 revise_op.duplicate_pairs(t, t.settings["merge_similarity"])))
             for keep, away in pairs:
-                engine.run("revise", lambda t: revise_op.merge_topics(t, keep, away),
+                self._run("revise", lambda t: revise_op.merge_topics(t, keep, away),
                            actor=actor, event="merge")
                 report["merged"].append((keep, away))
-            engine.derived.unpaired.clear()
-            engine.derived.paired_at = threshold
+            scope = engine.derived.scope(self._scope)
+            scope.unpaired.clear()
+            scope.paired_at = threshold
             with engine.store.reading() as tx:
-                fids = queries.conflicting_fields(tx)
+                fids = queries.conflicting_fields(tx, self._scope)
             if fids:
-                engine.run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
+                self._run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
                            event="conflicts")
                 report["conflicts"] = fids
             tids = self._read(revise_op.open_flag_topics)
             if tids:
-                engine.run("revise", lambda t: revise_op.evaluate_flags(t, tids, run_policies),
+                self._run("revise", lambda t: revise_op.evaluate_flags(t, tids, run_policies),
                            actor=actor, event="dependency_repair")
                 report["flags_evaluated"] = tids
         return report
@@ -193,7 +236,7 @@ class Memory:
                     raise UnknownUnit(f"topic {topic!r} has no field {field!r}")
             return forget_op.restore(t, tid, fid)
 
-        changed, _ = self._engine.run("restore", op, actor=actor)
+        changed, _ = self._run("restore", op, actor=actor)
         return changed
 
     def start_maintenance(self, every: float | timedelta = 3600.0) -> None:
@@ -232,7 +275,7 @@ class Memory:
     def _read(self, fn: Callable[[Transition], Any]) -> Any:
         """A side-effect-free read: no salience change, not an interaction, nothing logged."""
         self._check_open()
-        return self._engine.read(fn)
+        return self._engine.read(fn, self._scope)
 
     def _topic_id(self, t: Transition, topic: str) -> str | None:
         if not isinstance(topic, str) or not topic.strip():
@@ -294,21 +337,23 @@ class Memory:
         """Sizes of the state: the active footprint (C5) and everything kept behind it."""
         def read(t: Transition) -> dict[str, Any]:
             with self._engine.store.reading() as tx:
-                counts = queries.status_counts(tx)
-                entries, active_entries = queries.entry_counts(tx)
+                counts = queries.status_counts(tx, self._scope)
+                entries, active_entries = queries.entry_counts(tx, self._scope)
+                transitions = queries.count(tx, "Transition", "n.scope = $s", {"s": self._scope})
             return {"topics": counts["topics"], "fields": counts["fields"],
                     "active_fields": counts["fields"].get("active", 0),
                     "entries": entries, "active_entries": active_entries,
                     "interactions": t.counters.interactions,
                     "active_bound": t.settings.get("active_bound"),
-                    "transitions": self._engine.seq}
+                    "transitions": transitions}
         return self._read(read)
 
     def transitions(self, since: int = 0) -> list[dict[str, Any]]:
-        """The transition log from `since` on: op, time, actor, units, policies fired, hashes."""
+        """The transition log from `since` on: op, time, actor, units, policies fired, hashes
+        (a scope view: only its own scope's records)."""
         self._check_open()
         with self._engine.store.reading() as tx:
-            rows = queries.transitions(tx, since)
+            rows = queries.transitions(tx, since, scope=self._scope if self._root else None)
         return [audit_mod.log_entry(r) for r in rows]
 
     def audit(self, *, full: bool = False, progress: Progress | None = None) -> AuditReport:
@@ -333,6 +378,9 @@ class Memory:
         only `paths` with `defaults=False`. A set with any error is refused whole
         (PolicySyntaxError / PolicyCheckError) and the previous set stays in force."""
         self._check_open()
+        if self._root is not None:
+            raise InvalidInput("policies govern every scope: load them on the memory, not on a "
+                               f"view of scope {self._scope!r}")
         policy_set = load_sources(read_sources(paths, argument="paths"), available_actions(),
                                   defaults=defaults, argument="paths")
         return self._install(policy_set, actor)
@@ -372,7 +420,7 @@ class Memory:
             previous = engine.policies
             engine.install_policies(policy_set)  # the new set governs its own load transition
             try:
-                engine.run("policy", op, actor=actor)
+                self._run("policy", op, actor=actor)
             except BaseException:
                 engine.install_policies(previous)
                 raise

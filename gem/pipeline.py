@@ -116,18 +116,18 @@ def build_output(t: Transition, engine: "Engine") -> None:
 
 def append_log(t: Transition, engine: "Engine") -> None:
     record = {
-        "seq": t.seq, "op": t.op, "event": t.event, "at": t.now.isoformat(), "actor": t.actor,
-        "units": sorted(set(t.touched.topics) | set(t.touched.fields)),
+        "seq": t.seq, "scope": t.scope, "op": t.op, "event": t.event, "at": t.now.isoformat(),
+        "actor": t.actor, "units": sorted(set(t.touched.topics) | set(t.touched.fields)),
         "policies": runs_of(t.fired),
         "detail": {k: v for k, v in t.detail.items() if not k.startswith("_")},
-        "salience": salience_changes(t),
+        "salience": salience_changes(t), "counters": asdict(t.counters),
     }
     previous = engine.derived.hash
     t.log_record = {
-        "seq": t.seq, "op": t.op, "event": t.event, "at": t.now, "actor": t.actor,
-        "units": dumps(record["units"]), "policies": dumps(record["policies"]),
+        "seq": t.seq, "scope": t.scope, "op": t.op, "event": t.event, "at": t.now,
+        "actor": t.actor, "units": dumps(record["units"]), "policies": dumps(record["policies"]),
         "detail": dumps(record["detail"]), "salience": dumps(record["salience"]),
-        "counters": json.dumps(asdict(t.counters)), "prev_hash": previous,
+        "counters": dumps(record["counters"]), "prev_hash": previous,
         "hash": chain_hash(previous, record)}
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .derived import DerivedState, NameDirectory, Progress, SalienceTable, snapshot_dir
+from .derived import DerivedState, NameDirectory, Progress, SalienceTable, ScopeState, scope_of, snapshot_dir
 from .errors import SnapshotError
 from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
@@ -44,21 +44,35 @@ def save(state: DerivedState, db_path: str) -> None:
     previous = _meta(folder)
     gen = (previous or {}).get("generation", 0) + 1
     stamp = {"seq": state.seq, "hash": state.hash, "embedder": state.embedder.name}
-    files = {"state": f"state-{gen}.json", "tables": f"tables-{gen}.npz",
-             "lexical": f"lexical-{gen}.snap", "vectors": f"vectors-{gen}.snap",
-             "titles": f"titles-{gen}.snap"}
-    body = {
-        "names": [[tid, names] for tid, names in state.names.names_of.items()],
-        "summaries": state.summaries, "stale": list(state.stale),
-        "open_flags": state.open_flags, "counters": state.counters,
-        "salience_seq": state.salience_seq,
-        "audit_checkpoint": state.audit_checkpoint,
-        "fields_by_topic": state.fields_by_topic,
-        "unpaired": list(state.unpaired), "paired_at": state.paired_at,
-    }
+    scopes = {name: s for name, s in sorted(state.scopes.items()) if s.topics.ids or s.counters}
+    files: dict[str, Any] = {"state": f"state-{gen}.json", "scopes": {}}
+    body: dict[str, Any] = {"salience_seq": state.salience_seq,
+                            "audit_checkpoint": state.audit_checkpoint, "scopes": {}}
+    for name, scope in scopes.items():
+        files["scopes"][name] = {kind: f"{kind}-{name}-{gen}.{ext}" for kind, ext in
+                                 (("tables", "npz"), ("lexical", "snap"), ("vectors", "snap"),
+                                  ("titles", "snap"))}
+        body["scopes"][name] = {
+            "names": [[tid, names] for tid, names in scope.names.names_of.items()],
+            "summaries": scope.summaries, "stale": list(scope.stale),
+            "open_flags": scope.open_flags, "counters": scope.counters,
+            "fields_by_topic": scope.fields_by_topic,
+            "unpaired": list(scope.unpaired), "paired_at": scope.paired_at,
+        }
+        _save_scope(scope, folder, files["scopes"][name], stamp)
     _write(os.path.join(folder, files["state"]), json.dumps(body).encode("utf-8"))
+    meta = {"format": FORMAT, **stamp, "generation": gen, "files": files}
+    _write(os.path.join(folder, "meta.json"), json.dumps(meta).encode("utf-8"))
+    keep = {"meta.json", files["state"]} | {f for scope in files["scopes"].values() for f in scope.values()}
+    for name in os.listdir(folder):
+        if name not in keep:
+            path = os.path.join(folder, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: dict[str, Any]) -> None:
     arrays: dict[str, np.ndarray] = {}
-    for kind, table in (("topics", state.topics), ("fields", state.fields)):
+    for kind, table in (("topics", scope.topics), ("fields", scope.fields)):
         n = len(table)
         arrays[f"{kind}_ids"] = np.asarray(table.ids, dtype=str)
         arrays[f"{kind}_strength"] = table.strength[:n]
@@ -71,15 +85,9 @@ def save(state: DerivedState, db_path: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, os.path.join(folder, files["tables"]))
-    state.lexical.save(os.path.join(folder, files["lexical"]), stamp)
-    state.vectors.save(os.path.join(folder, files["vectors"]), stamp)
-    state.title_vectors.save(os.path.join(folder, files["titles"]), stamp)
-    meta = {"format": FORMAT, **stamp, "generation": gen, "files": files}
-    _write(os.path.join(folder, "meta.json"), json.dumps(meta).encode("utf-8"))
-    for name in os.listdir(folder):
-        if name != "meta.json" and name not in files.values():
-            path = os.path.join(folder, name)
-            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    scope.lexical.save(os.path.join(folder, files["lexical"]), stamp)
+    scope.vectors.save(os.path.join(folder, files["vectors"]), stamp)
+    scope.title_vectors.save(os.path.join(folder, files["titles"]), stamp)
 
 
 def load(store: GraphStore, embedder: "Embedder", progress: Progress | None = None) -> DerivedState:
@@ -108,38 +116,47 @@ def _read(db_path: str, embedder: "Embedder") -> DerivedState:
     try:
         with open(os.path.join(folder, files["state"]), "rb") as f:
             body = json.loads(f.read().decode("utf-8"))
-        with np.load(os.path.join(folder, files["tables"]), allow_pickle=False) as arrays:
-            tables = {k: arrays[k] for k in arrays.files}
         stamp = {"seq": meta["seq"], "hash": meta["hash"], "embedder": meta["embedder"]}
-        lexical, s1 = LexicalIndex.load(os.path.join(folder, files["lexical"]))
-        vectors, s2 = VectorIndex.load(os.path.join(folder, files["vectors"]))
-        titles, s3 = VectorIndex.load(os.path.join(folder, files["titles"]))
-        if not s1 == s2 == s3 == stamp or vectors.dim != embedder.dim or titles.dim != embedder.dim:
-            raise SnapshotError("the snapshot's files are of different generations")
         state = DerivedState(embedder)
         state.seq, state.hash = int(meta["seq"]), str(meta["hash"])
-        state.lexical, state.vectors, state.title_vectors = lexical, vectors, titles
-        names = NameDirectory()
-        for tid, title_and_aliases in body["names"]:
-            names.set(tid, title_and_aliases[0], title_and_aliases[1:])
-        state.names = names
-        state.summaries = dict(body["summaries"])
-        state.stale = dict.fromkeys(body["stale"])
-        state.open_flags = {k: int(v) for k, v in body["open_flags"].items()}
-        state.counters = {k: int(v) for k, v in body["counters"].items()}
-        state.fields_by_topic = {k: list(v) for k, v in body["fields_by_topic"].items()}
+        state.salience_seq = int(body["salience_seq"])
         checkpoint = body["audit_checkpoint"]
         state.audit_checkpoint = None if checkpoint is None else (int(checkpoint[0]), str(checkpoint[1]))
-        state.topics = _table(tables, "topics", SalienceTable(state.topics.names))
-        state.fields = _table(tables, "fields", SalienceTable(state.fields.names))
-        state.salience_seq = int(body["salience_seq"])
-        state.unpaired = dict.fromkeys(body["unpaired"])
-        state.paired_at = None if body["paired_at"] is None else float(body["paired_at"])
+        if set(body["scopes"]) != set(files["scopes"]):
+            raise SnapshotError("the snapshot's scopes and files disagree")
+        for name, part in body["scopes"].items():
+            _read_scope(state.scope(name), part, folder, files["scopes"][name], stamp)
     except SnapshotError:
         raise
-    except (OSError, KeyError, ValueError, TypeError, IndexError) as exc:
+    except (OSError, KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
         raise SnapshotError(f"snapshot in {folder!r} is unusable: {exc}") from exc
     return state
+
+
+def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dict[str, str],
+                stamp: dict[str, Any]) -> None:
+    with np.load(os.path.join(folder, files["tables"]), allow_pickle=False) as arrays:
+        tables = {k: arrays[k] for k in arrays.files}
+    lexical, s1 = LexicalIndex.load(os.path.join(folder, files["lexical"]))
+    vectors, s2 = VectorIndex.load(os.path.join(folder, files["vectors"]))
+    titles, s3 = VectorIndex.load(os.path.join(folder, files["titles"]))
+    dim = scope.embedder.dim
+    if not s1 == s2 == s3 == stamp or vectors.dim != dim or titles.dim != dim:
+        raise SnapshotError("the snapshot's files are of different generations")
+    scope.lexical, scope.vectors, scope.title_vectors = lexical, vectors, titles
+    names = NameDirectory()
+    for tid, title_and_aliases in part["names"]:
+        names.set(tid, title_and_aliases[0], title_and_aliases[1:])
+    scope.names = names
+    scope.summaries = dict(part["summaries"])
+    scope.stale = dict.fromkeys(part["stale"])
+    scope.open_flags = {k: int(v) for k, v in part["open_flags"].items()}
+    scope.counters = {k: int(v) for k, v in part["counters"].items()}
+    scope.fields_by_topic = {k: list(v) for k, v in part["fields_by_topic"].items()}
+    scope.topics = _table(tables, "topics", SalienceTable(scope.topics.names))
+    scope.fields = _table(tables, "fields", SalienceTable(scope.fields.names))
+    scope.unpaired = dict.fromkeys(part["unpaired"])
+    scope.paired_at = None if part["paired_at"] is None else float(part["paired_at"])
 
 
 def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> SalienceTable:
@@ -183,22 +200,23 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         fields = queries.read_rows(tx, "Field", fids) if fids else []
         flags = [(parent, g) for parent, g in queries.read_children(tx, "FLAGS", tids)] if tids else []
     for row in topics:
-        state._put_topic(state.patch("Topic", row))
-    state._put_names([r for r in topics], {})
+        state.scope(row["scope"])._put_topic(state.patch("Topic", row))
+    for name in dict.fromkeys(r["scope"] for r in topics):
+        state.scope(name)._put_names([r for r in topics if r["scope"] == name], {})
     for row in fields:
-        state._put_field(state.patch("Field", row))
+        state.scope(scope_of(row["id"]))._put_field(state.patch("Field", row))
     for tid in tids:
-        state.open_flags[tid] = 0
+        state.scope(scope_of(tid)).open_flags[tid] = 0
     for parent, flag in flags:
         if flag["status"] == "open":
-            state.open_flags[parent] += 1
+            state.scope(scope_of(parent)).open_flags[parent] += 1
     for r in later:
         for unit in json.loads(r["units"]):
-            state.stale[unit.split("/", 1)[0]] = None
+            state.scope(scope_of(unit)).stale[unit.split("/", 1)[0]] = None
+        state.scope(r["scope"]).counters = json.loads(r["counters"])
+        state.scope(r["scope"])._active_fields = None
     if later:
         state.seq, state.hash = later[-1]["seq"], later[-1]["hash"]
-        state.counters = json.loads(later[-1]["counters"])
-    state._active_fields = None
     if progress is not None and later:
         progress("catch up from the log", len(later), len(later))
 

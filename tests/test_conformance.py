@@ -22,6 +22,7 @@ import yaml
 from conftest import ENGINE, T0, Clock, snapshot
 
 import gem
+from gem.derived import scope_of
 from gem.errors import PolicyError, TransitionRejected
 
 ROOT = Path(__file__).resolve().parent.parent / "specs" / "conformance"
@@ -64,7 +65,7 @@ FACT_KEYS = {"topic", "field", "value", "at", "source", "actor", "ref", "confide
 RETRIEVE_KEYS = {"query", "topic", "fields", "as_of", "history", "include_archived", "k"}
 ADVANCE_KEYS = {"weeks", "days", "hours", "minutes", "seconds", "to"}
 STEP_EXTRA = {"want", "want_error_code", "want_error_match", "raises_salience", "keeps_salience",
-              "actor"}
+              "actor", "scope"}
 # op -> (argument check, allowed keys of its step `want`; None: `want` is a partial matcher)
 NO_ARGS = "none"
 OPS: dict[str, tuple[Any, set[str] | None]] = {
@@ -482,7 +483,8 @@ class Runner:
         return view.id
 
     def title(self, tid: str) -> str:
-        view = self.mem.inspect(tid)
+        scope = scope_of(tid)
+        view = (self.mem if scope == "default" else self.mem.scope(scope)).inspect(tid)
         assert view is not None, f"no topic with id {tid!r}"
         return view.title
 
@@ -518,7 +520,7 @@ class Runner:
             if "want_error_code" in step:
                 self.expect_error(step, op, where)
             else:
-                result = self.do(op, step[op], step.get("actor"))
+                result = self.do(op, step[op], step.get("actor"), step.get("scope"))
                 if "want" in step:
                     self.check_step(op, result, step["want"], where)
             for unit in step.get("raises_salience", []):
@@ -544,7 +546,7 @@ class Runner:
         code = codes[0]
         before = self.state()
         with pytest.raises(Exception) as info:
-            self.do(op, step[op], step.get("actor"))
+            self.do(op, step[op], step.get("actor"), step.get("scope"))
         exc = info.value
         assert isinstance(exc, gem.GemError) or code in {c.__name__ for c in type(exc).__mro__}, \
             f"{where}: expected {code}, got {type(exc).__name__}: {exc}"
@@ -563,8 +565,8 @@ class Runner:
                 f"{where}: {step['want_error_match']!r} not in the error: {exc}"
         assert self.state() == before, f"{where}: the failed step changed the state"
 
-    def do(self, op: str, args: Any, actor: str | None) -> Any:
-        mem = self.mem
+    def do(self, op: str, args: Any, actor: str | None, scope: str | None = None) -> Any:
+        mem = self.mem if scope is None else self.mem.scope(scope)
         who = {"actor": actor} if actor else {}
         args = {} if args is None else args
         if op == "ingest":

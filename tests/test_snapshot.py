@@ -75,7 +75,7 @@ def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, c
     elif damage == "meta torn":
         open(meta_path, "w").write(json.dumps(meta)[:40])
     elif damage == "index corrupted":
-        target = os.path.join(folder, meta["files"]["lexical"])
+        target = os.path.join(folder, meta["files"]["scopes"]["default"]["lexical"])
         data = bytearray(open(target, "rb").read())
         data[len(data) // 2] ^= 0xFF
         open(target, "wb").write(bytes(data))

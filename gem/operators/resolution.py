@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..derived import scope_of
 from ..index import VectorIndex
 from ..state.transition import Transition
 from ..text import normalise
@@ -82,7 +83,7 @@ class Directory:
                 if title in self._vectors}
 
     def lookup(self, name: str) -> str | None:
-        """Explicit lookup by id, exact title or alias, or normalised title."""
-        if self.t.topic(name) is not None:
+        """Explicit lookup by id (of this scope), exact title or alias, or normalised title."""
+        if scope_of(name) == self.t.scope and self.t.topic(name) is not None:
             return name
         return self.exact(name) or self.normalised(normalise(name))

@@ -113,9 +113,13 @@ class Transition:
 
     def __init__(self, cache: CommittedCache, committed: Committed, services: Services, *,
                  op: str, actor: str, now: datetime, counters: Counters, seq: int,
-                 settings: dict[str, Any] | None = None) -> None:
+                 settings: dict[str, Any] | None = None, scope: str = "default") -> None:
         self.cache = cache
         self.committed = committed
+        self.scope = scope
+        # Ids are per scope ("acme:t3"; unprefixed in the default scope): a tenant's ids, and
+        # the orders they break ties in, never depend on what another tenant created.
+        self.prefix = "" if scope == "default" else f"{scope}:"
         self.services = services
         self.op = op
         self.event = op          # the log's event name (forget runs as "tick", for example)
@@ -420,11 +424,11 @@ class Transition:
         self.rels_added.setdefault(rel, []).append((new[0], new[1], {}))
 
     # ------------------------------------------------------------------ units of the state
-    def new_topic(self, title: str, aliases: Sequence[str], scope: str = "default") -> Row:
+    def new_topic(self, title: str, aliases: Sequence[str]) -> Row:
         n = self.counters.next("topic")
         row = self.create("Topic", {
-            "id": f"t{n}", "seq": n, "title": title, "aliases": list(aliases), "strength": 0.0,
-            "last_access": self.now, "status": "active", "scope": scope, "created_at": self.now,
+            "id": f"{self.prefix}t{n}", "seq": n, "title": title, "aliases": list(aliases), "strength": 0.0,
+            "last_access": self.now, "status": "active", "scope": self.scope, "created_at": self.now,
             "annotations": "{}"})
         self.edges[row["id"]] = []
         self.touch_topic(row["id"])
@@ -446,7 +450,7 @@ class Transition:
         arrives already superseded."""
         n = self.counters.next("entry")
         row = self.create("Entry", {
-            "id": f"e{n}", "seq": n, "tx": self.seq, "field_id": fid, "origin_field": fid,
+            "id": f"{self.prefix}e{n}", "seq": n, "tx": self.seq, "field_id": fid, "origin_field": fid,
             "value": value, "valid_at": valid_at, "asserted_at": valid_at,
             "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
             "superseded_tx": self.seq if superseded_by else None,
@@ -457,7 +461,7 @@ class Transition:
     def new_observation(self, eid: str, provenance: Row, valid_at: datetime) -> Row:
         n = self.counters.next("observation")
         row = self.create("Observation", {
-            "id": f"o{n}", "seq": n, "entry_id": eid, "valid_at": valid_at,
+            "id": f"{self.prefix}o{n}", "seq": n, "entry_id": eid, "valid_at": valid_at,
             "recorded_at": self.now, **provenance}, parent=eid)
         entry = self.entry(eid)
         assert entry is not None
@@ -472,7 +476,7 @@ class Transition:
     def new_flag(self, tid: str, origin: str | None, policy: str | None, evidence: str) -> Row:
         n = self.counters.next("flag")
         row = self.create("Flag", {
-            "id": f"g{n}", "seq": n, "tx": self.seq, "topic_id": tid, "origin_id": origin,
+            "id": f"{self.prefix}g{n}", "seq": n, "tx": self.seq, "topic_id": tid, "origin_id": origin,
             "policy": policy, "evidence": evidence, "status": "open", "created_at": self.now,
             "cleared_at": None}, parent=tid)
         self.touched.flagged.setdefault(tid, []).append(row["id"])
@@ -539,6 +543,6 @@ LISTS_OF = {"Topic": ("HAS_FIELD", "FLAGS"), "Field": ("HAS_ENTRY",), "Entry": (
 
 
 def topic_order(tid: str) -> tuple[int, str]:
-    """Topics in creation order (ids are "t<seq>")."""
-    digits = tid[1:]
+    """Topics in creation order (ids are "t<seq>", after the scope's prefix)."""
+    digits = tid.rsplit(":", 1)[-1][1:]
     return (int(digits), tid) if digits.isdigit() else (-1, tid)

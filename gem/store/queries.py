@@ -10,6 +10,8 @@ lookup on the other, which is the difference between flat and linear cost in the
 """
 from __future__ import annotations
 
+import json
+
 from typing import Any, Iterable, Iterator, Sequence
 
 from .graph import GraphStore, Tx
@@ -197,15 +199,27 @@ def last_transition(tx: Tx) -> Row | None:
     return None if found is None else dict(zip(_LOG_COLUMNS, found))
 
 
-def transitions(tx: Tx, since: int = 0, until: int | None = None) -> list[Row]:
-    """Log records with since < seq <= until, in order."""
+def transitions(tx: Tx, since: int = 0, until: int | None = None,
+                scope: str | None = None) -> list[Row]:
+    """Log records with since < seq <= until (of one scope, if given), in order."""
     where = "x.seq > $s" + ("" if until is None else " AND x.seq <= $u")
     params: dict[str, Any] = {"s": since}
     if until is not None:
         params["u"] = until
+    if scope is not None:
+        where += " AND x.scope = $scope"
+        params["scope"] = scope
     rows = tx.run(f"MATCH (x:Transition) WHERE {where} RETURN {_returns('x', _LOG_COLUMNS)} "
                   "ORDER BY x.seq", params)
     return [dict(zip(_LOG_COLUMNS, r)) for r in rows]
+
+
+def latest_counters(tx: Tx) -> dict[str, dict[str, int]]:
+    """Each scope's id sequences and interaction count, from its latest log record."""
+    out: dict[str, dict[str, int]] = {}
+    for scope, counters in tx.stream("MATCH (x:Transition) RETURN x.scope, x.counters ORDER BY x.seq"):
+        out[scope] = json.loads(counters)
+    return out
 
 
 def transition_count(tx: Tx) -> int:
@@ -269,20 +283,33 @@ def count_rels(tx: Tx, rel: str) -> int:
     return int(tx.scalar(f"MATCH ()-[r:{rel}]->() RETURN count(*)") or 0)
 
 
-def status_counts(tx: Tx) -> dict[str, dict[str, int]]:
+def status_counts(tx: Tx, scope: str | None = None) -> dict[str, dict[str, int]]:
     """Topics by status, and fields by ladder level (a field of an archived topic counts as
-    archived)."""
-    topics = {r[0]: int(r[1]) for r in tx.run("MATCH (x:Topic) RETURN x.status, count(*)")}
+    archived), in one scope or in all."""
+    where, params = ("WHERE x.scope = $scope ", {"scope": scope}) if scope is not None else ("", None)
+    topics = {r[0]: int(r[1]) for r in tx.run(
+        f"MATCH (x:Topic) {where}RETURN x.status, count(*)", params)}
     fields = {r[0]: int(r[1]) for r in tx.run(
-        "MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) RETURN "
-        "CASE WHEN x.status = 'archived' THEN 'archived' ELSE f.status END, count(*)")}
+        f"MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) {where}RETURN "
+        "CASE WHEN x.status = 'archived' THEN 'archived' ELSE f.status END, count(*)", params)}
     return {"topics": topics, "fields": fields}
 
 
-def entry_counts(tx: Tx) -> tuple[int, int]:
-    """(all entries, entries in the active history). kuzu 0.11.3 miscounts a bare boolean in
-    CASE, hence the explicit comparison."""
-    row = tx.one("MATCH (e:Entry) RETURN count(*), sum(CASE WHEN e.active = true THEN 1 ELSE 0 END)")
+def active_fields_by_scope(tx: Tx) -> dict[str, int]:
+    return {r[0]: int(r[1]) for r in tx.run(
+        "MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) WHERE x.status = 'active' AND "
+        "f.status = 'active' RETURN x.scope, count(*)")}
+
+
+def entry_counts(tx: Tx, scope: str | None = None) -> tuple[int, int]:
+    """(all entries, entries in the active history), in one scope or in all. kuzu 0.11.3
+    miscounts a bare boolean in CASE, hence the explicit comparison."""
+    counted = "sum(CASE WHEN e.active = true THEN 1 ELSE 0 END)"
+    if scope is None:
+        row = tx.one(f"MATCH (e:Entry) RETURN count(*), {counted}")
+    else:
+        row = tx.one(f"MATCH (x:Topic)-[:HAS_FIELD]->(:Field)-[:HAS_ENTRY]->(e:Entry) "
+                     f"WHERE x.scope = $scope RETURN count(*), {counted}", {"scope": scope})
     return (int(row[0]), int(row[1] or 0)) if row else (0, 0)
 
 
@@ -304,13 +331,15 @@ def flags_by_transition(tx: Tx) -> set[tuple[str, int]]:
     return {(r[0], int(r[1])) for r in tx.run("MATCH (g:Flag)-[:FLAGS]->(b:Topic) RETURN b.id, g.tx")}
 
 
-def conflicting_fields(tx: Tx) -> list[str]:
-    """Fields whose current value is contradicted by another source at the same valid time."""
+def conflicting_fields(tx: Tx, scope: str) -> list[str]:
+    """Fields of a scope whose current value is contradicted by another source at the same
+    valid time."""
     return [r[0] for r in tx.run(
-        "MATCH (f:Field)-[:HAS_ENTRY]->(a:Entry), (f)-[:HAS_ENTRY]->(b:Entry) "
-        "WHERE a.status = 'current' AND b.id <> a.id AND b.status <> 'retracted' "
-        "AND b.asserted_at = a.asserted_at AND b.value <> a.value AND b.source <> a.source "
-        "AND f.status <> 'hidden' RETURN DISTINCT f.id ORDER BY f.id")]
+        "MATCH (x:Topic)-[:HAS_FIELD]->(f:Field)-[:HAS_ENTRY]->(a:Entry), (f)-[:HAS_ENTRY]->(b:Entry) "
+        "WHERE x.scope = $scope AND a.status = 'current' AND b.id <> a.id "
+        "AND b.status <> 'retracted' AND b.asserted_at = a.asserted_at AND b.value <> a.value "
+        "AND b.source <> a.source AND f.status <> 'hidden' RETURN DISTINCT f.id ORDER BY f.id",
+        {"scope": scope})]
 
 
 def stream_histories(tx: Tx) -> Iterator[tuple[str, list[Row]]]:

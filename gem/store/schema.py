@@ -117,6 +117,7 @@ class PolicyRow(TypedDict):
 
 class TransitionRow(TypedDict):
     seq: int
+    scope: str                # the scope it changed (id sequences and interactions are per scope)
     op: str
     event: str
     at: datetime
