@@ -56,6 +56,7 @@ class _Shared:
     lock: threading.RLock = field(default_factory=threading.RLock)
     users: int = 0
     state: Any = None  # what the engine derives from this database, shared by its handles
+    sizes: dict[str, int] = field(default_factory=dict)  # rows per table, roughly (for plans)
 
 
 _registry: dict[tuple[str, str], _Shared] = {}
@@ -92,9 +93,23 @@ class Tx:
     query texts, and preparing costs as much as running a key lookup (measured ~2x).
     """
 
-    def __init__(self, conn: Any, prepared: dict[str, Any]) -> None:
+    def __init__(self, conn: Any, prepared: dict[str, Any], engine: str = "kuzu",
+                 sizes: dict[str, int] | None = None) -> None:
         self._conn = conn
         self._prepared = prepared
+        self.engine = engine
+        self._sizes = {} if sizes is None else sizes
+
+    def size(self, table: str) -> int:
+        """Rows in a table, roughly: counted once, then kept up to date by creates (a
+        statement form is chosen by it, see gem/store/queries.py)."""
+        if table not in self._sizes:
+            self._sizes[table] = int(self.scalar(f"MATCH (n:{table}) RETURN count(*)") or 0)
+        return self._sizes[table]
+
+    def grew(self, table: str, rows: int) -> None:
+        if table in self._sizes:
+            self._sizes[table] += rows
 
     def _statement(self, query: str) -> Any:
         statement = self._prepared.get(query)
@@ -187,7 +202,7 @@ class GraphStore:
         with self._shared.lock:
             self.check_open()
             self._conn.execute("BEGIN TRANSACTION")
-            tx = Tx(self._conn, self._prepared)
+            tx = Tx(self._conn, self._prepared, self.engine, self._shared.sizes)
             try:
                 yield tx
             except BaseException:
@@ -205,7 +220,7 @@ class GraphStore:
         is held so no write of this process is half-visible (other processes cannot write)."""
         with self._shared.lock:
             self.check_open()
-            yield Tx(self._conn, self._prepared)
+            yield Tx(self._conn, self._prepared, self.engine, self._shared.sizes)
 
     def _rollback(self) -> None:
         # An error inside a transaction may already have aborted it; then ROLLBACK itself

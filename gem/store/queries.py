@@ -17,11 +17,19 @@ from typing import Any, Iterable, Iterator, Sequence
 from .graph import GraphStore, Tx
 from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, ddl
 
-# Rows per UNWIND statement. Larger batches slow down super-linearly on Kuzu.
-BATCH = 200
-# Up to this many keys are read or written one prepared statement each: a plain key match is
-# an index lookup on both engines, while UNWIND into a key match and `IN` lists scan.
-FEW = 16
+# The forms below were measured on both engines at 10k, 100k and 1M rows (bench/engine_forms.py;
+# numbers in its report). In short: kuzu 0.11.3 uses the primary-key index only when the key
+# is a statement parameter (one prepared statement per key); a key taken from a row (UNWIND,
+# a list, IN) is a scan, cheapest as one hash join (`WITH r, r.id AS k MATCH (n {id: k})`).
+# LadybugDB 0.22 looks up row-driven keys by index (`UNWIND ... MATCH (n {id: r.id})`), but
+# not in IN lists, comma patterns or MERGE, which scan on both engines.
+CHUNK = 200          # rows per UNWIND write on ladybug
+READ_CHUNK = 1000    # keys per UNWIND read on ladybug
+JOIN_CHUNK = 5000    # rows per kuzu hash-join statement (each scans the table once)
+
+
+def _kuzu(tx: Tx) -> bool:
+    return tx.engine == "kuzu"
 
 
 # ---------------------------------------------------------------------- schema and meta
@@ -56,13 +64,38 @@ def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
     cols = spec.columns
     if not keys:
         return []
-    if len(keys) <= FEW:
-        text = f"MATCH (n:{table} {{{spec.key}: $k}}) RETURN {_returns('n', cols)}"
+    returns = _returns("n", cols)
+    if len(keys) == 1 or (_kuzu(tx) and len(keys) <= tx.size(table) // 500):
+        text = f"MATCH (n:{table} {{{spec.key}: $k}}) RETURN {returns}"
         found = [r for key in keys for r in tx.run(text, {"k": key})]
-    else:
-        text = f"MATCH (n:{table}) WHERE n.{spec.key} IN $keys RETURN {_returns('n', cols)}"
-        found = tx.run(text, {"keys": list(keys)})
+    else:  # kuzu: one hash join; ladybug: an index lookup per row
+        chunk = JOIN_CHUNK if _kuzu(tx) else READ_CHUNK
+        text = f"UNWIND $keys AS k MATCH (n:{table} {{{spec.key}: k}}) RETURN {returns}"
+        found = [r for i in range(0, len(keys), chunk)
+                 for r in tx.run(text, {"keys": list(keys[i:i + chunk])})]
     return [dict(zip(cols, values)) for values in found]
+
+
+def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
+             keys: Sequence[str]) -> list[list[Any]]:
+    """Rows `p.id, c.id, <returns>` of `(p:parent)<hop>` from many parents `p` (kuzu: an IN
+    scan for 4 or more, which only ever reads committed relationships; ladybug: per parent up
+    to 64, then index lookups of the parents and an OPTIONAL MATCH)."""
+    if not keys:
+        return []
+    columns = f"p.id AS parent_key, c.id AS child_key, {returns}"
+    arrow = f"(p:{parent}){hop}"
+    if (_kuzu(tx) and len(keys) < 4) or (not _kuzu(tx) and len(keys) <= 64):
+        text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
+        return [r for key in keys for r in tx.run(text, {"id": key})]
+    if _kuzu(tx):
+        return tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {columns} {order}", {"ids": list(keys)})
+    out = []
+    for i in range(0, len(keys), READ_CHUNK):
+        rows = tx.run(f"UNWIND $ids AS k MATCH (p:{parent} {{id: k}}) OPTIONAL MATCH (p){hop} "
+                      f"RETURN {columns} {order}", {"ids": list(keys[i:i + READ_CHUNK])})
+        out += [r for r in rows if r[1] is not None]
+    return out
 
 
 def read_children(tx: Tx, rel: str, parents: Sequence[str]) -> list[tuple[str, Row]]:
@@ -70,19 +103,10 @@ def read_children(tx: Tx, rel: str, parents: Sequence[str]) -> list[tuple[str, R
     spec = RELS[rel]
     parent, child = (spec.target, spec.source) if spec.child_first else (spec.source, spec.target)
     cols = TABLES[child].columns
-    arrow = f"(p:{parent})<-[:{rel}]-(c:{child})" if spec.child_first else \
-        f"(p:{parent})-[:{rel}]->(c:{child})"
+    hop = f"<-[:{rel}]-(c:{child})" if spec.child_first else f"-[:{rel}]->(c:{child})"
     order = "ORDER BY c.seq" if "seq" in cols else "ORDER BY c.created_at, c.id"
-    returns = "p.id, " + _returns("c", cols)
-    if not parents:
-        return []
-    if len(parents) <= FEW:
-        text = f"MATCH {arrow} WHERE p.id = $id RETURN {returns} {order}"
-        found = [r for key in parents for r in tx.run(text, {"id": key})]
-    else:
-        found = tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {returns} {order}",
-                       {"ids": list(parents)})
-    return [(values[0], dict(zip(cols, values[1:]))) for values in found]
+    found = _one_hop(tx, parent, hop, _returns("c", cols), order, parents)
+    return [(values[0], dict(zip(cols, values[2:]))) for values in found]
 
 
 def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]:
@@ -90,15 +114,11 @@ def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]
     out: list[tuple[str, str, str, Row]] = []
     for name in ("EXTENDS", "ASSOCIATES", "DERIVED_FROM"):
         cols = RELS[name].columns
-        returns = "a.id, b.id, " + _returns("r", cols)
-        for direction in ("a", "b"):
-            if len(topics) <= FEW:
-                text = f"MATCH (a:Topic)-[r:{name}]->(b:Topic) WHERE {direction}.id = $id RETURN {returns}"
-                rows = [r for key in topics for r in tx.run(text, {"id": key})]
-            else:
-                rows = tx.run(f"MATCH (a:Topic)-[r:{name}]->(b:Topic) WHERE {direction}.id IN $ids "
-                              f"RETURN {returns}", {"ids": list(topics)})
-            out += [(name, v[0], v[1], dict(zip(cols, v[2:]))) for v in rows]
+        props = _returns("r", cols) if cols else "1"
+        for hop, outgoing in ((f"-[r:{name}]->(c:Topic)", True), (f"<-[r:{name}]-(c:Topic)", False)):
+            for v in _one_hop(tx, "Topic", hop, props, "", topics):
+                source, target = (v[0], v[1]) if outgoing else (v[1], v[0])
+                out.append((name, source, target, dict(zip(cols, v[2:]))))
     # An edge between two of the topics is found from both ends.
     unique: dict[tuple[str, str, str], tuple[str, str, str, Row]] = {}
     for edge in out:
@@ -107,14 +127,14 @@ def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]
 
 
 # ---------------------------------------------------------------------- writes
-def _unwind(tx: Tx, statement: str, rows: list[Row]) -> None:
-    if len(rows) <= FEW and " MATCH " in statement:
-        single = statement.replace("UNWIND $rows AS r ", "").replace("r.", "$")
-        for row in rows:
-            tx.run(single, row)
-        return
-    for i in range(0, len(rows), BATCH):
-        tx.run(statement, {"rows": rows[i:i + BATCH]})
+def _per_row(tx: Tx, statement: str, rows: list[Row]) -> None:
+    for row in rows:
+        tx.run(statement, row)
+
+
+def _chunks(tx: Tx, statement: str, rows: list[Row], size: int) -> None:
+    for i in range(0, len(rows), size):
+        tx.run(statement, {"rows": rows[i:i + size]})
 
 
 def _by_null_columns(rows: Iterable[Row], columns: Sequence[str]) -> dict[tuple[str, ...], list[Row]]:
@@ -132,17 +152,29 @@ def create_rows(tx: Tx, table: str, rows: list[Row], owner: Rel | None = None,
     """Create rows; with `owner`, each row is created together with the relationship from its
     parent (`parent_of[row key]`), in the same statement."""
     spec = TABLES[table]
-    groups = _by_null_columns(rows, spec.columns)
-    for names, batch in groups.items():
-        node = f"(:{table} {{" + ", ".join(f"{c}: r.{c}" for c in names) + "})"
+    tx.grew(table, len(rows))
+    for names, batch in _by_null_columns(rows, spec.columns).items():
         if owner is None or parent_of is None:
-            _unwind(tx, f"UNWIND $rows AS r CREATE {node}", batch)
+            node = "(:" + table + " {" + ", ".join(f"{c}: r.{c}" for c in names) + "})"
+            _chunks(tx, f"UNWIND $rows AS r CREATE {node}", batch, CHUNK)
             continue
         parent = owner.target if owner.child_first else owner.source
         for row in batch:
             row["parent_id"] = parent_of[row[spec.key]]
-        edge = f"{node}-[:{owner.name}]->(p)" if owner.child_first else f"(p)-[:{owner.name}]->{node}"
-        _unwind(tx, f"UNWIND $rows AS r MATCH (p:{parent} {{id: r.parent_id}}) CREATE {edge}", batch)
+
+        def pattern(src: str) -> str:
+            node = "(:" + table + " {" + ", ".join(f"{c}: {src}{c}" for c in names) + "})"
+            return f"{node}-[:{owner.name}]->(p)" if owner.child_first else \
+                f"(p)-[:{owner.name}]->{node}"
+
+        if _kuzu(tx) and len(batch) <= max(4, tx.size(parent) // 10_000):
+            _per_row(tx, f"MATCH (p:{parent} {{id: $parent_id}}) CREATE {pattern('$')}", batch)
+        elif _kuzu(tx):
+            _chunks(tx, f"UNWIND $rows AS r WITH r, r.parent_id AS k MATCH (p:{parent} {{id: k}}) "
+                        f"CREATE {pattern('r.')}", batch, JOIN_CHUNK)
+        else:
+            _chunks(tx, f"UNWIND $rows AS r MATCH (p:{parent} {{id: r.parent_id}}) "
+                        f"CREATE {pattern('r.')}", batch, CHUNK)
 
 
 def update_rows(tx: Tx, table: str, updates: list[tuple[Any, Row]]) -> None:
@@ -154,9 +186,17 @@ def update_rows(tx: Tx, table: str, updates: list[tuple[Any, Row]]) -> None:
         nulls = tuple(sorted(p for p, v in props.items() if v is None))
         groups.setdefault((values, nulls), []).append({"key": key, **{p: props[p] for p in values}})
     for (values, nulls), rows in groups.items():
-        assignments = [f"n.{p} = r.{p}" for p in values] + [f"n.{p} = NULL" for p in nulls]
-        _unwind(tx, f"UNWIND $rows AS r MATCH (n:{table} {{{spec.key}: r.key}}) SET "
-                + ", ".join(assignments), rows)
+        def sets(src: str) -> str:
+            return ", ".join([f"n.{p} = {src}{p}" for p in values] + [f"n.{p} = NULL" for p in nulls])
+
+        if len(rows) == 1 or (_kuzu(tx) and len(rows) <= tx.size(table) // 1500):
+            _per_row(tx, f"MATCH (n:{table} {{{spec.key}: $key}}) SET {sets('$')}", rows)
+        elif _kuzu(tx):
+            _chunks(tx, f"UNWIND $rows AS r WITH r, r.key AS k MATCH (n:{table} {{{spec.key}: k}}) "
+                        f"SET {sets('r.')}", rows, JOIN_CHUNK)
+        else:
+            _chunks(tx, f"UNWIND $rows AS r MATCH (n:{table} {{{spec.key}: r.key}}) SET {sets('r.')}",
+                    rows, CHUNK)
 
 
 def create_rels(tx: Tx, rel: str, pairs: list[tuple[str, str, Row]]) -> None:
@@ -164,15 +204,28 @@ def create_rels(tx: Tx, rel: str, pairs: list[tuple[str, str, Row]]) -> None:
     rows = [{"a": a, "b": b, **props} for a, b, props in pairs]
     for names, batch in _by_null_columns(rows, ("a", "b", *spec.columns)).items():
         props = [c for c in names if c not in ("a", "b")]
-        body = " {" + ", ".join(f"{p}: r.{p}" for p in props) + "}" if props else ""
-        _unwind(tx, f"UNWIND $rows AS r MATCH (a:{spec.source} {{id: r.a}}), "
-                    f"(b:{spec.target} {{id: r.b}}) CREATE (a)-[:{rel}{body}]->(b)", batch)
+
+        def body(src: str) -> str:
+            return " {" + ", ".join(f"{p}: {src}{p}" for p in props) + "}" if props else ""
+
+        a, b = spec.source, spec.target
+        if _kuzu(tx) and len(batch) <= max(1, (tx.size(a) + tx.size(b)) // 4000):
+            _per_row(tx, f"MATCH (a:{a} {{id: $a}}), (b:{b} {{id: $b}}) CREATE (a)-[:{rel}{body('$')}]->(b)",
+                     batch)
+        elif _kuzu(tx):  # the key chain: one hash join per end (a comma pattern is a cross product)
+            _chunks(tx, f"UNWIND $rows AS r WITH r, r.a AS ka MATCH (a:{a} {{id: ka}}) "
+                        f"WITH r, a, r.b AS kb MATCH (b:{b} {{id: kb}}) "
+                        f"CREATE (a)-[:{rel}{body('r.')}]->(b)", batch, JOIN_CHUNK)
+        else:  # two MATCH clauses: ladybug looks each end up by index (the comma form scans)
+            _chunks(tx, f"UNWIND $rows AS r MATCH (a:{a} {{id: r.a}}) MATCH (b:{b} {{id: r.b}}) "
+                        f"CREATE (a)-[:{rel}{body('r.')}]->(b)", batch, CHUNK)
 
 
 def delete_rels(tx: Tx, rel: str, pairs: list[tuple[str, str]]) -> None:
+    """Delete relationships (merges re-point a few edges: one keyed statement each)."""
     spec = RELS[rel]
-    _unwind(tx, f"UNWIND $rows AS r MATCH (a:{spec.source} {{id: r.a}})-[x:{rel}]->"
-                f"(b:{spec.target} {{id: r.b}}) DELETE x", [{"a": a, "b": b} for a, b in pairs])
+    _per_row(tx, f"MATCH (a:{spec.source} {{id: $a}})-[x:{rel}]->(b:{spec.target} {{id: $b}}) DELETE x",
+             [{"a": a, "b": b} for a, b in pairs])
 
 
 def write_salience(tx: Tx, rows: list[tuple[str, str, float, Any]], seq: int) -> None:
