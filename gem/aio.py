@@ -33,7 +33,7 @@ T = TypeVar("T")
 # _NOT_DELEGATED, so a method added to Memory cannot be forgotten.
 DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "restore",
              "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies",
-             "scopes")
+             "scopes", "head")
 # Lifecycle, scheduling and views, written out below: they manage the worker itself.
 _NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance", "scope")
 
@@ -102,6 +102,7 @@ class AsyncMemory:
     audit = _delegate("audit")
     load_policies = _delegate("load_policies")
     scopes = _delegate("scopes")
+    head = _delegate("head")
 
     def scope(self, name: str) -> "AsyncMemory":
         """A view confined to scope `name` (see `Memory.scope`), on this same worker thread."""

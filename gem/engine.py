@@ -67,6 +67,7 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
     if stored is not None and stored != embedder.name:
         raise InvalidInput(f"this database was embedded with {stored!r}; "
                            f"open it with that embedder, not {embedder.name!r}")
+    check_log(store)
     derived = snapshot.load(store, embedder, progress)
     shared = SharedState(CommittedCache(store, patch=derived.patch), derived, embedder.name)
     with store.reading() as tx:
@@ -75,6 +76,25 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
         shared.install(load_sources([tuple(x) for x in json.loads(sources)],
                                     available_actions=available_actions()))
     return shared
+
+
+def check_log(store: GraphStore) -> None:
+    """Refuse a database whose log cannot be the log of its state: every unit was written by
+    a logged transition, and each scope's id counters (in the log) are ahead of its ids. A
+    database whose log was deleted or whose counters were lowered would otherwise fail every
+    later write with a duplicate key."""
+    with store.reading() as tx:
+        counters = queries.latest_counters(tx)
+        highest = queries.highest_ids(tx)
+    for (scope, kind), top in highest.items():
+        have = counters.get(scope, {}).get(kind)
+        if have is None:
+            raise GemError(f"{store.path!r}: scope {scope!r} holds {kind} rows but the transition "
+                           "log has no record of them: the log was deleted or cut, so this "
+                           "database cannot be trusted (restore it from a backup)")
+        if have < top:
+            raise GemError(f"{store.path!r}: the log's {kind} counter of scope {scope!r} ({have}) "
+                           f"is behind the highest {kind} id ({top}): the log was tampered with")
 
 
 class Engine:

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, overload
 
+from . import attest
 from . import audit as audit_mod
 from . import history as history_rules
 from .derived import DEFAULT_SCOPE, Progress, Summarizer
@@ -356,13 +357,27 @@ class Memory:
             rows = queries.transitions(tx, since, scope=self._scope if self._root else None)
         return [audit_mod.log_entry(r) for r in rows]
 
-    def audit(self, *, full: bool = False, progress: Progress | None = None) -> AuditReport:
-        """C1-C6 and the hash chain of the transition log: over what the transitions since the
-        last clean audit touched, or over the whole state with `full=True` (and whenever this
-        memory has no clean audit yet). `report.since` says which was done."""
+    def audit(self, *, full: bool = False, progress: Progress | None = None,
+              expected_head: dict[str, Any] | None = None) -> AuditReport:
+        """C1-C6, every stored row against the hash the log attests for it, and the hash chain:
+        over what the transitions since the last clean audit touched, or over the whole state
+        with `full=True` (and whenever this memory has no clean audit yet). `report.since` says
+        which was done. `expected_head` is a `head()` kept outside the database: a log cut
+        short of it or rewritten up to it fails the audit."""
+        self._check_open()
+        if expected_head is not None and not (isinstance(expected_head, dict)
+                                              and {"seq", "hash"} <= set(expected_head)):
+            raise InvalidInput("expected_head must be a head() record: {'seq': ..., 'hash': ...}")
+        with self._engine.store.lock:
+            return audit_mod.audit(self._engine, full=full, progress=progress,
+                                   expected_head=expected_head)
+
+    def head(self) -> dict[str, Any]:
+        """The log's head ({"seq", "hash"}): keep it outside the database and pass it to
+        `audit(expected_head=...)` later to detect truncation or a rewritten log."""
         self._check_open()
         with self._engine.store.lock:
-            return audit_mod.audit(self._engine, full=full, progress=progress)
+            return {"seq": self._engine.derived.seq, "hash": self._engine.derived.hash}
 
     # ------------------------------------------------------------------ policies
     @property
@@ -406,6 +421,9 @@ class Memory:
             # The files themselves are kept too: settings live outside any policy.
             files = json.dumps([[src.file, src.text] for src in policy_set.sources])
             t.store_writes.append(lambda tx: queries.put_policies(tx, rows, files))
+            for row, _ in rows:  # the log attests what was stored (gem/attest.py)
+                t.attested[f"Policy|{row['name']}"] = attest.row_hash("Policy", row)
+            t.attested["Meta|policy_sources"] = attest.text_hash(files)
             t.detail["policies"] = sorted(names)
             t.detail["policy_set_hash"] = policy_set.hash
             if previous_set is not None:

@@ -188,11 +188,11 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         state.pending_salience = {}
         for record in records:
             if record["seq"] > stored_salience:
-                for key, (strength, last) in json.loads(record["salience"] or "{}").items():
+                for key, (strength, last) in json.loads(record["salience"] or "{}").items():  # "": redacted
                     table = "Field" if "/" in key else "Topic"
                     state.pending_salience[key] = (table, strength, datetime.fromisoformat(last))
         later = [r for r in records if r["seq"] > state.seq]
-        units = {u for r in later for u in json.loads(r["units"])}
+        units = {u for r in later for u in json.loads(r["units"] or "[]")}
         keys = units | set(state.pending_salience)
         tids = sorted({u.split("/", 1)[0] for u in keys})
         fids = sorted(u for u in keys if "/" in u)
@@ -211,7 +211,7 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         if flag["status"] == "open":
             state.scope(scope_of(parent)).open_flags[parent] += 1
     for r in later:
-        for unit in json.loads(r["units"]):
+        for unit in json.loads(r["units"] or "[]"):
             state.scope(scope_of(unit)).stale[unit.split("/", 1)[0]] = None
         state.scope(r["scope"]).counters = json.loads(r["counters"])
         state.scope(r["scope"])._active_fields = None

@@ -150,6 +150,9 @@ class Transition:
         self.updated: dict[str, dict[str, Row]] = {t: {} for t in NODE_TABLES}
         self.parent_of: dict[str, str] = {}  # created child -> parent (owning rel made with it)
         self.salience: dict[str, str] = {}   # unit -> table, for units whose salience changed
+        self.deleted: dict[str, dict[str, None]] = {t: {} for t in NODE_TABLES}  # erasure only
+        self.attested: dict[str, str | None] = {}  # other writes' content hashes (policies)
+        self.tombstone: dict[str, Any] | None = None  # what an erasure removed (ids, commitment)
         self.salience_written: list[tuple[str, str, float, Any]] = []  # written behind by the flush
         self.rels_added: dict[str, list[tuple[str, str, Row]]] = {}
         self.rels_removed: dict[str, list[tuple[str, str]]] = {}

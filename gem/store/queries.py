@@ -275,6 +275,19 @@ def latest_counters(tx: Tx) -> dict[str, dict[str, int]]:
     return out
 
 
+def highest_ids(tx: Tx) -> dict[tuple[str, str], int]:
+    """(scope, "topic") -> the highest topic sequence number in use in each scope, and
+    (scope, "entry") for the entry with the highest sequence number of all (one column scan)."""
+    out: dict[tuple[str, str], int] = {}
+    for scope, top in tx.run("MATCH (x:Topic) RETURN x.scope, max(x.seq)"):
+        out[(scope, "topic")] = int(top)
+    row = tx.one("MATCH (e:Entry) RETURN e.id, e.seq ORDER BY e.seq DESC LIMIT 1")
+    if row is not None:
+        head = row[0].split("/", 1)[0]
+        out[(head.split(":", 1)[0] if ":" in head else "default", "entry")] = int(row[1])
+    return out
+
+
 def transition_count(tx: Tx) -> int:
     return int(tx.scalar("MATCH (x:Transition) RETURN count(*)") or 0)
 
