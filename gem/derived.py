@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 import os
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
@@ -99,6 +100,14 @@ class SalienceTable:
         row = self.row_of.get(key)
         return None if row is None else self.names[int(self.status[row])]
 
+    def remove(self, key: str) -> None:
+        """Forget a unit (erasure). Its row stays, empty and matched by no status, so the rows
+        of the others (and fields' owner rows) do not move."""
+        row = self.row_of.pop(key, None)
+        if row is not None:
+            self.ids[row] = ""
+            self.status[row] = len(self.names)
+
     def salience(self, now: datetime, half_life: timedelta) -> np.ndarray:
         """Salience now of every row: s = 1 - exp(-x), decayed by 2^(-age / half_life)."""
         n = len(self.ids)
@@ -121,12 +130,16 @@ class NameDirectory:
         self.names_of: dict[str, list[str]] = {}
         self.title_of: dict[str, str] = {}
 
-    def set(self, tid: str, title: str, aliases: Sequence[str]) -> None:
+    def drop(self, tid: str) -> None:
         for name in self.names_of.pop(tid, ()):
             if self.by_name.get(name) == tid:
                 del self.by_name[name]
             if self.by_norm.get(normalise(name)) == tid:
                 del self.by_norm[normalise(name)]
+        self.title_of.pop(tid, None)
+
+    def set(self, tid: str, title: str, aliases: Sequence[str]) -> None:
+        self.drop(tid)
         self.names_of[tid] = [title, *aliases]
         for name in self.names_of[tid]:
             self.by_name.setdefault(name, tid)
@@ -159,6 +172,8 @@ class ScopeState:
         # threshold changed (gem/operators/revise.py).
         self.unpaired: dict[str, None] = {}
         self.paired_at: float | None = None
+        # topic -> the log records that touched it (an erasure redacts them)
+        self.touched_by: dict[str, array] = {}
 
     # ------------------------------------------------------------------ the Committed view
     def topic_status(self, tid: str) -> str | None:
@@ -283,8 +298,36 @@ class ScopeState:
             self.open_flags[tid] = sum(1 for g in t.open_flags(tid))
         for tid in t.touched.content:
             self.stale[tid] = None
+        if t.tombstone:  # records an erasure redacted touch nothing any more
+            gone = set(t.tombstone["redacted"])
+            for tid, seqs in list(self.touched_by.items()):
+                if gone.intersection(seqs):
+                    self.touched_by[tid] = array("q", [s for s in seqs if s not in gone])
+        for tid in {unit.split("/", 1)[0] for unit in (*t.touched.topics, *t.touched.fields)}:
+            self.touched_by.setdefault(tid, array("q")).append(t.seq)
+        self.forget_units(t.deleted["Topic"], t.deleted["Field"])
         self._active_fields = None
         self.counters = dict(vars(t.counters))
+
+    def forget_units(self, topics: Iterable[str], fields: Iterable[str]) -> None:
+        """Remove erased topics and fields from everything derived (their index entries, names,
+        summaries, salience, flags, and the record of what touched them)."""
+        for fid in fields:
+            self.fields.remove(fid)
+            tid = fid.split("/", 1)[0]
+            if fid in self.fields_by_topic.get(tid, ()):
+                self.fields_by_topic[tid].remove(fid)
+        for tid in topics:
+            self.topics.remove(tid)
+            for fid in self.fields_by_topic.pop(tid, []):
+                self.fields.remove(fid)
+            self.names.drop(tid)
+            self.title_vectors.remove(tid)
+            self.lexical.remove(tid)
+            self.vectors.remove(tid)
+            for mapping in (self.summaries, self.stale, self.open_flags, self.unpaired,
+                            self.touched_by):
+                mapping.pop(tid, None)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ summaries, lazily
     def refresh(self, cache: "CommittedCache", summarizer: Summarizer,
@@ -318,7 +361,7 @@ class ScopeState:
         def table(t: SalienceTable) -> dict[str, tuple[float, float, str, str | None]]:
             return {key: (float(t.strength[i]), float(t.last[i]), t.names[int(t.status[i])],
                           self.topics.ids[int(t.owner[i])] if t.owner[i] >= 0 else None)
-                    for i, key in enumerate(t.ids)}
+                    for i, key in enumerate(t.ids) if key}
 
         def vectors(index: VectorIndex) -> dict[str, bytes]:
             return {key: index.get(key).tobytes() for key in index}  # type: ignore[union-attr]
@@ -330,8 +373,9 @@ class ScopeState:
             "title_vectors": vectors(self.title_vectors), "vectors": vectors(self.vectors),
             "lexical": sorted(self.lexical), "summaries": dict(sorted(self.summaries.items())),
             "stale": sorted(self.stale), "topics": table(self.topics), "fields": table(self.fields),
-            "fields_by_topic": {k: sorted(v) for k, v in sorted(self.fields_by_topic.items())},
+            "fields_by_topic": {k: sorted(v) for k, v in sorted(self.fields_by_topic.items()) if v},
             "open_flags": {k: v for k, v in sorted(self.open_flags.items()) if v},
+            "touched_by": {k: list(v) for k, v in sorted(self.touched_by.items()) if v},
         }
 
 
@@ -374,7 +418,7 @@ class DerivedState:
             row = t.rows[table][key]
             assert row is not None
             pending[key] = (table, row["strength"], row["last_access"])
-        if len(pending) < self.WRITE_BEHIND_UNITS and \
+        if len(pending) < self.WRITE_BEHIND_UNITS and not t.write_behind_now and \
                 t.seq - self.salience_seq < self.WRITE_BEHIND_TRANSITIONS:
             return []
         return [(table, key, s, last) for key, (table, s, last) in sorted(pending.items())]
@@ -397,6 +441,9 @@ class DerivedState:
                 row = t.rows[table][key]
                 assert row is not None
                 self.pending_salience[key] = (table, row["strength"], row["last_access"])
+        for table in ("Topic", "Field"):
+            for key in t.deleted[table]:
+                self.pending_salience.pop(key, None)
         self.scope(t.scope).take(t, title_vectors)
         self.seq = t.seq
         self.hash = t.log_record["hash"] if t.log_record else self.hash
@@ -429,6 +476,7 @@ class DerivedState:
             flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
             state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
             behind = queries.transitions(tx, state.salience_seq)
+            touches = queries.touches(tx)
         for record in behind:  # the salience the stored columns do not have yet
             for key, (strength, last_access) in json.loads(record["salience"] or "{}").items():
                 table = "Field" if "/" in key else "Topic"
@@ -449,6 +497,9 @@ class DerivedState:
         for g in flags:
             scope = state.scope(scope_of(g["topic_id"]))
             scope.open_flags[g["topic_id"]] = scope.open_flags.get(g["topic_id"], 0) + 1
+        for seq, units in touches:
+            for tid in {unit.split("/", 1)[0] for unit in units}:
+                state.scope(scope_of(tid)).touched_by.setdefault(tid, array("q")).append(seq)
         step = 10_000
         for i in range(0, total, step):
             chunk = topics[i:i + step]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import logging
 from datetime import datetime, timedelta, timezone
@@ -15,8 +16,9 @@ from .derived import DEFAULT_SCOPE, Progress, Summarizer
 from .embed import Embedder, default_embedder
 from .engine import Engine, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
-from .model import AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult, \
-    RetrieveResult, TopicView, as_utc
+from .model import AuditReport, ErasureCheck, ErasureReceipt, Explanation, Fact, FieldView, \
+    HistoryEntry, IngestResult, RetrieveResult, TopicView, as_utc
+from .operators import erase as erase_op
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
 from .operators import revise as revise_op
@@ -240,6 +242,80 @@ class Memory:
         changed, _ = self._run("restore", op, actor=actor)
         return changed
 
+    # ------------------------------------------------------------------ erasure
+    def erase(self, topic: str, field: str | None = None, *, source: str | None = None,
+              reason: str, actor: str = "api") -> ErasureReceipt:
+        """Erase, for privacy: a topic; one `field` of it; or, with `source`, what that source
+        said in the topic (or in that field). The one destructive operator (forgetting never
+        destroys): one transition removes the values, observations, index entries, summaries
+        and salience of what is erased, recomputes what remains, redacts the log records that
+        touched the topic and writes a tombstone. The bytes leave the database files with
+        `compact()`. Nothing to erase: UnknownUnit."""
+        self._check_open()
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidInput("reason must be a non-empty string (it is kept in the tombstone: "
+                               "never put the erased content in it)")
+        for name, value in (("field", field), ("source", source)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInput(f"{name} must be a non-empty string")
+
+        def op(t: Transition) -> dict[str, Any]:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                raise UnknownUnit(f"no topic named {topic!r}")
+            return erase_op.erase(t, [tid], field, source, reason.strip())
+
+        return self._erasure(op, actor)
+
+    def erase_all(self, reason: str, *, actor: str = "api") -> ErasureReceipt:
+        """Erase every topic of this memory's scope (a tenant leaving), as one transition."""
+        self._check_open()
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidInput("reason must be a non-empty string")
+
+        def op(t: Transition) -> dict[str, Any]:
+            tids = t.topic_ids_where(frozenset({"active", "archived"}))
+            if not tids:
+                raise UnknownUnit(f"scope {self._scope!r} holds nothing to erase")
+            return erase_op.erase(t, tids, None, None, reason.strip())
+
+        return self._erasure(op, actor)
+
+    def _erasure(self, op: Callable[[Transition], dict[str, Any]], actor: str) -> ErasureReceipt:
+        result, t = self._run("erase", op, actor=actor)
+        stone = result["tombstone"]
+        return ErasureReceipt(
+            transition=t.seq, scope=self._scope, at=t.now, reason=stone["reason"],
+            topics=stone["topics"], fields=stone["fields"], entries=stone["entries"],
+            observations=stone["observations"], redacted=stone["redacted"],
+            commitment=result["commitment"], salt=result["salt"])
+
+    def verify_erasure(self, receipt: ErasureReceipt) -> ErasureCheck:
+        """Check that what `receipt` says was erased is gone: its tombstone is in the log as
+        given, no stored row, index entry, name or summary holds the erased units, and the
+        redacted records hold no content. A receipt that matches no erasure: InvalidInput."""
+        self._check_open()
+        if not isinstance(receipt, ErasureReceipt):
+            raise InvalidInput(f"receipt must be a gem.ErasureReceipt, got {type(receipt).__name__}")
+        with self._engine.store.lock:
+            return erase_op.verify(self._engine, receipt)
+
+    def compact(self) -> dict[str, Any]:
+        """Rewrite the live data into a fresh database and swap it in atomically, so what was
+        erased leaves the files too (an engine keeps deleted values in its pages). Crash-safe:
+        a kill at any point leaves the old or the new database. Only the one handle open on
+        the path may compact; returns the bytes before and after."""
+        self._check_open()
+        if self._root is not None:
+            raise InvalidInput("compact the memory, not a scope view: it rewrites every scope")
+        engine = self._engine
+        with engine.store.lock:
+            before = _disk_bytes(self.path)
+            engine.write_behind()
+            engine.store.compact()
+            engine.save_snapshot()
+            return {"bytes_before": before, "bytes_after": _disk_bytes(self.path)}
+
     def start_maintenance(self, every: float | timedelta = 3600.0) -> None:
         """Run `maintain` in the background every `every` seconds (APScheduler). Runs are
         serialised with client transitions by the store's write lock; a failing run is
@@ -448,6 +524,10 @@ class Memory:
         with self._engine.store.reading() as tx:
             value = queries.meta_get(tx, "policy_sources")
         return None if value is None else [tuple(x) for x in json.loads(value)]
+
+
+def _disk_bytes(path: str) -> int:
+    return sum(os.path.getsize(path + s) for s in ("", ".wal") if os.path.exists(path + s))
 
 
 def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,

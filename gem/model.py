@@ -223,3 +223,29 @@ class AuditReport(BaseModel):
     transitions: int
     chain_ok: bool
     since: int = 0                    # 0: everything was audited; n: what transitions after n touched
+
+
+class ErasureReceipt(BaseModel):
+    """What an erasure gives its caller: which units went (ids; a field's name only as a
+    salted hash), which log records were redacted, and the salted commitment of the erased
+    content. The `salt` is held only here: with it, and the content, its holder can show what
+    was erased; without it the database's commitment reveals nothing."""
+    model_config = ConfigDict(frozen=True)
+    transition: int
+    scope: str
+    at: datetime
+    reason: str
+    topics: list[str]
+    fields: list[list[str]]           # [topic id, salted hash of the field id]
+    entries: list[str]
+    observations: list[str]
+    redacted: list[int]               # log records whose content was removed
+    commitment: str
+    salt: str
+
+
+class ErasureCheck(BaseModel):
+    """`verify_erasure`: whether what a receipt says was erased is gone, and what is not."""
+    model_config = ConfigDict(frozen=True)
+    ok: bool
+    problems: list[str]

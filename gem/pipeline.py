@@ -208,13 +208,14 @@ class Writes:
     rels_removed: dict[str, list[tuple[str, str]]]
     store_writes: tuple[Callable[[Any], None], ...]
     log_record: Row | None
+    deleted: dict[str, dict[str, None]]
     salience: tuple[tuple[str, str, float, Any], ...] = ()  # written behind now: (table, key, strength, last)
     salience_seq: int | None = None                          # and the log position they reflect
 
     @classmethod
     def of(cls, t: Transition) -> "Writes":
         return cls(t.created, t.updated, t.parent_of, t.rels_added, t.rels_removed,
-                   tuple(t.store_writes), t.log_record, tuple(t.salience_written),
+                   tuple(t.store_writes), t.log_record, t.deleted, tuple(t.salience_written),
                    t.seq if t.salience_written else None)
 
 
@@ -235,6 +236,9 @@ def write(tx: Any, w: Writes) -> None:
     for rel, pairs in w.rels_removed.items():
         if pairs:
             queries.delete_rels(tx, rel, pairs)
+    for table in ("Observation", "Entry", "Flag", "Field", "Topic"):  # children first
+        if w.deleted[table]:
+            queries.delete_rows(tx, table, list(w.deleted[table]))
     for rel, triples in w.rels_added.items():
         if triples:
             queries.create_rels(tx, rel, triples)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 import shutil
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,11 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
         arrays[f"{kind}_last"] = table.last[:n]
         arrays[f"{kind}_status"] = table.status[:n]
         arrays[f"{kind}_owner"] = table.owner[:n]
+    touched = sorted(scope.touched_by.items())
+    arrays["touched_ids"] = np.asarray([tid for tid, _ in touched], dtype=str)
+    arrays["touched_offsets"] = np.cumsum([0] + [len(seqs) for _, seqs in touched]).astype(np.int64)
+    arrays["touched_seqs"] = np.concatenate([np.frombuffer(seqs, dtype=np.int64) for _, seqs in touched]) \
+        if touched else np.zeros(0, dtype=np.int64)
     tmp = os.path.join(folder, files["tables"] + ".tmp")
     with open(tmp, "wb") as f:
         np.savez(f, allow_pickle=False, **arrays)
@@ -156,6 +162,11 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
     scope.topics = _table(tables, "topics", SalienceTable(scope.topics.names))
     scope.fields = _table(tables, "fields", SalienceTable(scope.fields.names))
     scope.unpaired = dict.fromkeys(part["unpaired"])
+    ids, offsets, seqs = tables["touched_ids"], tables["touched_offsets"], tables["touched_seqs"]
+    if offsets.shape != (len(ids) + 1,) or (len(ids) and offsets[-1] != seqs.shape[0]):
+        raise ValueError("the touched-by columns disagree")
+    scope.touched_by = {str(tid): array("q", seqs[offsets[i]:offsets[i + 1]].tolist())
+                        for i, tid in enumerate(ids.tolist())}
     scope.paired_at = None if part["paired_at"] is None else float(part["paired_at"])
 
 
@@ -211,8 +222,10 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         if flag["status"] == "open":
             state.scope(scope_of(parent)).open_flags[parent] += 1
     for r in later:
-        for unit in json.loads(r["units"] or "[]"):
-            state.scope(scope_of(unit)).stale[unit.split("/", 1)[0]] = None
+        for tid in {unit.split("/", 1)[0] for unit in json.loads(r["units"] or "[]")}:
+            scope = state.scope(scope_of(tid))
+            scope.stale[tid] = None
+            scope.touched_by.setdefault(tid, array("q")).append(r["seq"])
         state.scope(r["scope"]).counters = json.loads(r["counters"])
         state.scope(r["scope"])._active_fields = None
     if later:

@@ -85,6 +85,9 @@ OPS: dict[str, tuple[Any, set[str] | None]] = {
     "stats": (NO_ARGS, None),
     "audit": (NO_ARGS, None),
     "reopen": (NO_ARGS, set()),
+    "erase": ({"topic", "field", "source", "reason"}, None),
+    "erase_all": ({"reason"}, None),
+    "compact": (NO_ARGS, set()),
 }
 CASE_WANT_KEYS = {"values", "history", "superseded_by", "status", "flags", "salience_order",
                   "stats", "inspect", "explain", "absent", "fired", "not_fired", "annotations",
@@ -613,8 +616,20 @@ class Runner:
         if op == "reopen":
             # Close and open the same database without `policies`: the stored set governs it,
             # and every index is rebuilt from the database.
-            mem.close()
+            self.mem.close()
             self.mem = self.open(None)
+            return None
+        if op == "erase":
+            receipt = mem.erase(args["topic"], args.get("field"), source=args.get("source"),
+                                reason=args.get("reason", "conformance"), **who)
+            assert mem.verify_erasure(receipt).ok, mem.verify_erasure(receipt).problems
+            return receipt
+        if op == "erase_all":
+            receipt = mem.erase_all(args.get("reason", "conformance"), **who)
+            assert mem.verify_erasure(receipt).ok
+            return receipt
+        if op == "compact":
+            mem.compact()
             return None
         raise AssertionError(op)  # pragma: no cover - validate_step refuses unknown ops
 

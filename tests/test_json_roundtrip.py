@@ -30,6 +30,8 @@ def _results(mem, clock) -> list[pydantic.BaseModel]:
             mem.explain("Website Redesign", "deadline"), mem.audit()]
     out += mem.history("Website Redesign", "deadline")
     out.append(gem.Fact("Topic", "field", ["a", 1], at=t0, source="s", polarity="-"))
+    receipt = mem.erase("Budget", reason="test")
+    out += [receipt, mem.verify_erasure(receipt)]
     # a clean store has no violations to show: build the report a broken one gives
     out.append(gem.AuditReport(ok=False, checked={"C3": 1}, transitions=4, chain_ok=True,
                                violations=[model.Violation(condition="C3", unit="t2", detail="x")]))

@@ -50,6 +50,7 @@ class Committed(Protocol):
     lexical: Any        # LexicalIndex over topic summaries
     vectors: Any        # VectorIndex over topic summaries
     unpaired: dict[str, None]   # titles duplicate detection has not compared yet
+    touched_by: dict[str, Any]  # topic -> the log records that touched it
     paired_at: float | None     # the threshold it last compared them at
 
     def topic_status(self, tid: str) -> str | None: ...
@@ -154,6 +155,7 @@ class Transition:
         self.attested: dict[str, str | None] = {}  # other writes' content hashes (policies)
         self.tombstone: dict[str, Any] | None = None  # what an erasure removed (ids, commitment)
         self.salience_written: list[tuple[str, str, float, Any]] = []  # written behind by the flush
+        self.write_behind_now = False  # bring every stored salience column up to date with it
         self.rels_added: dict[str, list[tuple[str, str, Row]]] = {}
         self.rels_removed: dict[str, list[tuple[str, str]]] = {}
         # writes outside the state's own tables (stored policies), made by the flush in the
@@ -408,6 +410,22 @@ class Transition:
             self.rels_added[table] = kept
         else:
             self.rels_removed.setdefault(table, []).append((src, dst))
+
+    def delete(self, table: str, key: str, parent: str | None = None) -> None:
+        """Remove a row and its relationships (erasure, the one destructive write). `parent`
+        is the row that owns it, whose child list loses it."""
+        self.get(table, key)
+        self.rows[table][key] = None
+        self.created[table].pop(key, None)
+        self.updated[table].pop(key, None)
+        self.salience.pop(key, None)
+        self.deleted[table][key] = None
+        if parent is not None and table in OWNER_REL:
+            lst = self.child_keys(OWNER_REL[table], parent)
+            if key in lst:
+                lst.remove(key)
+        for own in LISTS_OF.get(table, ()):
+            self.children[own][key] = []
 
     def move_child(self, rel: str, child: str, old_parent: str, new_parent: str) -> None:
         """Re-home a child (an entry to another field, a flag to another topic)."""

@@ -228,6 +228,12 @@ def delete_rels(tx: Tx, rel: str, pairs: list[tuple[str, str]]) -> None:
              [{"a": a, "b": b} for a, b in pairs])
 
 
+def delete_rows(tx: Tx, table: str, keys: list[str]) -> None:
+    """Remove rows with every relationship they have (erasure: the one destructive write)."""
+    key = TABLES[table].key
+    _per_row(tx, f"MATCH (n:{table} {{{key}: $key}}) DETACH DELETE n", [{"key": k} for k in keys])
+
+
 def write_salience(tx: Tx, rows: list[tuple[str, str, float, Any]], seq: int) -> None:
     """Salience written behind: (table, key, strength, last access) rows and the log position
     they bring the stored columns up to."""
@@ -286,6 +292,25 @@ def highest_ids(tx: Tx) -> dict[tuple[str, str], int]:
         head = row[0].split("/", 1)[0]
         out[(head.split(":", 1)[0] if ":" in head else "default", "entry")] = int(row[1])
     return out
+
+
+def touches(tx: Tx) -> Iterator[tuple[int, list[str]]]:
+    """(seq, units) of every log record not redacted, in order."""
+    for seq, units in tx.stream("MATCH (x:Transition) WHERE x.salt <> '' RETURN x.seq, x.units "
+                                "ORDER BY x.seq"):
+        yield int(seq), json.loads(units)
+
+
+def read_records(tx: Tx, seqs: Sequence[int]) -> list[Row]:
+    return sorted(read_rows(tx, "Transition", list(seqs)), key=lambda r: r["seq"])
+
+
+REDACTED = {"units": "", "policies": "", "detail": "", "salience": "", "writes": "", "salt": ""}
+
+
+def redact_records(tx: Tx, seqs: Sequence[int]) -> None:
+    """Drop the content parts and the salt of log records (their commitments stay)."""
+    update_rows(tx, "Transition", [(seq, dict(REDACTED)) for seq in seqs])
 
 
 def transition_count(tx: Tx) -> int:

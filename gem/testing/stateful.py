@@ -298,6 +298,18 @@ class GemMachine(RuleBasedStateMachine):
         note(f"restore {topic} {fld}")
         self.mem.restore(topic, fld)
 
+    @precondition(lambda self: self.model.histories)
+    @rule(data=st.data())
+    def erase_field(self, data):
+        """Erasure: the field and its whole history go; the rest is untouched."""
+        self.steps += 1
+        topic, fld = data.draw(st.sampled_from(sorted(self.model.histories)))
+        note(f"erase {topic}.{fld}")
+        receipt = self.mem.erase(topic, fld, reason="machine")
+        del self.model.histories[(topic, fld)]
+        assert self.mem.inspect(topic, fld) is None
+        assert self.mem.verify_erasure(receipt).ok
+
     @rule(days=st.integers(1, 20))
     def advance(self, days):
         self.steps += 1
