@@ -32,7 +32,8 @@ T = TypeVar("T")
 # docs. tests/test_aio.py checks that every public Memory method is either here or in
 # _NOT_DELEGATED, so a method added to Memory cannot be forgotten.
 DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "restore",
-             "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies")
+             "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies",
+             "topics", "titles", "graph", "salience_history", "recent_transitions")
 # Lifecycle and scheduling, written out below: they manage the worker itself.
 _NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance")
 
@@ -99,6 +100,11 @@ class AsyncMemory:
     transitions = _delegate("transitions")
     audit = _delegate("audit")
     load_policies = _delegate("load_policies")
+    topics = _delegate("topics")
+    titles = _delegate("titles")
+    graph = _delegate("graph")
+    salience_history = _delegate("salience_history")
+    recent_transitions = _delegate("recent_transitions")
 
     @property
     def memory(self) -> Memory:
