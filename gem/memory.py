@@ -367,9 +367,14 @@ class Memory:
         return self._read(read)
 
     def recent_transitions(self, limit: int = 50, *, before: int | None = None,
-                           topic: str | None = None) -> list[dict[str, Any]]:
-        """The newest log records (those numbered below `before`), newest first, as
-        `transitions` gives them; with `topic`, only those that touched it or its fields."""
+                           topic: str | None = None, details: bool = True) -> list[dict[str, Any]]:
+        """The newest log records (those numbered below `before`), newest first; with `topic`,
+        only those that touched it or its fields. Records are as stored and hashed (what
+        `gem.audit.verify_chain` checks): like `transitions`, plus the salience they changed,
+        but the policy calls in runs: consecutive identical calls are one item with `n`, the
+        number of calls (a forgetting pass makes thousands). `details=False` leaves out each
+        record's policies, detail and salience (for a forgetting pass over a large memory,
+        megabytes): seq, op, event, at, actor, units and the hashes only."""
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInput("limit must be a positive integer")
         if before is not None and (not isinstance(before, int) or isinstance(before, bool)):
@@ -383,8 +388,11 @@ class Memory:
                     raise UnknownUnit(f"no topic named {topic!r}")
                 needles = views.log_needles(tid)
             with self._engine.store.reading() as tx:
-                rows = queries.log_records(tx, before=before, limit=limit, mentioning=needles)
-            return [audit_mod.log_entry(r) for r in rows]
+                rows = queries.log_records(tx, before=before, limit=limit, mentioning=needles,
+                                           columns=None if details else _LOG_HEADS)
+            if not details:
+                return [{**r, "units": json.loads(r["units"])} for r in rows]
+            return [audit_mod.decode(r) for r in rows]
         return self._read(read)
 
     def audit(self, *, full: bool = False, progress: Progress | None = None) -> AuditReport:
@@ -458,6 +466,9 @@ class Memory:
         with self._engine.store.reading() as tx:
             value = queries.meta_get(tx, "policy_sources")
         return None if value is None else [tuple(x) for x in json.loads(value)]
+
+
+_LOG_HEADS = ("seq", "op", "event", "at", "actor", "units", "prev_hash", "hash")
 
 
 def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,

@@ -7,6 +7,7 @@ import pytest
 
 import gem
 from conftest import snapshot
+from gem.audit import verify_chain
 
 
 @pytest.fixture
@@ -98,7 +99,11 @@ def test_recent_transitions_newest_first_and_by_topic(story):
     everything = story.transitions()
     newest = story.recent_transitions(3)
     assert [r["seq"] for r in newest] == [r["seq"] for r in everything[::-1][:3]]
-    assert newest[0] == everything[-1]
+    assert newest[0]["hash"] == everything[-1]["hash"] and "salience" in newest[0]
+    assert verify_chain(newest[::-1], start=newest[-1]["prev_hash"])[0]  # as stored and hashed
+    heads = story.recent_transitions(3, details=False)
+    assert [{k: r[k] for k in h} for r, h in zip(newest, heads)] == heads
+    assert set(heads[0]) == {"seq", "op", "event", "at", "actor", "units", "prev_hash", "hash"}
     older = story.recent_transitions(2, before=newest[-1]["seq"])
     assert [r["seq"] for r in older] == [newest[-1]["seq"] - 1, newest[-1]["seq"] - 2]
     about = story.recent_transitions(50, topic="Budget Review")
@@ -107,6 +112,14 @@ def test_recent_transitions_newest_first_and_by_topic(story):
     assert "ingest" in [r["op"] for r in launch]  # the update that flagged it
     with pytest.raises(gem.UnknownUnit):
         story.recent_transitions(topic="Nothing Like It")
+
+
+def test_recent_transitions_keep_policy_calls_in_runs(story, clock):
+    clock.advance(days=400)
+    story.forget()
+    stored = story.recent_transitions(1)[0]["policies"]
+    listed = story.transitions()[-1]["policies"]
+    assert sum(p.get("n", 1) for p in stored) == len(listed) > len(stored)
 
 
 def test_a_topic_id_that_prefixes_another_is_not_confused(mem):

@@ -1,6 +1,6 @@
 """The dashboard's pages, each a function of a `Memory` (and the request's parameters) that
 returns a whole HTML document. They use the public, side-effect-free reads only (`topics`,
-`inspect`, `history`, `explain`, `salience_history`, `graph`, `recent_transitions`,
+`inspect`, `explain`, `salience_history`, `graph`, `recent_transitions`,
 `titles`, `audit`, `policies`): viewing a page never runs a transition and never reinforces.
 
 `gem serve` runs each on its memory's worker thread (gem/server/dashboard.py).
@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 from urllib.parse import quote
 
+from ..audit import verify_chain
 from ..derived import GENESIS
 from ..errors import UnknownUnit
 from ..memory import Memory
-from ..model import Explanation, HistoryEntry, SalienceHistory, TopicView, UnitHistory
+from ..model import AuditReport, Explanation, HistoryEntry, SalienceHistory, TopicView, UnitHistory
 from ..policy import catalogue, compose, explain, parse_all
 from ..policy.checker import cascade_edges, unbounded_cycles
 from ..salience import decayed_strength, salience_of
@@ -33,6 +34,9 @@ LADDER_COLOURS = {"active": "#16a34a", "compressed": "#d97706", "hidden": "#6474
 STATE_COLOURS = {"action": "#16a34a", "inaction": "#dc2626", "conflict": "#d97706",
                  "ignorance": "#cbd5e1"}
 PAGE_SIZE = 50
+LIST_LIMIT = 12  # items of a list shown in evidence and details
+TIMELINE_LIMIT = 120  # entries drawn on a field's timeline
+TABLE_LIMIT = 100  # entries listed under it
 
 
 def _where(mem: Memory) -> str:
@@ -81,21 +85,24 @@ class Names:
                 return '<span class="muted">—</span>'
             items = "".join(f"<dt>{esc(k)}</dt><dd>{self.json(v)}</dd>" for k, v in data.items())
             return f'<dl class="kv">{items}</dl>'
-        if isinstance(data, list):
-            return ", ".join(self.json(v) for v in data) or "[]"
+        if isinstance(data, list):  # a forgetting pass lists thousands of units: the first few
+            shown = ", ".join(self.json(v) for v in data[:LIST_LIMIT]) or "[]"
+            more = len(data) - LIST_LIMIT
+            return shown + (f' <span class="muted">+{more} more</span>' if more > 0 else "")
         if isinstance(data, str) and (TOPIC_ID.match(data) or FIELD_ID.match(data)):
             return self.unit(data)
         return value(data, 120)
 
 
 def _walk_strings(data: Any) -> Iterable[str]:
+    """The strings inside a JSON value, as far as `Names.json` shows it."""
     if isinstance(data, str):
         yield data
     elif isinstance(data, dict):
         for v in data.values():
             yield from _walk_strings(v)
     elif isinstance(data, list):
-        for v in data:
+        for v in data[:LIST_LIMIT]:
             yield from _walk_strings(v)
 
 
@@ -116,8 +123,8 @@ class OverviewQuery:
 def overview(mem: Memory, q: OverviewQuery) -> str:
     listing = mem.topics(status=q.status, flagged=q.flagged, text=q.text or None, order=q.order,
                          offset=q.offset, limit=q.limit)
-    audit = mem.audit()
-    recent = mem.recent_transitions(10)
+    recent = mem.recent_transitions(10, details=False)
+    audit = latest_audit(mem, recent[0]["hash"] if recent else GENESIS)
     names = Names(mem, (u for r in recent for u in r["units"][:6]))
     fields = listing.field_counts
     stats = "".join([
@@ -163,6 +170,24 @@ def overview(mem: Memory, q: OverviewQuery) -> str:
     return page("Overview", body, active="/", where=_where(mem),
                 subtitle="Topics with their status, salience and open revision flags; the "
                          "forgetting ladder; the audit; the latest transitions.")
+
+
+# memory path -> (the log head it audited, the report). gem is its database's only writer and
+# every change is a transition, so while the head is the same the audit's answer is too; the
+# overview and the log show it without re-running it (the Audit page always runs it).
+_AUDITS: dict[str, tuple[str, AuditReport]] = {}
+
+
+def latest_audit(mem: Memory, head: str | None = None) -> AuditReport:
+    if head is None:
+        found = mem.recent_transitions(1, details=False)
+        head = found[0]["hash"] if found else GENESIS
+    cached = _AUDITS.get(mem.path)
+    if cached is not None and cached[0] == head:
+        return cached[1]
+    report = mem.audit()
+    _AUDITS[mem.path] = (head, report)
+    return report
 
 
 def _stat(n: Any, label: str, extra: str = "") -> str:
@@ -224,9 +249,8 @@ def topic(mem: Memory, name: str) -> str:
                                                         "evidence"], rows), "flags"))
     parts.append(_salience_card(history, view))
     for fname, fv in view.fields.items():
-        entries = mem.history(view.id, fname)
-        explained = mem.explain(view.id, fname)
-        parts.append(_field_card(fname, fv, entries, explained, history.now))
+        explained = mem.explain(view.id, fname)  # its entries are the field's whole history
+        parts.append(_field_card(fname, fv, explained.entries, explained, history.now))
     if not view.fields:
         parts.append(card("Fields", '<p class="muted">This topic has no fields.</p>'))
     return page(view.title, "".join(parts), active="", where=_where(mem),
@@ -234,18 +258,20 @@ def topic(mem: Memory, name: str) -> str:
                          f"{esc(view.id)}")
 
 
-def _curve(u: UnitHistory, now: datetime, half_life: float) -> svg.Series:
-    """The stored points, each decaying (as gem decays salience on read) until the next."""
+def _curve(u: UnitHistory, start: datetime, now: datetime, half_life: float) -> svg.Series:
+    """The stored points, each decaying (as gem decays salience on read) until the next:
+    sampled about every 1/200 of the chart's span, so a long history stays a short path."""
     points: list[svg.Point] = []
     hl = timedelta(seconds=half_life)
+    step = max((now - start) / 200, timedelta(seconds=1))
     ordered = sorted(u.points, key=lambda p: (p.at, p.transition or 1 << 62))
     for i, p in enumerate(ordered):
         end = ordered[i + 1].at if i + 1 < len(ordered) else now
         points.append((p.at, p.salience))
-        if end > p.at:
-            for k in range(1, 9):
-                at = p.at + (end - p.at) * k / 8
-                points.append((at, salience_of(decayed_strength(p.strength, p.at, at, hl))))
+        samples = min(8, int((end - p.at) / step)) if end > p.at else 0
+        for k in range(1, samples + 1):
+            at = p.at + (end - p.at) * k / samples
+            points.append((at, salience_of(decayed_strength(p.strength, p.at, at, hl))))
     return svg.Series(u.field or "topic", points, colour=None if u.field else "#111827",
                       width=1.4 if u.field else 2.6, markers=[(p.at, p.salience) for p in ordered])
 
@@ -254,11 +280,11 @@ def _salience_card(history: SalienceHistory, view: TopicView) -> str:
     units = history.units
     topic_unit = [u for u in units if u.field is None]
     fields = sorted((u for u in units if u.field is not None), key=lambda u: -u.salience)[:8]
-    series = [_curve(u, history.now, history.half_life_seconds) for u in topic_unit + fields]
+    start = min([u.created_at for u in units] + [p.at for u in units for p in u.points])
+    series = [_curve(u, start, history.now, history.half_life_seconds) for u in topic_unit + fields]
     for i, s in enumerate(series[1:]):
         series[i + 1] = svg.Series(s.name, s.points, svg.PALETTE[i % len(svg.PALETTE)], s.dashed,
                                    s.width, s.markers)
-    start = min([u.created_at for u in units] + [p.at for u in units for p in u.points])
     changes: dict[datetime, list[tuple[str, Any]]] = {}
     for u in units:
         for c in u.ladder:
@@ -345,15 +371,18 @@ def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Expl
                 for c in fv.candidates]
         contested = "<h3>Contested: the candidates</h3>" + table(
             ["value", "source", "valid at", "reliability R"], rows)
-    spans, marks = _spans(entries)
+    drawn = entries[-TIMELINE_LIMIT:]  # the newest: a long history stays readable (and quick)
+    spans, marks = _spans(drawn)
     timeline = ("<h3>History: valid time against recorded time</h3>" +
+                (f'<p class="muted">The newest {len(drawn)} of {len(entries)} entries.</p>'
+                 if len(drawn) < len(entries) else "") +
                 svg.bitemporal(spans, marks, now, width=620, height=250) +
                 '<div class="legend"><span><i class="sw" style="background:#2563eb"></i>current'
                 '</span><span><i class="sw" style="background:#6b7280"></i>superseded</span>'
                 '<span><i class="sw" style="background:#dc2626"></i>retracted (×)</span>'
                 '<span>○ corroboration · <span class="bad">×</span> denial</span>'
                 '<span>dashed: compressed</span></div>') if spans else ""
-    shown = entries[-200:]
+    shown = entries[-TABLE_LIMIT:]
     rows = []
     for k, e in enumerate(shown, len(entries) - len(shown) + 1):
         obs = [f'{badge("+" if o.provenance.polarity == "+" else "−", "ok" if o.provenance.polarity == "+" else "bad")}'
@@ -362,7 +391,8 @@ def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Expl
                      when(e.valid_at), when(e.recorded_at), esc(e.provenance.source),
                      f"{e.provenance.confidence:g}", esc(e.provenance.polarity),
                      "<br>".join(obs) or '<span class="muted">—</span>'])
-    more = f'<p class="muted">The last 200 of {len(entries)} entries.</p>' if len(entries) > 200 else ""
+    more = f'<p class="muted">The newest {len(shown)} of {len(entries)} entries (all of them: ' \
+        f'GET /v1/history).</p>' if len(shown) < len(entries) else ""
     entries_table = "<details open><summary>Entries</summary>" + more + table(
         ["#", "value", "status", "valid at", "recorded at", "source", "conf.", "pol.",
          "observations"], rows) + "</details>"
@@ -422,7 +452,8 @@ def log(mem: Memory, topic_name: str | None, before: int | None, limit: int = PA
     records = mem.recent_transitions(limit + 1, before=before, topic=topic_name or None)
     more = len(records) > limit
     records = records[:limit]
-    audit = mem.audit()
+    head = records[0]["hash"] if records and before is None and not topic_name else None
+    audit = latest_audit(mem, head)
     names = Names(mem)
     for r in records:
         names.add(r["units"][:12])
@@ -431,7 +462,10 @@ def log(mem: Memory, topic_name: str | None, before: int | None, limit: int = PA
     rows = []
     for i, r in enumerate(records):
         older = records[i + 1] if i + 1 < len(records) else None
-        if r["seq"] == 1:
+        intact = verify_chain([r], start=r["prev_hash"])[0]  # its hash, recomputed
+        if not intact:
+            linked = '<span class="bad" title="its hash does not match its content">✗</span>'
+        elif r["seq"] == 1:
             linked = ('<span class="ok" title="the first record follows the genesis hash">✓</span>'
                       if r["prev_hash"] == GENESIS else '<span class="bad" title="the first record '
                       'does not follow the genesis hash">✗</span>')
@@ -450,7 +484,8 @@ def log(mem: Memory, topic_name: str | None, before: int | None, limit: int = PA
     verified = "every record" if audit.since == 0 else \
         f"the records after #{audit.since} (the earlier ones at a previous clean audit)"
     status = (f'hash chain: {badge("intact", "ok") if audit.chain_ok else badge("broken", "bad")} '
-              f'(the audit recomputed {verified}; ✓ below: a record names its predecessor\'s hash) · '
+              f'(the audit recomputed {verified}; ✓ below: the record\'s hash matches its content '
+              f'and it names its predecessor\'s hash) · '
               f'conditions: {badge("ok") if audit.ok else badge(f"{len(audit.violations)} violations", "bad")}'
               f' · {link("/audit", "audit")}')
     form = (f'<form class="filters" method="get" action="/log"><input type="search" name="topic" '
@@ -475,21 +510,16 @@ def log(mem: Memory, topic_name: str | None, before: int | None, limit: int = PA
 def _fired(names: Names, policies: list[dict[str, Any]]) -> str:
     if not policies:
         return '<span class="muted">—</span>'
-    groups: dict[tuple[str, str, str, str], tuple[dict[str, Any], int]] = {}
-    for p in policies:
-        key = (p.get("policy") or "", p.get("event") or "", p.get("action") or "",
-               json.dumps(p.get("evidence") or {}, sort_keys=True, default=str))
-        first, n = groups.get(key, (p, 0))
-        groups[key] = (first, n + 1)
     items = []
-    for (policy, event, action, _), (p, n) in list(groups.items())[:20]:
+    for p in policies[:20]:  # runs, as stored: identical consecutive calls are one, with n
+        policy, event, action, n = p.get("policy"), p.get("event"), p.get("action"), p.get("n", 1)
         times = f" ×{n}" if n > 1 else ""
         evidence = p.get("evidence") or {}
         head = (f'{_policy_link(policy) if policy else "—"} '
                 f'<span class="muted">on {esc(event)} → {esc(action)}{times}</span>')
         items.append(f"<details><summary>{head}</summary>{names.json(evidence)}</details>"
                      if evidence else head)
-    more = len(groups) - 20
+    more = len(policies) - 20
     return "".join(f"<div>{i}</div>" for i in items) + \
         (f'<span class="muted">+{more} more</span>' if more > 0 else "")
 
@@ -585,6 +615,8 @@ def policies(mem: Memory) -> str:
 # ---------------------------------------------------------------------- audit
 def audit(mem: Memory, full: bool) -> str:
     report = mem.audit(full=full)
+    found = mem.recent_transitions(1, details=False)
+    _AUDITS[mem.path] = (found[0]["hash"] if found else GENESIS, report)
     names = Names(mem, [v.unit for v in report.violations if v.unit])
     scope = "everything" if report.since == 0 else f"what the transitions after #{report.since} touched"
     head = (f'<dl class="kv"><dt>result</dt><dd>{badge("ok") if report.ok else badge("violations", "bad")}'

@@ -149,13 +149,20 @@ def salience_history(t: Transition, tid: str, records: Sequence[Row]) -> Salienc
     points: dict[str, list[SaliencePoint]] = {u: [] for u in rows}
     ladder: dict[str, list[LadderChange]] = {u: [] for u in rows}
     status = {u: "active" for u in rows}
+    needles = log_needles(tid)
+
+    def about(text: str | None) -> bool:  # a batch's record is large: decode it only if needed
+        return bool(text) and any(n in text for n in needles)  # type: ignore[operator]
+
     for record in records:
         seq, at, op = record["seq"], record["at"], record["op"]
-        for unit, (strength, last) in json.loads(record["salience"] or "{}").items():
-            if unit in points:
-                points[unit].append(SaliencePoint(at=datetime.fromisoformat(last), transition=seq,
-                                                  strength=strength, salience=salience_of(strength)))
-        detail = json.loads(record["detail"] or "{}")
+        if about(record["salience"]):
+            for unit, (strength, last) in json.loads(record["salience"]).items():
+                if unit in points:
+                    points[unit].append(SaliencePoint(
+                        at=datetime.fromisoformat(last), transition=seq, strength=strength,
+                        salience=salience_of(strength)))
+        detail = json.loads(record["detail"]) if about(record["detail"]) else {}
         for unit, level in detail.get("attenuated", ()):
             if unit in ladder and status[unit] != level:
                 status[unit] = level

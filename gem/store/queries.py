@@ -209,11 +209,14 @@ def transitions(tx: Tx, since: int = 0, until: int | None = None) -> list[Row]:
 
 
 def log_records(tx: Tx, *, before: int | None = None, limit: int | None = None,
-                mentioning: Sequence[str] = (), newest_first: bool = True) -> list[Row]:
+                mentioning: Sequence[str] = (), newest_first: bool = True,
+                columns: Sequence[str] | None = None) -> list[Row]:
     """Log records with seq < before (all with None), newest first unless told otherwise, at
-    most `limit`. With `mentioning`, only records whose units or salience changes contain one
-    of these strings (JSON-quoted unit ids, or an id's quoted prefix such as '"t12/'): the log
-    is searched where it is stored, not loaded to be filtered."""
+    most `limit`, with these `columns` (all by default). With `mentioning`, only records whose
+    units or salience changes contain one of these strings (JSON-quoted unit ids, or an id's
+    quoted prefix such as '"t12/'): the log is searched where it is stored, not loaded to be
+    filtered."""
+    cols = tuple(columns or _LOG_COLUMNS)
     where: list[str] = []
     params: dict[str, Any] = {}
     if before is not None:
@@ -226,11 +229,11 @@ def log_records(tx: Tx, *, before: int | None = None, limit: int | None = None,
             alternatives += [f"x.units CONTAINS $n{i}", f"x.salience CONTAINS $n{i}"]
         where.append("(" + " OR ".join(alternatives) + ")")
     text = (f"MATCH (x:Transition) {('WHERE ' + ' AND '.join(where)) if where else ''} "
-            f"RETURN {_returns('x', _LOG_COLUMNS)} ORDER BY x.seq {'DESC' if newest_first else ''}")
+            f"RETURN {_returns('x', cols)} ORDER BY x.seq {'DESC' if newest_first else ''}")
     if limit is not None:
         text += " LIMIT $limit"
         params["limit"] = limit
-    return [dict(zip(_LOG_COLUMNS, r)) for r in tx.run(text, params)]
+    return [dict(zip(cols, r)) for r in tx.run(text, params)]
 
 
 def transition_count(tx: Tx) -> int:
