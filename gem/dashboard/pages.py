@@ -235,24 +235,35 @@ def topic(mem: Memory, name: str) -> str:
     history = mem.salience_history(view.id)
     names = Names(mem, [f.origin for f in view.flags if f.origin] +
                   [s for f in view.flags for s in _walk_strings(f.evidence)])
+    explained = {fname: mem.explain(view.id, fname) for fname in view.fields}
+    # the fields with the most going on first: contested, then the longest histories
+    order = sorted(view.fields, key=lambda f: (not view.fields[f].contested,
+                                               -len(explained[f].entries), f))
     head = (f'<dl class="kv"><dt>status</dt><dd>{badge(view.status)}</dd>'
             f'<dt>salience</dt><dd>{meter(view.salience)}</dd>'
             f'<dt>aliases</dt><dd>{esc(", ".join(view.aliases)) or "—"}</dd>'
             f'<dt>summary</dt><dd>{esc(view.summary)}</dd>'
             f'<dt>see</dt><dd>{link("/graph", "neighbourhood", topic=view.id)} · '
             f'{link("/log", "transitions", topic=view.id)}</dd></dl>')
-    parts = [card("Topic", head)]
+    summary = table(["field", "current value", "status", "entries", "source", "reliability R"], [
+        [f'<a href="#{esc(field_anchor(f))}">{esc(f)}</a>',
+         value(view.fields[f].value, 60) if view.fields[f].value is not None else "—",
+         badge(view.fields[f].status) + (badge("contested") if view.fields[f].contested else ""),
+         esc(len(explained[f].entries)),
+         esc(view.fields[f].provenance.source) if view.fields[f].provenance else "—",
+         f'<span class="num">{explained[f].reliability:.2f}</span> '
+         f'{svg.reliability(explained[f].reliability, width=120, height=22)}']
+        for f in order]) if order else '<p class="muted">This topic has no fields.</p>'
+    parts = [f'<div class="cols">{card("Fields", summary)}{card("Topic", head)}</div>']
     if view.flags:
         rows = [[names.unit(f.origin) if f.origin else "—", esc(f.policy or "—"),
                  when(f.created_at), names.json(f.evidence)] for f in view.flags]
         parts.append(card("Open revision flags", table(["because of", "policy", "since",
                                                         "evidence"], rows), "flags"))
     parts.append(_salience_card(history, view))
-    for fname, fv in view.fields.items():
-        explained = mem.explain(view.id, fname)  # its entries are the field's whole history
-        parts.append(_field_card(fname, fv, explained.entries, explained, history.now))
-    if not view.fields:
-        parts.append(card("Fields", '<p class="muted">This topic has no fields.</p>'))
+    for fname in order:  # an explanation's entries are the field's whole history
+        parts.append(_field_card(fname, view.fields[fname], explained[fname].entries,
+                                 explained[fname], history.now))
     return page(view.title, "".join(parts), active="", where=_where(mem),
                 subtitle=f"{len(view.fields)} field{'s' if len(view.fields) != 1 else ''} · "
                          f"{esc(view.id)}")
