@@ -250,7 +250,7 @@ def topic(mem: Memory, name: str) -> str:
          value(view.fields[f].value, 60) if view.fields[f].value is not None else "—",
          badge(view.fields[f].status) + (badge("contested") if view.fields[f].contested else ""),
          esc(len(explained[f].entries)),
-         esc(view.fields[f].provenance.source) if view.fields[f].provenance else "—",
+         _source(view.fields[f].provenance),
          f'<span class="num">{explained[f].reliability:.2f}</span> '
          f'{svg.reliability(explained[f].reliability, width=120, height=22)}']
         for f in order]) if order else '<p class="muted">This topic has no fields.</p>'
@@ -267,6 +267,10 @@ def topic(mem: Memory, name: str) -> str:
     return page(view.title, "".join(parts), active="", where=_where(mem),
                 subtitle=f"{len(view.fields)} field{'s' if len(view.fields) != 1 else ''} · "
                          f"{esc(view.id)}")
+
+
+def _source(provenance: Any) -> str:
+    return "—" if provenance is None else esc(provenance.source)
 
 
 def _curve(u: UnitHistory, start: datetime, now: datetime, half_life: float) -> svg.Series:
