@@ -15,6 +15,7 @@ A benchmark, not a test: it prints a table and asserts nothing about time.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -172,6 +173,7 @@ def main() -> None:
     try:
         with httpx.Client(base_url=url, timeout=120) as client, \
                 gem.open(path, engine=args.engine, create=False) as mem:
+            gc.freeze()  # as gem serve does once its memory is open (gem/server/runner.py)
             t0 = time.perf_counter()
             first = client.get("/")
             first_remote = time.perf_counter() - t0
