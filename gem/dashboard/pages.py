@@ -7,7 +7,6 @@ returns a whole HTML document. They use the public, side-effect-free reads only 
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
