@@ -33,7 +33,8 @@ T = TypeVar("T")
 # _NOT_DELEGATED, so a method added to Memory cannot be forgotten.
 DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "restore",
              "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies",
-             "scopes", "head", "erase", "erase_all", "verify_erasure", "compact")
+             "scopes", "head", "erase", "erase_all", "verify_erasure", "compact",
+             "topics", "titles", "graph", "salience_history", "recent_transitions")
 # Lifecycle, scheduling and views, written out below: they manage the worker itself.
 _NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance", "scope")
 
@@ -101,6 +102,11 @@ class AsyncMemory:
     transitions = _delegate("transitions")
     audit = _delegate("audit")
     load_policies = _delegate("load_policies")
+    topics = _delegate("topics")
+    titles = _delegate("titles")
+    graph = _delegate("graph")
+    salience_history = _delegate("salience_history")
+    recent_transitions = _delegate("recent_transitions")
     scopes = _delegate("scopes")
     head = _delegate("head")
     erase = _delegate("erase")

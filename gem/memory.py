@@ -17,12 +17,14 @@ from .embed import Embedder, default_embedder
 from .engine import Engine, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
 from .model import AuditReport, ErasureCheck, ErasureReceipt, Explanation, Fact, FieldView, \
-    HistoryEntry, IngestResult, RetrieveResult, TopicView, as_utc
+    HistoryEntry, IngestResult, Neighbourhood, RetrieveResult, SalienceHistory, TopicPage, \
+    TopicView, as_utc
 from .operators import erase as erase_op
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
 from .operators import revise as revise_op
 from .operators import retrieve as retrieve_op
+from .operators import views
 from .operators.common import add_edge, field_evidence
 from .operators.resolution import Directory
 from .pipeline import run_policies
@@ -455,6 +457,89 @@ class Memory:
         with self._engine.store.lock:
             return {"seq": self._engine.derived.seq, "hash": self._engine.derived.hash}
 
+    # -- views for people (the dashboard): side-effect free, like inspect
+    def topics(self, *, status: str | None = None, flagged: bool = False, text: str | None = None,
+               order: str = "salience", offset: int = 0, limit: int = 50) -> TopicPage:
+        """A page of topics with status, salience now, fields per ladder level and open flags,
+        and the totals of the state. `status` active|archived, `flagged`: only topics with open
+        flags, `text`: a part of the title; `order` salience|title|recent|flags."""
+        if status not in (None, "active", "archived"):
+            raise InvalidInput(f"status must be 'active' or 'archived', got {status!r}")
+        if order not in views.ORDERS:
+            raise InvalidInput(f"order must be one of {', '.join(views.ORDERS)}, got {order!r}")
+        for name, value, least in (("offset", offset, 0), ("limit", limit, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise InvalidInput(f"{name} must be an integer >= {least}")
+        derived = self._engine.derived.scope(self._scope)
+        return self._read(lambda t: views.topic_listing(
+            t, derived, status=status, flagged=bool(flagged), text=text, order=order,
+            offset=offset, limit=limit))
+
+    def titles(self, topic_ids: Iterable[str]) -> dict[str, str]:
+        """The titles of these topic ids (ids of no topic are left out), from the committed
+        name directory: one dictionary lookup each."""
+        self._check_open()
+        with self._engine.store.lock:
+            title_of = self._engine.derived.scope(self._scope).names.title_of
+            return {tid: title_of[tid] for tid in topic_ids if tid in title_of}
+
+    def graph(self, topic: str, depth: int = 1, *, limit: int = 100) -> Neighbourhood:
+        """The topics within `depth` EXTENDS / ASSOCIATES / DERIVED_FROM edges of `topic`
+        (either direction, at most `limit` topics) and the typed edges between them."""
+        for name, value in (("depth", depth), ("limit", limit)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InvalidInput(f"{name} must be a positive integer")
+        derived = self._engine.derived.scope(self._scope)
+
+        def read(t: Transition) -> Neighbourhood:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                raise UnknownUnit(f"no topic named {topic!r}")
+            return views.neighbourhood(t, derived, tid, depth, limit)
+        return self._read(read)
+
+    def salience_history(self, topic: str) -> SalienceHistory:
+        """Salience and ladder status over time of a topic and each of its fields, from the
+        transition log (every record carries the salience it changed) and the stored rows."""
+        def read(t: Transition) -> SalienceHistory:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                raise UnknownUnit(f"no topic named {topic!r}")
+            with self._engine.store.reading() as tx:
+                records = queries.log_records(tx, mentioning=views.log_needles(tid),
+                                              newest_first=False)
+            return views.salience_history(t, tid, records)
+        return self._read(read)
+
+    def recent_transitions(self, limit: int = 50, *, before: int | None = None,
+                           topic: str | None = None, details: bool = True) -> list[dict[str, Any]]:
+        """The newest log records (those numbered below `before`), newest first; with `topic`,
+        only those that touched it or its fields. Records are as stored and hashed (what
+        `gem.audit.verify_chain` checks): like `transitions`, plus the salience they changed,
+        but the policy calls in runs: consecutive identical calls are one item with `n`, the
+        number of calls (a forgetting pass makes thousands). `details=False` leaves out each
+        record's policies, detail and salience (for a forgetting pass over a large memory,
+        megabytes): seq, op, event, at, actor, units and the hashes only."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidInput("limit must be a positive integer")
+        if before is not None and (not isinstance(before, int) or isinstance(before, bool)):
+            raise InvalidInput("before must be an integer")
+
+        def read(t: Transition) -> list[dict[str, Any]]:
+            needles: tuple[str, ...] = ()
+            if topic is not None:
+                tid = self._topic_id(t, topic)
+                if tid is None:
+                    raise UnknownUnit(f"no topic named {topic!r}")
+                needles = views.log_needles(tid)
+            with self._engine.store.reading() as tx:
+                rows = queries.log_records(tx, before=before, limit=limit, mentioning=needles,
+                                           columns=None if details else _LOG_HEADS)
+            if not details:
+                return [{**r, "units": json.loads(r["units"])} for r in rows]
+            return [audit_mod.decode(r) for r in rows]
+        return self._read(read)
+
     # ------------------------------------------------------------------ policies
     @property
     def policies(self) -> PolicySet:
@@ -528,6 +613,7 @@ class Memory:
 
 def _disk_bytes(path: str) -> int:
     return sum(os.path.getsize(path + s) for s in ("", ".wal") if os.path.exists(path + s))
+_LOG_HEADS = ("seq", "op", "event", "at", "actor", "units", "prev_hash", "hash")
 
 
 def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,

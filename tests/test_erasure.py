@@ -86,6 +86,23 @@ def test_a_scope_erases_everything_it_holds_and_only_that(mem):
     consistent(mem)
 
 
+def test_erasures_one_after_another_keep_the_log_consistent(mem, clock):
+    """A record redacted twice: erasing A's field re-attests B's units that the shared batch
+    wrote; erasing B's owner deletes them; erasing B's other field redacts that deletion too,
+    so its erasure record must say they are gone (found by the stateful machine)."""
+    mem.ingest([gem.Fact("Alpha", "deadline", "March 15", source="chat"),
+                gem.Fact("Delta", "owner", "Dana", source="chat")])
+    mem.ingest(gem.Fact("Delta", "deadline", "May 1", source="chat"))
+    mem.erase("Alpha", "deadline", reason="test")
+    mem.erase("Delta", "owner", reason="test")
+    assert mem.audit(full=True).ok
+    receipt = mem.erase("Delta", "deadline", reason="test")
+    assert mem.verify_erasure(receipt).ok
+    report = mem.audit(full=True)
+    assert report.ok, report.violations
+    consistent(mem)
+
+
 def test_bad_erasures_change_nothing(seeded):
     before = snapshot(seeded)
     with pytest.raises(gem.UnknownUnit):

@@ -195,6 +195,9 @@ def _redact(t: Transition, tids: Iterable[str]) -> list[int]:
 
 
 def _attest_again(t: Transition, keys: set[str]) -> None:
+    """The erasure record states, for every key a redacted record wrote, what is true now:
+    the current content's hash, or None for a unit already gone. (The redacted record may be
+    the one that deleted it; without the None, an older record's claim would be the last.)"""
     edges = [k for k in keys if "|" in k]
     units = [k for k in keys if "|" not in k]
     for table, prefix in (("Entry", "e"), ("Observation", "o"), ("Flag", "g")):
@@ -204,6 +207,8 @@ def _attest_again(t: Transition, keys: set[str]) -> None:
             row = t.row(table, key)
             if row is not None and key not in t.deleted[table]:
                 t.attested[key] = attest.row_hash(table, row)
+            elif row is None:
+                t.attested[key] = None
     fields = [k for k in units if "/" in k]
     topics = [k for k in units if "/" not in k and k.rsplit(":", 1)[-1].startswith("t")]
     for table, ids in (("Field", fields), ("Topic", topics)):
@@ -213,11 +218,12 @@ def _attest_again(t: Transition, keys: set[str]) -> None:
             if row is not None:
                 t.attested[key] = attest.row_hash(table, row)
                 t.salience[key] = table  # the salience its redacted records held, again
+            else:
+                t.attested[key] = None
     for key in edges:
         table, a, b = key.split("|")
         edge = t.edge(table, a, b)
-        if edge is not None:
-            t.attested[key] = attest.edge_hash(table, edge[3])
+        t.attested[key] = attest.edge_hash(table, edge[3]) if edge is not None else None
 
 
 # ---------------------------------------------------------------------- verification

@@ -313,6 +313,34 @@ def redact_records(tx: Tx, seqs: Sequence[int]) -> None:
     update_rows(tx, "Transition", [(seq, dict(REDACTED)) for seq in seqs])
 
 
+def log_records(tx: Tx, *, before: int | None = None, limit: int | None = None,
+                mentioning: Sequence[str] = (), newest_first: bool = True,
+                columns: Sequence[str] | None = None) -> list[Row]:
+    """Log records with seq < before (all with None), newest first unless told otherwise, at
+    most `limit`, with these `columns` (all by default). With `mentioning`, only records whose
+    units or salience changes contain one of these strings (JSON-quoted unit ids, or an id's
+    quoted prefix such as '"t12/'): the log is searched where it is stored, not loaded to be
+    filtered."""
+    cols = tuple(columns or _LOG_COLUMNS)
+    where: list[str] = []
+    params: dict[str, Any] = {}
+    if before is not None:
+        where.append("x.seq < $before")
+        params["before"] = before
+    if mentioning:
+        alternatives = []
+        for i, needle in enumerate(mentioning):
+            params[f"n{i}"] = needle
+            alternatives += [f"x.units CONTAINS $n{i}", f"x.salience CONTAINS $n{i}"]
+        where.append("(" + " OR ".join(alternatives) + ")")
+    text = (f"MATCH (x:Transition) {('WHERE ' + ' AND '.join(where)) if where else ''} "
+            f"RETURN {_returns('x', cols)} ORDER BY x.seq {'DESC' if newest_first else ''}")
+    if limit is not None:
+        text += " LIMIT $limit"
+        params["limit"] = limit
+    return [dict(zip(cols, r)) for r in tx.run(text, params)]
+
+
 def transition_count(tx: Tx) -> int:
     return int(tx.scalar("MATCH (x:Transition) RETURN count(*)") or 0)
 
