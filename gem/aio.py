@@ -33,9 +33,11 @@ T = TypeVar("T")
 # _NOT_DELEGATED, so a method added to Memory cannot be forgotten.
 DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "restore",
              "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies",
-             "retract", "pending_revisions")
-# Lifecycle and scheduling, written out below: they manage the worker itself.
-_NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance")
+             "retract", "pending_revisions",
+             "scopes", "head", "erase", "erase_all", "verify_erasure", "compact",
+             "topics", "titles", "graph", "salience_history", "recent_transitions")
+# Lifecycle, scheduling and views, written out below: they manage the worker itself.
+_NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance", "scope")
 
 
 def _delegate(name: str) -> Callable[..., Any]:
@@ -59,6 +61,7 @@ class AsyncMemory:
         self._executor = _executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="gem-worker")
         self._closed = False
         self._maintenance: asyncio.Task[None] | None = None
+        self._view = False
         self.maintenance_runs = 0      # scheduled maintenance runs that committed
         self.maintenance_failures = 0  # and those that were rolled back (retried next interval)
 
@@ -102,6 +105,23 @@ class AsyncMemory:
     load_policies = _delegate("load_policies")
     retract = _delegate("retract")
     pending_revisions = _delegate("pending_revisions")
+    topics = _delegate("topics")
+    titles = _delegate("titles")
+    graph = _delegate("graph")
+    salience_history = _delegate("salience_history")
+    recent_transitions = _delegate("recent_transitions")
+    scopes = _delegate("scopes")
+    head = _delegate("head")
+    erase = _delegate("erase")
+    erase_all = _delegate("erase_all")
+    verify_erasure = _delegate("verify_erasure")
+    compact = _delegate("compact")
+
+    def scope(self, name: str) -> "AsyncMemory":
+        """A view confined to scope `name` (see `Memory.scope`), on this same worker thread."""
+        view = AsyncMemory(self._memory.scope(name), _executor=self._executor)
+        view._view = True
+        return view
 
     @property
     def memory(self) -> Memory:
@@ -169,6 +189,9 @@ class AsyncMemory:
             return
         await self.stop_maintenance()
         self._closed = True
+        if self._view:  # a scope view shares its memory's worker: ending it ends only the view
+            self._memory.close()
+            return
         loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(self._executor, self._memory.close)

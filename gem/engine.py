@@ -67,6 +67,7 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
     if stored is not None and stored != embedder.name:
         raise InvalidInput(f"this database was embedded with {stored!r}; "
                            f"open it with that embedder, not {embedder.name!r}")
+    check_log(store)
     derived = snapshot.load(store, embedder, progress)
     shared = SharedState(CommittedCache(store, patch=derived.patch), derived, embedder.name)
     with store.reading() as tx:
@@ -75,6 +76,25 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
         shared.install(load_sources([tuple(x) for x in json.loads(sources)],
                                     available_actions=available_actions()))
     return shared
+
+
+def check_log(store: GraphStore) -> None:
+    """Refuse a database whose log cannot be the log of its state: every unit was written by
+    a logged transition, and each scope's id counters (in the log) are ahead of its ids. A
+    database whose log was deleted or whose counters were lowered would otherwise fail every
+    later write with a duplicate key."""
+    with store.reading() as tx:
+        counters = queries.latest_counters(tx)
+        highest = queries.highest_ids(tx)
+    for (scope, kind), top in highest.items():
+        have = counters.get(scope, {}).get(kind)
+        if have is None:
+            raise GemError(f"{store.path!r}: scope {scope!r} holds {kind} rows but the transition "
+                           "log has no record of them: the log was deleted or cut, so this "
+                           "database cannot be trusted (restore it from a backup)")
+        if have < top:
+            raise GemError(f"{store.path!r}: the log's {kind} counter of scope {scope!r} ({have}) "
+                           f"is behind the highest {kind} id ({top}): the log was tampered with")
 
 
 class Engine:
@@ -112,22 +132,22 @@ class Engine:
     def seq(self) -> int:
         return self.derived.seq
 
-    @property
-    def counters(self) -> Counters:
-        return Counters(**self.derived.counters)
+    def counters(self, scope: str = "default") -> Counters:
+        return Counters(**self.derived.scope(scope).counters)
 
     def install_policies(self, policies: PolicySet | None) -> None:
         self.shared.install(policies)
 
     # ------------------------------------------------------------------ transitions
     def transition(self, op: str, *, actor: str = "api", interaction: bool = False,
-                   now: datetime | None = None) -> Transition:
-        """A proposed state over the committed one (the caller holds the store's lock)."""
-        counters = self.counters
+                   now: datetime | None = None, scope: str = "default") -> Transition:
+        """A proposed state over the committed one, in one scope (the caller holds the lock)."""
+        counters = self.counters(scope)
         if interaction:
             counters.interactions += 1
-        t = Transition(self.cache, self.derived, self.services, op=op, actor=actor,
-                       now=now or self.now(), counters=counters, seq=self.derived.seq + 1)
+        t = Transition(self.cache, self.derived.scope(scope), self.services, op=op, actor=actor,
+                       now=now or self.now(), counters=counters, seq=self.derived.seq + 1,
+                       scope=scope)
         t.policies_for = self.shared.policies_for
         t.settings = self.evaluate_settings(t)
         return t
@@ -159,17 +179,19 @@ class Engine:
         return values
 
     def run(self, op: str, operator: Callable[[Transition], Any], *, actor: str = "api",
-            interaction: bool = False, event: str | None = None) -> tuple[Any, Transition]:
-        """Run one transition through the pipeline; commit it or raise (nothing written). When
-        policies drop facts, it runs again from the committed state without them, at the same
-        time; each run drops at least one more fact, so this ends."""
+            interaction: bool = False, event: str | None = None,
+            scope: str = "default") -> tuple[Any, Transition]:
+        """Run one transition through the pipeline, in one scope; commit it or raise (nothing
+        written). When policies drop facts, it runs again from the committed state without
+        them, at the same time; each run drops at least one more fact, so this ends."""
         with self.store.lock:
             self.store.check_open()
             started = time.perf_counter()
             dropped: dict[int, dict[str, Any]] = {}
             now = None
             while True:
-                t = self.transition(op, actor=actor, interaction=interaction, now=now)
+                t = self.transition(op, actor=actor, interaction=interaction, now=now,
+                                    scope=scope)
                 t.operator = operator
                 t.event = event or op
                 t.dropped, t.skipping = dict(dropped), frozenset(dropped)
@@ -226,12 +248,12 @@ class Engine:
             if not self.store.closed and not self.store.temporary:
                 snapshot.save(self.derived, self.store.path)
 
-    def read(self, fn: Callable[[Transition], Any]) -> Any:
-        """A side-effect-free read of the committed state: no salience change, not an
-        interaction, nothing logged."""
+    def read(self, fn: Callable[[Transition], Any], scope: str = "default") -> Any:
+        """A side-effect-free read of the committed state of a scope: no salience change, not
+        an interaction, nothing logged."""
         with self.store.lock, single_threaded():
             self.store.check_open()
-            return fn(self.transition("read"))
+            return fn(self.transition("read", scope=scope))
 
 
 def utc_now() -> datetime:

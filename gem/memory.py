@@ -4,23 +4,28 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, overload
 
+from . import attest
 from . import audit as audit_mod
 from . import history as history_rules
-from .derived import Progress, Summarizer
+from .derived import DEFAULT_SCOPE, Progress, Summarizer
 from .embed import Embedder, default_embedder
 from .engine import Engine, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
-from .model import AuditReport, DroppedFact, Explanation, Fact, FieldView, HistoryEntry, \
-    IngestResult, PendingRevision, Resolution, RetrieveResult, TopicView, as_utc
+from .model import AuditReport, DroppedFact, ErasureCheck, ErasureReceipt, Explanation, Fact, \
+    FieldView, HistoryEntry, IngestResult, Neighbourhood, PendingRevision, Resolution, \
+    RetrieveResult, SalienceHistory, TopicPage, TopicView, as_utc
+from .operators import erase as erase_op
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
 from .operators import retract as retract_op
 from .operators import revise as revise_op
 from .operators import retrieve as retrieve_op
+from .operators import views
 from .operators.common import add_edge, field_evidence, field_named
 from .operators.resolution import Directory
 from .pipeline import run_policies
@@ -51,11 +56,24 @@ def _flag(value: Any, what: str) -> bool:
     return value
 
 
-class Memory:
-    """A governed evolving memory on one database. Use `gem.open(...)` to make one."""
+SCOPE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
-    def __init__(self, engine: Engine) -> None:
+
+class Memory:
+    """A governed evolving memory on one database. Use `gem.open(...)` to make one.
+
+    A memory is confined to one scope (a tenant): `gem.open` gives scope "default", and
+    `mem.scope(name)` a view of the same memory confined to another. Every unit belongs to
+    one scope; salience, the forgetting ladder, the interaction count and C5, the lexical and
+    vector indexes and title resolution are per scope, so nothing one scope does changes what
+    another sees. Policies are global; the log and `audit()` cover every scope.
+    """
+
+    def __init__(self, engine: Engine, scope: str = DEFAULT_SCOPE,
+                 root: "Memory | None" = None) -> None:
         self._engine = engine
+        self._scope = scope
+        self._root = root  # the handle a scope view was made from (it owns the database)
         self._closed = False
         self._scheduler = None
         self.maintenance_runs = 0      # scheduled maintenance runs that committed
@@ -73,9 +91,34 @@ class Memory:
     def engine_name(self) -> str:
         return self._engine.store.engine
 
+    @property
+    def scope_name(self) -> str:
+        return self._scope
+
+    def scope(self, name: str) -> "Memory":
+        """This memory confined to scope `name`: the whole API, on that scope's units only. A
+        scope needs no creation: reading an empty one returns nothing, and its first write
+        creates it. Closing a view closes nothing else."""
+        if not isinstance(name, str) or not SCOPE_NAME.fullmatch(name):
+            raise InvalidInput(f"scope names are 1-64 characters of a-z, 0-9, '_', '.', '-', "
+                               f"starting with a letter or digit; got {name!r}")
+        self._check_open()
+        return Memory(self._engine, name, self._root or self)
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds something, in name order."""
+        self._check_open()
+        with self._engine.store.lock:
+            return sorted(name for name, s in self._engine.derived.scopes.items()
+                          if s.topics.ids or s.counters)
+
     def close(self) -> None:
         """Close this handle (waiting for a call running in another thread). Salience written
-        behind is brought up to date in the database first, so the next open replays less."""
+        behind is brought up to date in the database first, so the next open replays less.
+        Closing a scope view only ends the view."""
+        if self._root is not None:
+            self._closed = True
+            return
         if not self._closed:
             self.stop_maintenance()
             self._closed = True
@@ -94,8 +137,11 @@ class Memory:
         self.close()
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._closed or (self._root is not None and self._root._closed):
             raise GemError("this memory is closed")
+
+    def _run(self, op: str, operator: Callable[[Transition], Any], **kw: Any) -> tuple[Any, Transition]:
+        return self._engine.run(op, operator, scope=self._scope, **kw)
 
     # ------------------------------------------------------------------ operators
     def ingest(self, facts: Fact | Iterable[Fact], *, actor: str = "api") -> IngestResult:
@@ -115,7 +161,7 @@ class Memory:
                 raise InvalidInput(f"facts[{i}] is a {type(fact).__name__}, not a gem.Fact")
         if not batch:
             raise InvalidInput("ingest needs at least one fact")
-        summary, t = self._engine.run("ingest", lambda t: ingest_op.ingest(t, batch),
+        summary, t = self._run("ingest", lambda t: ingest_op.ingest(t, batch),
                                       actor=actor, interaction=True)
         return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
                             created_topics=summary["created_topics"], entries=summary["entries"],
@@ -150,7 +196,7 @@ class Memory:
             fields=None if fields is None else tuple(fields),
             as_of=None if as_of is None else as_utc(as_of, "as_of"),
             history=history, include_archived=include_archived, k=k)
-        result, _ = self._engine.run("retrieve", lambda t: retrieve_op.retrieve(t, request),
+        result, _ = self._run("retrieve", lambda t: retrieve_op.retrieve(t, request),
                                      actor=actor, interaction=True)
         return result.model_copy(update={"transition": self._engine.seq})
 
@@ -171,14 +217,14 @@ class Memory:
                 raise UnknownUnit(f"no topic named {src if a is None else dst!r}")
             return add_edge(t, a, b, kind, source=actor)
 
-        created, _ = self._engine.run("link", op, actor=actor)
+        created, _ = self._run("link", op, actor=actor)
         return created
 
     def forget(self, *, actor: str = "maintenance") -> dict[str, Any]:
         """A forgetting pass: the `tick` policies move faded units down the ladder."""
         self._check_open()
         _text(actor, "actor")
-        _, t = self._engine.run("forget", forget_op.forget, actor=actor, event="tick")
+        _, t = self._run("forget", forget_op.forget, actor=actor, event="tick")
         done = t.detail.get("attenuated", [])
         return {"transition": self._engine.seq,
                 "attenuated": list(dict.fromkeys(unit for unit, _ in done)),
@@ -204,21 +250,22 @@ class Memory:
                 t.settings["merge_similarity"],
                 revise_op.duplicate_pairs(t, t.settings["merge_similarity"])))
             for keep, away in pairs:
-                engine.run("revise", lambda t: revise_op.merge_topics(t, keep, away),
+                self._run("revise", lambda t: revise_op.merge_topics(t, keep, away),
                            actor=actor, event="merge")
                 report["merged"].append((keep, away))
-            engine.derived.unpaired.clear()
-            engine.derived.paired_at = threshold
+            scope = engine.derived.scope(self._scope)
+            scope.unpaired.clear()
+            scope.paired_at = threshold
             with engine.store.reading() as tx:
-                fids = queries.conflicting_fields(tx)
+                fids = queries.conflicting_fields(tx, self._scope)
             if fids:
-                engine.run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
+                self._run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
                            event="conflicts")
                 report["conflicts"] = fids
             tids = self._read(revise_op.open_flag_topics)
             if tids and (self.reviser is not None or engine.shared.policies_for("revised")):
                 answers: dict[str, Any] = {}  # asked once per topic, should the run restart
-                _, t = engine.run("revise", lambda t: revise_op.evaluate_flags(
+                _, t = self._run("revise", lambda t: revise_op.evaluate_flags(
                     t, tids, run_policies, self.reviser, answers),
                     actor=actor, event="dependency_repair")
                 report["flags_evaluated"] = tids
@@ -254,7 +301,7 @@ class Memory:
             fid = self._require_field(t, topic, field)
             return retract_op.retract(t, fid, reason.strip(), provenance)
 
-        changed, _ = self._engine.run("retract", op, actor=actor)
+        changed, _ = self._run("retract", op, actor=actor)
         return bool(changed)
 
     @property
@@ -282,8 +329,84 @@ class Memory:
             fid = None if field is None else self._require_field(t, topic, field)
             return forget_op.restore(t, tid, fid)
 
-        changed, _ = self._engine.run("restore", op, actor=actor)
+        changed, _ = self._run("restore", op, actor=actor)
         return changed
+
+    # ------------------------------------------------------------------ erasure
+    def erase(self, topic: str, field: str | None = None, *, source: str | None = None,
+              reason: str, actor: str = "api") -> ErasureReceipt:
+        """Erase, for privacy: a topic; one `field` of it; or, with `source`, what that source
+        said in the topic (or in that field). The one destructive operator (forgetting never
+        destroys): one transition removes the values, observations, index entries, summaries
+        and salience of what is erased, recomputes what remains, redacts the log records that
+        touched the topic and writes a tombstone. The bytes leave the database files with
+        `compact()`. Nothing to erase: UnknownUnit."""
+        self._check_open()
+        _text(topic, "topic")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidInput("reason must be a non-empty string (it is kept in the tombstone: "
+                               "never put the erased content in it)")
+        for name, value in (("field", field), ("source", source)):
+            if value is not None:
+                _text(value, name)
+        _text(actor, "actor")
+
+        def op(t: Transition) -> dict[str, Any]:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                raise UnknownUnit(f"no topic named {topic!r}")
+            return erase_op.erase(t, [tid], field, source, reason.strip())
+
+        return self._erasure(op, actor)
+
+    def erase_all(self, reason: str, *, actor: str = "api") -> ErasureReceipt:
+        """Erase every topic of this memory's scope (a tenant leaving), as one transition."""
+        self._check_open()
+        _text(reason, "reason")
+        _text(actor, "actor")
+
+        def op(t: Transition) -> dict[str, Any]:
+            tids = t.topic_ids_where(frozenset({"active", "archived"}))
+            if not tids:
+                raise UnknownUnit(f"scope {self._scope!r} holds nothing to erase")
+            return erase_op.erase(t, tids, None, None, reason.strip())
+
+        return self._erasure(op, actor)
+
+    def _erasure(self, op: Callable[[Transition], dict[str, Any]], actor: str) -> ErasureReceipt:
+        result, t = self._run("erase", op, actor=actor)
+        stone = result["tombstone"]
+        return ErasureReceipt(
+            transition=t.seq, scope=self._scope, at=t.now, reason=stone["reason"],
+            topics=stone["topics"], fields=stone["fields"], entries=stone["entries"],
+            observations=stone["observations"], redacted=stone["redacted"],
+            commitment=result["commitment"], salt=result["salt"])
+
+    def verify_erasure(self, receipt: ErasureReceipt) -> ErasureCheck:
+        """Check that what `receipt` says was erased is gone: its tombstone is in the log as
+        given, no stored row, index entry, name or summary holds the erased units, and the
+        redacted records hold no content. A receipt that matches no erasure: InvalidInput."""
+        self._check_open()
+        if not isinstance(receipt, ErasureReceipt):
+            raise InvalidInput(f"receipt must be a gem.ErasureReceipt, got {type(receipt).__name__}")
+        with self._engine.store.lock:
+            return erase_op.verify(self._engine, receipt)
+
+    def compact(self) -> dict[str, Any]:
+        """Rewrite the live data into a fresh database and swap it in atomically, so what was
+        erased leaves the files too (an engine keeps deleted values in its pages). Crash-safe:
+        a kill at any point leaves the old or the new database. Only the one handle open on
+        the path may compact; returns the bytes before and after."""
+        self._check_open()
+        if self._root is not None:
+            raise InvalidInput("compact the memory, not a scope view: it rewrites every scope")
+        engine = self._engine
+        with engine.store.lock:
+            before = _disk_bytes(self.path)
+            engine.write_behind()
+            engine.store.compact()
+            engine.save_snapshot()
+            return {"bytes_before": before, "bytes_after": _disk_bytes(self.path)}
 
     def start_maintenance(self, every: float | timedelta = 3600.0) -> None:
         """Run `maintain` in the background every `every` seconds (APScheduler). Runs are
@@ -323,7 +446,7 @@ class Memory:
     def _read(self, fn: Callable[[Transition], Any]) -> Any:
         """A side-effect-free read: no salience change, not an interaction, nothing logged."""
         self._check_open()
-        return self._engine.read(fn)
+        return self._engine.read(fn, self._scope)
 
     def _topic_id(self, t: Transition, topic: str) -> str | None:
         """A topic named by title or alias (exactly, then by canonical key), or by id with a
@@ -389,33 +512,142 @@ class Memory:
         """Sizes of the state: the active footprint (C5) and everything kept behind it."""
         def read(t: Transition) -> dict[str, Any]:
             with self._engine.store.reading() as tx:
-                counts = queries.status_counts(tx)
-                entries, active_entries = queries.entry_counts(tx)
+                counts = queries.status_counts(tx, self._scope)
+                entries, active_entries = queries.entry_counts(tx, self._scope)
+                transitions = queries.count(tx, "Transition", "n.scope = $s", {"s": self._scope})
             return {"topics": counts["topics"], "fields": counts["fields"],
                     "active_fields": counts["fields"].get("active", 0),
                     "entries": entries, "active_entries": active_entries,
                     "interactions": t.counters.interactions,
                     "active_bound": t.settings.get("active_bound"),
-                    "transitions": self._engine.seq}
+                    "transitions": transitions}
         return self._read(read)
 
     def transitions(self, since: int = 0) -> list[dict[str, Any]]:
-        """The transition log from `since` on: op, time, actor, units, policies fired, hashes."""
+        """The transition log from `since` on: op, time, actor, units, policies fired, hashes
+        (a scope view: only its own scope's records)."""
         self._check_open()
         if not isinstance(since, int) or isinstance(since, bool) or since < 0:
             raise InvalidInput(f"since must be an integer >= 0, got {since!r}")
         with self._engine.store.reading() as tx:
-            rows = queries.transitions(tx, since)
+            rows = queries.transitions(tx, since, scope=self._scope if self._root else None)
         return [audit_mod.log_entry(r) for r in rows]
 
-    def audit(self, *, full: bool = False, progress: Progress | None = None) -> AuditReport:
-        """C1-C6 and the hash chain of the transition log: over what the transitions since the
-        last clean audit touched, or over the whole state with `full=True` (and whenever this
-        memory has no clean audit yet). `report.since` says which was done."""
+    def audit(self, *, full: bool = False, progress: Progress | None = None,
+              expected_head: dict[str, Any] | None = None) -> AuditReport:
+        """C1-C6, every stored row against the hash the log attests for it, and the hash chain:
+        over what the transitions since the last clean audit touched, or over the whole state
+        with `full=True` (and whenever this memory has no clean audit yet). `report.since` says
+        which was done. `expected_head` is a `head()` kept outside the database: a log cut
+        short of it or rewritten up to it fails the audit."""
         self._check_open()
         _flag(full, "full")
+        if expected_head is not None and not (isinstance(expected_head, dict)
+                                              and {"seq", "hash"} <= set(expected_head)):
+            raise InvalidInput("expected_head must be a head() record: {'seq': ..., 'hash': ...}")
         with self._engine.store.lock:
-            return audit_mod.audit(self._engine, full=full, progress=progress)
+            return audit_mod.audit(self._engine, full=full, progress=progress,
+                                   expected_head=expected_head)
+
+    def head(self) -> dict[str, Any]:
+        """The log's head ({"seq", "hash"}): keep it outside the database and pass it to
+        `audit(expected_head=...)` later to detect truncation or a rewritten log."""
+        self._check_open()
+        with self._engine.store.lock:
+            return {"seq": self._engine.derived.seq, "hash": self._engine.derived.hash}
+
+    # -- views for people (the dashboard): side-effect free, like inspect
+    def topics(self, *, status: str | None = None, flagged: bool = False, text: str | None = None,
+               order: str = "salience", offset: int = 0, limit: int = 50) -> TopicPage:
+        """A page of topics with status, salience now, fields per ladder level and open flags,
+        and the totals of the state. `status` active|archived, `flagged`: only topics with open
+        flags, `text`: a part of the title; `order` salience|title|recent|flags."""
+        if status not in (None, "active", "archived"):
+            raise InvalidInput(f"status must be 'active' or 'archived', got {status!r}")
+        _flag(flagged, "flagged")
+        if text is not None and not isinstance(text, str):
+            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
+        if order not in views.ORDERS:
+            raise InvalidInput(f"order must be one of {', '.join(views.ORDERS)}, got {order!r}")
+        for name, value, least in (("offset", offset, 0), ("limit", limit, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise InvalidInput(f"{name} must be an integer >= {least}")
+        derived = self._engine.derived.scope(self._scope)
+        return self._read(lambda t: views.topic_listing(
+            t, derived, status=status, flagged=flagged, text=text, order=order,
+            offset=offset, limit=limit))
+
+    def titles(self, topic_ids: Iterable[str]) -> dict[str, str]:
+        """The titles of these topic ids (ids of no topic are left out), from the committed
+        name directory: one dictionary lookup each."""
+        self._check_open()
+        if isinstance(topic_ids, (str, bytes, dict)) or not hasattr(topic_ids, "__iter__"):
+            raise InvalidInput(f"topic_ids must be a list of topic ids, got {type(topic_ids).__name__}")
+        topic_ids = list(topic_ids)
+        for i, tid in enumerate(topic_ids):
+            if not isinstance(tid, str):
+                raise InvalidInput(f"topic_ids[{i}] must be a string, got {type(tid).__name__}")
+        with self._engine.store.lock:
+            title_of = self._engine.derived.scope(self._scope).names.title_of
+            return {tid: title_of[tid] for tid in topic_ids if tid in title_of}
+
+    def graph(self, topic: str, depth: int = 1, *, limit: int = 100) -> Neighbourhood:
+        """The topics within `depth` EXTENDS / ASSOCIATES / DERIVED_FROM edges of `topic`
+        (either direction, at most `limit` topics) and the typed edges between them."""
+        for name, value in (("depth", depth), ("limit", limit)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InvalidInput(f"{name} must be a positive integer")
+        derived = self._engine.derived.scope(self._scope)
+
+        def read(t: Transition) -> Neighbourhood:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                raise UnknownUnit(f"no topic named {topic!r}")
+            return views.neighbourhood(t, derived, tid, depth, limit)
+        return self._read(read)
+
+    def salience_history(self, topic: str) -> SalienceHistory:
+        """Salience and ladder status over time of a topic and each of its fields, from the
+        transition log (every record carries the salience it changed) and the stored rows."""
+        def read(t: Transition) -> SalienceHistory:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                raise UnknownUnit(f"no topic named {topic!r}")
+            with self._engine.store.reading() as tx:
+                records = queries.log_records(tx, mentioning=views.log_needles(tid),
+                                              newest_first=False)
+            return views.salience_history(t, tid, records)
+        return self._read(read)
+
+    def recent_transitions(self, limit: int = 50, *, before: int | None = None,
+                           topic: str | None = None, details: bool = True) -> list[dict[str, Any]]:
+        """The newest log records (those numbered below `before`), newest first; with `topic`,
+        only those that touched it or its fields. Records are as stored and hashed (what
+        `gem.audit.verify_chain` checks): like `transitions`, plus the salience they changed,
+        but the policy calls in runs: consecutive identical calls are one item with `n`, the
+        number of calls (a forgetting pass makes thousands). `details=False` leaves out each
+        record's policies, detail and salience (for a forgetting pass over a large memory,
+        megabytes): seq, op, event, at, actor, units and the hashes only."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidInput("limit must be a positive integer")
+        if before is not None and (not isinstance(before, int) or isinstance(before, bool)):
+            raise InvalidInput("before must be an integer")
+        _flag(details, "details")
+
+        def read(t: Transition) -> list[dict[str, Any]]:
+            needles: tuple[str, ...] = ()
+            if topic is not None:
+                tid = self._topic_id(t, topic)
+                if tid is None:
+                    raise UnknownUnit(f"no topic named {topic!r}")
+                needles = views.log_needles(tid)
+            with self._engine.store.reading() as tx:
+                rows = queries.log_records(tx, before=before, limit=limit, mentioning=needles,
+                                           columns=None if details else _LOG_HEADS)
+            if not details:
+                return [{**r, "units": json.loads(r["units"])} for r in rows]
+            return [audit_mod.decode(r) for r in rows]
+        return self._read(read)
 
     # ------------------------------------------------------------------ policies
     @property
@@ -433,6 +665,9 @@ class Memory:
         self._check_open()
         _flag(defaults, "defaults")
         _text(actor, "actor")
+        if self._root is not None:
+            raise InvalidInput("policies govern every scope: load them on the memory, not on a "
+                               f"view of scope {self._scope!r}")
         policy_set = load_sources(read_sources(paths, argument="paths"), available_actions(),
                                   defaults=defaults, argument="paths")
         return self._install(policy_set, actor)
@@ -458,6 +693,9 @@ class Memory:
             # The files themselves are kept too: settings live outside any policy.
             files = json.dumps([[src.file, src.text] for src in policy_set.sources])
             t.store_writes.append(lambda tx: queries.put_policies(tx, rows, files))
+            for row, _ in rows:  # the log attests what was stored (gem/attest.py)
+                t.attested[f"Policy|{row['name']}"] = attest.row_hash("Policy", row)
+            t.attested["Meta|policy_sources"] = attest.text_hash(files)
             t.detail["policies"] = sorted(names)
             t.detail["policy_set_hash"] = policy_set.hash
             if previous_set is not None:
@@ -472,7 +710,7 @@ class Memory:
             previous = engine.policies
             engine.install_policies(policy_set)  # the new set governs its own load transition
             try:
-                engine.run("policy", op, actor=actor)
+                self._run("policy", op, actor=actor)
             except BaseException:
                 engine.install_policies(previous)
                 raise
@@ -482,6 +720,11 @@ class Memory:
         with self._engine.store.reading() as tx:
             value = queries.meta_get(tx, "policy_sources")
         return None if value is None else [tuple(x) for x in json.loads(value)]
+
+
+def _disk_bytes(path: str) -> int:
+    return sum(os.path.getsize(path + s) for s in ("", ".wal") if os.path.exists(path + s))
+_LOG_HEADS = ("seq", "op", "event", "at", "actor", "units", "prev_hash", "hash")
 
 
 def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,

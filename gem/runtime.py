@@ -148,6 +148,8 @@ class PolicyRuntime:
         t = self.t
         if name == "interactions":
             return t.counters.interactions
+        if name == "scope":
+            return t.scope
         if name in ("dependent_topic", "associated_topic"):
             topic = bindings.get("topic")
             if not isinstance(topic, TopicRef):

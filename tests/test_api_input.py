@@ -29,32 +29,51 @@ CALLS = {
     "forget": ((), {"actor": "maintenance"}),
     "revise": ((), {"actor": "maintenance"}),
     "transitions": ((0,), {}),
-    "audit": ((), {"full": False}),
+    "audit": ((), {"full": False, "expected_head": None}),
     "load_policies": (([],), {"defaults": True, "actor": "api"}),
+    # scopes, erasure and the views (issues 12-14)
+    "scope": (("acme",), {}),
+    "erase": (("A",), {"field": "x", "source": "nobody", "reason": "r", "actor": "api"}),
+    "erase_all": ((), {"reason": "r", "actor": "api"}),
+    "verify_erasure": ((None,), {}),
+    "topics": ((), {"status": "active", "flagged": False, "text": "A", "order": "salience",
+                    "offset": 0, "limit": 5}),
+    "titles": ((["t1"],), {}),
+    "graph": (("A",), {"depth": 1, "limit": 10}),
+    "salience_history": (("A",), {}),
+    "recent_transitions": ((5,), {"before": None, "topic": "A", "details": True}),
 }
 # Arguments where None is a value (absent), or a list is one of several accepted forms.
 ACCEPTS = {("retrieve", "query"): (None,), ("retrieve", "topic"): (None,),
            ("retrieve", "fields"): (None, []), ("retrieve", "as_of"): (None,),
            ("restore", "field"): (None,), ("inspect", "field"): (None,),
-           ("ingest", "facts"): ([],), ("load_policies", "paths"): ([],)}
+           ("ingest", "facts"): ([],), ("load_policies", "paths"): ([],),
+           ("audit", "expected_head"): (None,), ("erase", "field"): (None,),
+           ("erase", "source"): (None,), ("topics", "status"): (None,), ("topics", "text"): (None,),
+           ("titles", "topic_ids"): ([],), ("recent_transitions", "before"): (None,),
+           ("recent_transitions", "topic"): (None,)}
 PARAMS = {"ingest": ["facts"], "link": ["src", "dst"], "restore": ["topic"],
           "retract": ["topic", "field", "reason"], "inspect": ["topic"],
           "history": ["topic", "field"], "explain": ["topic", "field"], "transitions": ["since"],
-          "load_policies": ["paths"]}
+          "load_policies": ["paths"], "scope": ["name"], "erase": ["topic"],
+          "verify_erasure": ["receipt"], "titles": ["topic_ids"], "graph": ["topic"],
+          "salience_history": ["topic"], "recent_transitions": ["limit"]}
 
 
-FLAGS = {"history", "include_archived", "full", "defaults"}
-COUNTS = {"k", "since"}
+FLAGS = {"history", "include_archived", "full", "defaults", "flagged", "details"}
+COUNTS = {"k", "since", "offset", "limit", "depth", "before"}
 
 
 def accepted(method: str, name: str, value: object) -> bool:
     """Is `value` in fact a right value for this argument?"""
+    if any(value is v or (type(value) is type(v) and value == v)
+           for v in ACCEPTS.get((method, name), ())):
+        return True
     if name in FLAGS:
         return isinstance(value, bool)
     if name in COUNTS:
         return type(value) is int
-    return any(value is v or (type(value) is type(v) and value == v)
-               for v in ACCEPTS.get((method, name), ()))
+    return False
 
 
 def cases():

@@ -22,6 +22,7 @@ import yaml
 from conftest import ENGINE, T0, Clock, snapshot
 
 import gem
+from gem.derived import scope_of
 from gem.errors import PolicyError, TransitionRejected
 
 ROOT = Path(__file__).resolve().parent.parent / "specs" / "conformance"
@@ -65,7 +66,7 @@ FACT_KEYS = {"topic", "field", "value", "at", "source", "actor", "ref", "confide
 RETRIEVE_KEYS = {"query", "topic", "fields", "as_of", "history", "include_archived", "k"}
 ADVANCE_KEYS = {"weeks", "days", "hours", "minutes", "seconds", "to"}
 STEP_EXTRA = {"want", "want_error_code", "want_error_match", "raises_salience", "keeps_salience",
-              "actor"}
+              "actor", "scope"}
 # op -> (argument check, allowed keys of its step `want`; None: `want` is a partial matcher)
 NO_ARGS = "none"
 OPS: dict[str, tuple[Any, set[str] | None]] = {
@@ -92,6 +93,9 @@ OPS: dict[str, tuple[Any, set[str] | None]] = {
     "log": ({"last"}, None),
     "call": ({"method", "args", "kwargs"}, None),
     "cli": ("argv", None),
+    "erase": ({"topic", "field", "source", "reason"}, None),
+    "erase_all": ({"reason"}, None),
+    "compact": (NO_ARGS, set()),
 }
 CASE_WANT_KEYS = {"values", "history", "superseded_by", "status", "flags", "salience_order",
                   "stats", "inspect", "explain", "absent", "fired", "not_fired", "annotations",
@@ -521,7 +525,8 @@ class Runner:
         return view.id
 
     def title(self, tid: str) -> str:
-        view = self.mem.inspect(gem.TopicId(tid))
+        scope = scope_of(tid)
+        view = (self.mem if scope == "default" else self.mem.scope(scope)).inspect(gem.TopicId(tid))
         assert view is not None, f"no topic with id {tid!r}"
         return view.title
 
@@ -557,7 +562,7 @@ class Runner:
             if "want_error_code" in step:
                 self.expect_error(step, op, where)
             else:
-                result = self.do(op, step[op], step.get("actor"))
+                result = self.do(op, step[op], step.get("actor"), step.get("scope"))
                 if "want" in step:
                     self.check_step(op, result, step["want"], where)
             for unit in step.get("raises_salience", []):
@@ -583,7 +588,7 @@ class Runner:
         code = codes[0]
         before = self.state()
         with pytest.raises(Exception) as info:
-            self.do(op, step[op], step.get("actor"))
+            self.do(op, step[op], step.get("actor"), step.get("scope"))
         exc = info.value
         assert isinstance(exc, gem.GemError) or code in {c.__name__ for c in type(exc).__mro__}, \
             f"{where}: expected {code}, got {type(exc).__name__}: {exc}"
@@ -602,8 +607,8 @@ class Runner:
                 f"{where}: {step['want_error_match']!r} not in the error: {exc}"
         assert self.state() == before, f"{where}: the failed step changed the state"
 
-    def do(self, op: str, args: Any, actor: str | None) -> Any:
-        mem = self.mem
+    def do(self, op: str, args: Any, actor: str | None, scope: str | None = None) -> Any:
+        mem = self.mem if scope is None else self.mem.scope(scope)
         who = {"actor": actor} if actor else {}
         args = {} if args is None else args
         if op == "ingest":
@@ -650,7 +655,7 @@ class Runner:
         if op == "reopen":
             # Close and open the same database without `policies`: the stored set governs it,
             # and every index is rebuilt from the database.
-            mem.close()
+            self.mem.close()
             self.clock.naive = bool(args.get("naive_clock", False))
             self.mem = self.open(None)
             return None
@@ -667,6 +672,18 @@ class Runner:
             return getattr(mem, args["method"])(*call_args, **call_kwargs)
         if op == "cli":
             return self.cli(args)
+        if op == "erase":
+            receipt = mem.erase(args["topic"], args.get("field"), source=args.get("source"),
+                                reason=args.get("reason", "conformance"), **who)
+            assert mem.verify_erasure(receipt).ok, mem.verify_erasure(receipt).problems
+            return receipt
+        if op == "erase_all":
+            receipt = mem.erase_all(args.get("reason", "conformance"), **who)
+            assert mem.verify_erasure(receipt).ok
+            return receipt
+        if op == "compact":
+            mem.compact()
+            return None
         raise AssertionError(op)  # pragma: no cover - validate_step refuses unknown ops
 
     def raw(self, value: Any) -> Any:

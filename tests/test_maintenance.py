@@ -30,7 +30,7 @@ def test_duplicate_topics_merge_losslessly(tmp_path, clock):
         clock.advance(days=1)
         mem.ingest([gem.Fact("website redesign", "deadline", "April 20", at=clock.now, source="b"),
                     gem.Fact("website redesign", "owner", "Alice", source="b")])
-        first, second = [gem.TopicId(t) for t in mem._engine.derived.topics.ids
+        first, second = [gem.TopicId(t) for t in mem._engine.derived.scope("default").topics.ids
                          if mem.inspect(gem.TopicId(t)).title.lower() == "website redesign"]
         mem.link(second, "Launch")
         entries_before = mem.stats()["entries"]

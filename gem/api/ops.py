@@ -286,15 +286,15 @@ def log(mem: Memory, since: int = 0, limit: int = 100) -> s.LogPage:
     namer = Namer(mem)
     out = []
     for r in page:
-        fields = [u for u in r["units"] if _FIELD_ID.match(u)]
+        fields = [u for u in r["units"] or () if _FIELD_ID.match(u)]
         out.append(s.LogRecord(
             seq=r["seq"], op=r["op"], event=r["event"], at=r["at"], actor=r["actor"],
-            units=[namer.unit(u) for u in r["units"]],
+            units=[namer.unit(u) for u in r["units"] or ()],
             policies=[s.PolicyFired(policy=p.get("policy", ""), event=p.get("event"),
                                     action=p.get("action"),
                                     evidence=namer.rewrite(p.get("evidence") or {}, fields))
-                      for p in r["policies"]],
-            detail=namer.rewrite(r["detail"], fields), hash=r["hash"]))
+                      for p in r["policies"] or ()],
+            detail=namer.rewrite(r["detail"] or {}, fields), hash=r["hash"]))
     return s.LogPage(records=out, next_since=page[-1]["seq"] if more else None)
 
 

@@ -387,6 +387,9 @@ def serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-body", type=int, default=1 << 20, metavar="BYTES",
                    help="refuse larger request bodies with 413 (default 1 MiB)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument("--reports", default="bench/out", metavar="DIR",
+                   help="the dashboard's Reports page lists the HTML reports in DIR "
+                        "(default bench/out, where `gem bench trajectory --html` writes)")
 
 
 def _logging(level: str) -> None:
@@ -405,7 +408,7 @@ def serve(args: argparse.Namespace) -> int:
         path=args.path, engine=args.engine, create=args.create, host=args.host, port=args.port,
         policies=tuple(args.policies) if args.policies else None,
         maintain_every=args.maintain_every, idle_exit=args.idle_exit,
-        lock_timeout=args.lock_timeout, max_body=args.max_body))
+        lock_timeout=args.lock_timeout, max_body=args.max_body, reports=args.reports))
 
 
 def mcp_arguments(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..derived import choose
+from ..derived import choose, scope_of
 from ..index import VectorIndex
 from ..state.transition import Transition
 from ..text import name_key, tokens
@@ -137,8 +137,9 @@ class Directory:
                 if title in self._vectors}
 
     def lookup(self, name: str) -> str | None:
-        """An explicit lookup: a `TopicId` finds the topic with that id; any other string is a
-        title or alias, exact first, then by canonical key."""
+        """An explicit lookup: a `TopicId` finds the topic with that id (of this scope only);
+        any other string is a title or alias, exact first, then by canonical key."""
         if isinstance(name, TopicId):
-            return str(name) if self.t.topic(str(name)) is not None else None
+            tid = str(name)
+            return tid if scope_of(tid) == self.t.scope and self.t.topic(tid) is not None else None
         return self.exact(name) or self.normalised(name)

@@ -180,7 +180,8 @@ RELATIONS: dict[str, RelationSig] = {
                     "every field of an active topic that is not hidden (active or compressed)"),
         RelationSig("active_topics", list_of(TOPIC), (), "every active topic in the memory"),
         RelationSig("flagged_topics", list_of(TOPIC), (), "topics with pending revision flags"),
-        RelationSig("interactions", NUMBER, (), "ingest and retrieve transitions so far (n)"),
+        RelationSig("interactions", NUMBER, (), "ingest and retrieve transitions of this scope so far (n)"),
+        RelationSig("scope", TEXT, (), "the scope (tenant) the transition runs in"),
     )
 }
 
@@ -207,7 +208,7 @@ _UNIT_ATTRS = (
 
 ATTRIBUTES: dict[str, dict[str, AttrSig]] = {
     "Topic": _attrs(
-        AttrSig("id", TEXT), AttrSig("title", TEXT), AttrSig("summary", TEXT),
+        AttrSig("id", TEXT), AttrSig("title", TEXT), AttrSig("summary", TEXT), AttrSig("scope", TEXT),
         AttrSig("aliases", list_of(TEXT)), *_UNIT_ATTRS,
         AttrSig("created_at", TIME), AttrSig("updated_at", TIME),
         AttrSig("fields", list_of(FIELD)), AttrSig("field_count", NUMBER),

@@ -68,7 +68,8 @@ def build_mcp(service: Service) -> MCPServer:
         candidate), names of fields faded from view (ask for them by name), and flags
         saying a topic needs review. Recalling reinforces what it returns."""
         request = s.RetrieveRequest(query=query, topic=topic, fields=fields, as_of=as_of, k=k,
-                                    history=include_history, actor="mcp")
+                                    history=include_history, include_archived=False,
+                                    actor="mcp")
         return await call("recall", ops.recall, request)
 
     async def memory_inspect(

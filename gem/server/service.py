@@ -33,6 +33,7 @@ class ServeConfig:
     lock_timeout: float = 10.0          # wait this long for another process's database lock
     max_body: int = 1 << 20             # bytes; larger request bodies get 413
     graceful_timeout: float = 30.0      # seconds a running call may take to finish on SIGTERM
+    reports: str | None = "bench/out"   # the dashboard lists the HTML reports found here
 
 
 class Rejected(GemError):

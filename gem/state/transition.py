@@ -50,6 +50,7 @@ class Committed(Protocol):
     lexical: Any        # LexicalIndex over topic summaries
     vectors: Any        # VectorIndex over topic summaries
     unpaired: dict[str, None]   # titles duplicate detection has not compared yet
+    touched_by: dict[str, Any]  # topic -> the log records that touched it
     paired_at: float | None     # the threshold it last compared them at
 
     def topic_status(self, tid: str) -> str | None: ...
@@ -116,9 +117,13 @@ class Transition:
 
     def __init__(self, cache: CommittedCache, committed: Committed, services: Services, *,
                  op: str, actor: str, now: datetime, counters: Counters, seq: int,
-                 settings: dict[str, Any] | None = None) -> None:
+                 settings: dict[str, Any] | None = None, scope: str = "default") -> None:
         self.cache = cache
         self.committed = committed
+        self.scope = scope
+        # Ids are per scope ("acme:t3"; unprefixed in the default scope): a tenant's ids, and
+        # the orders they break ties in, never depend on what another tenant created.
+        self.prefix = "" if scope == "default" else f"{scope}:"
         self.services = services
         self.op = op
         self.event = op          # the log's event name (forget runs as "tick", for example)
@@ -149,7 +154,11 @@ class Transition:
         self.updated: dict[str, dict[str, Row]] = {t: {} for t in NODE_TABLES}
         self.parent_of: dict[str, str] = {}  # created child -> parent (owning rel made with it)
         self.salience: dict[str, str] = {}   # unit -> table, for units whose salience changed
+        self.deleted: dict[str, dict[str, None]] = {t: {} for t in NODE_TABLES}  # erasure only
+        self.attested: dict[str, str | None] = {}  # other writes' content hashes (policies)
+        self.tombstone: dict[str, Any] | None = None  # what an erasure removed (ids, commitment)
         self.salience_written: list[tuple[str, str, float, Any]] = []  # written behind by the flush
+        self.write_behind_now = False  # bring every stored salience column up to date with it
         self.rels_added: dict[str, list[tuple[str, str, Row]]] = {}
         self.rels_removed: dict[str, list[tuple[str, str]]] = {}
         # writes outside the state's own tables (stored policies), made by the flush in the
@@ -422,6 +431,22 @@ class Transition:
         else:
             self.rels_removed.setdefault(table, []).append((src, dst))
 
+    def delete(self, table: str, key: str, parent: str | None = None) -> None:
+        """Remove a row and its relationships (erasure, the one destructive write). `parent`
+        is the row that owns it, whose child list loses it."""
+        self.get(table, key)
+        self.rows[table][key] = None
+        self.created[table].pop(key, None)
+        self.updated[table].pop(key, None)
+        self.salience.pop(key, None)
+        self.deleted[table][key] = None
+        if parent is not None and table in OWNER_REL:
+            lst = self.child_keys(OWNER_REL[table], parent)
+            if key in lst:
+                lst.remove(key)
+        for own in LISTS_OF.get(table, ()):
+            self.children[own][key] = []
+
     def move_child(self, rel: str, child: str, old_parent: str, new_parent: str) -> None:
         """Re-home a child (an entry to another field, a flag to another topic)."""
         self.child_keys(rel, old_parent).remove(child)
@@ -440,11 +465,11 @@ class Transition:
         self.rels_added.setdefault(rel, []).append((new[0], new[1], {}))
 
     # ------------------------------------------------------------------ units of the state
-    def new_topic(self, title: str, aliases: Sequence[str], scope: str = "default") -> Row:
+    def new_topic(self, title: str, aliases: Sequence[str]) -> Row:
         n = self.counters.next("topic")
         row = self.create("Topic", {
-            "id": f"t{n}", "seq": n, "title": title, "aliases": list(aliases), "strength": 0.0,
-            "last_access": self.now, "status": "active", "scope": scope, "created_at": self.now,
+            "id": f"{self.prefix}t{n}", "seq": n, "title": title, "aliases": list(aliases), "strength": 0.0,
+            "last_access": self.now, "status": "active", "scope": self.scope, "created_at": self.now,
             "annotations": "{}"})
         self.edges[row["id"]] = []
         self.touch_topic(row["id"])
@@ -467,7 +492,7 @@ class Transition:
         arrives already superseded. The field's labels take in the entry's."""
         n = self.counters.next("entry")
         row = self.create("Entry", {
-            "id": f"e{n}", "seq": n, "tx": self.seq, "field_id": fid, "origin_field": fid,
+            "id": f"{self.prefix}e{n}", "seq": n, "tx": self.seq, "field_id": fid, "origin_field": fid,
             "value": value, "valid_at": valid_at, "asserted_at": valid_at,
             "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
             "superseded_tx": self.seq if superseded_by else None,
@@ -479,7 +504,8 @@ class Transition:
         return row
 
     def add_labels(self, table: str, key: str, labels: Sequence[str]) -> None:
-        """Add labels to an entry or a field (a label, once given, stays with its unit)."""
+        """Add labels to an entry or a field (a label, once given, stays with its unit: only
+        an erasure of what stated it takes it away)."""
         row = self.get(table, key)
         have = list(row["labels"] or [])
         more = [x for x in labels if x not in have]
@@ -489,7 +515,7 @@ class Transition:
     def new_observation(self, eid: str, provenance: Row, valid_at: datetime) -> Row:
         n = self.counters.next("observation")
         row = self.create("Observation", {
-            "id": f"o{n}", "seq": n, "entry_id": eid, "valid_at": valid_at,
+            "id": f"{self.prefix}o{n}", "seq": n, "entry_id": eid, "valid_at": valid_at,
             "recorded_at": self.now, **provenance}, parent=eid)
         entry = self.entry(eid)
         assert entry is not None
@@ -504,7 +530,7 @@ class Transition:
     def new_flag(self, tid: str, origin: str | None, policy: str | None, evidence: str) -> Row:
         n = self.counters.next("flag")
         row = self.create("Flag", {
-            "id": f"g{n}", "seq": n, "tx": self.seq, "topic_id": tid, "origin_id": origin,
+            "id": f"{self.prefix}g{n}", "seq": n, "tx": self.seq, "topic_id": tid, "origin_id": origin,
             "policy": policy, "evidence": evidence, "status": "open", "created_at": self.now,
             "cleared_at": None, "cleared_by": None}, parent=tid)
         self.touched.flagged.setdefault(tid, []).append(row["id"])
@@ -571,6 +597,6 @@ LISTS_OF = {"Topic": ("HAS_FIELD", "FLAGS"), "Field": ("HAS_ENTRY",), "Entry": (
 
 
 def topic_order(tid: str) -> tuple[int, str]:
-    """Topics in creation order (ids are "t<seq>")."""
-    digits = tid[1:]
+    """Topics in creation order (ids are "t<seq>", after the scope's prefix)."""
+    digits = tid.rsplit(":", 1)[-1][1:]
     return (int(digits), tid) if digits.isdigit() else (-1, tid)

@@ -121,6 +121,7 @@ class PolicyRow(TypedDict):
 
 class TransitionRow(TypedDict):
     seq: int
+    scope: str                # the scope it changed (id sequences and interactions are per scope)
     op: str
     event: str
     at: datetime
@@ -129,7 +130,11 @@ class TransitionRow(TypedDict):
     policies: str             # JSON list of policies fired, with their evidence
     detail: str               # JSON object
     salience: str             # JSON object: unit -> [strength, last access] it changed to
+    writes: str               # JSON object: unit -> content hash of the row it wrote (null: deleted)
     counters: str             # JSON object: id counters and the interaction count
+    tombstone: str            # JSON object of an erasure (ids, redacted records, commitment), else ""
+    salt: str                 # random, per record: the commitment below is salted with it
+    commit: str               # sha256 over salt and content parts (units ... writes); chained
     prev_hash: str
     hash: str
 

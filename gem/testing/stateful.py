@@ -8,8 +8,8 @@ value, valid time, recording order and polarity, from which the current value, t
 value as of any time and the history length follow by the field-history rules. Rules
 ingest (new values, updates, re-ingests, late-arriving facts, denials, batches, with labels),
 retract, retrieve (text, structured, as-of, history), link, revise (with a reviser that
-handles some topics and declines the others), forget, restore, advance the clock and reload
-the policies. One small invariant per correctness condition C1-C6,
+handles some topics and declines the others), forget, restore, erase a field, act in a second
+scope (ingest with labels, retract, revise), advance the clock and reload the policies. One small invariant per correctness condition C1-C6,
 plus "model and memory agree", runs after every step; every step is `note()`d, so a
 failure prints a readable trace. Shipped in the package so other policy sets (and other
 stores behind the same API) can reuse it.
@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from copy import deepcopy
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -47,6 +48,9 @@ LABELS = st.sampled_from([(), (), ("pii",), ("keep",), ("pii", "keep")])
 # The machine's reviser handles these topics' flags (answering "their values still hold") and
 # declines the others, whose flags stay open.
 REVIEWED = frozenset({"Alpha Project", "Gamma Budget"})
+# A second scope, where the same titles hold other values and labels: what happens there
+# (ingests, retractions, revision) must never show in the default scope, and the reverse.
+TENANT = "tenant"
 
 
 @dataclass
@@ -126,6 +130,7 @@ class GemMachine(RuleBasedStateMachine):
         self.dir = tempfile.mkdtemp(prefix="gem-stateful-")
         self.now = START
         self.model = Model()
+        self.tenant = Model()  # the scope TENANT's (no links there: nothing is flagged)
         if self.policy_files:
             self.policy_sets = {True: list(self.policy_files)}
         else:
@@ -342,6 +347,48 @@ class GemMachine(RuleBasedStateMachine):
         note(f"restore {topic} {fld}")
         self.mem.restore(topic, fld)
 
+    @precondition(lambda self: self.model.histories)
+    @rule(data=st.data())
+    def erase_field(self, data):
+        """Erasure: the field and its whole history go; the rest is untouched."""
+        self.steps += 1
+        topic, fld = data.draw(st.sampled_from(sorted(self.model.histories)))
+        note(f"erase {topic}.{fld}")
+        receipt = self.mem.erase(topic, fld, reason="machine")
+        del self.model.histories[(topic, fld)]
+        self.model.labels.pop((topic, fld), None)  # its labels went with its entries
+        assert self.mem.inspect(topic, fld) is None
+        assert self.mem.verify_erasure(receipt).ok
+
+    @rule(topic=st.sampled_from(TOPICS), fld=st.sampled_from(FIELDS), value=VALUES,
+          labels=LABELS, retract=st.booleans())
+    def in_another_scope(self, topic, fld, value, labels, retract):
+        """Governance in another scope: a fact stated now (an update), or a retraction, then a
+        revision there. Its values, labels and flags stay in that scope."""
+        self.steps += 1
+        other = self.mem.scope(TENANT)
+        key = (topic, fld)
+        before = deepcopy(self.tenant)
+        try:
+            if retract and self.tenant.current(key) is not None:
+                note(f"[{TENANT}] retract {topic}.{fld}")
+                self.tenant.retract(key, self.now)
+                assert other.retract(topic, fld, "wrong in the tenant")
+            else:
+                note(f"[{TENANT}] ingest {topic}.{fld} = {value!r} {list(labels)}")
+                self.tenant.record(key, value, self.now, True)
+                self.tenant.labels.setdefault(key, set()).update(labels)
+                other.ingest(gem.Fact(topic, fld, value, at=self.now, source="tenant",
+                                      labels=list(labels)))
+        except gem.TransitionRejected as exc:
+            assert exc.condition == "C5", f"unexpected in {TENANT}: {exc}"
+            self.tenant = before
+            self.c5_rejections += 1
+            note(f"  rejected by {exc.condition}: {exc.detail}")
+            return
+        report = other.revise()
+        assert report["merged"] == [] and report["flags_open"] == [], report
+
     @rule(days=st.integers(1, 20))
     def advance(self, days):
         self.steps += 1
@@ -385,6 +432,17 @@ class GemMachine(RuleBasedStateMachine):
             view = self.mem.inspect(topic, fld)
             assert view is not None and set(view.labels) == labels, \
                 f"{topic}.{fld}: labels {view and view.labels}, model {labels}"
+
+    @invariant()
+    def scopes_keep_to_themselves(self):
+        other = self.mem.scope(TENANT)
+        for (topic, fld) in self.tenant.histories:
+            view = other.inspect(topic, fld)
+            value, labels = self.tenant.current((topic, fld)), self.tenant.labels[(topic, fld)]
+            assert view is not None and view.value == value and set(view.labels) == labels, \
+                f"[{TENANT}] {topic}.{fld}: {view}, model {value!r} {labels}"
+            if (topic, fld) not in self.model.histories:
+                assert self.mem.inspect(topic, fld) is None, f"{topic}.{fld} leaked from {TENANT}"
 
     @invariant()
     def c4_history_keeps_provenance(self):
