@@ -1,4 +1,4 @@
-"""Erase: the one destructive operator, for privacy (specs/design.md §3).
+"""Erase: the one destructive operator, for privacy (specs/design.md §10).
 
 Forgetting never destroys; erasure does. In one transition it removes what is erased (a topic;
 a field; or, within a topic, everything one source said), recomputes what remains (current
