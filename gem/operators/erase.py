@@ -185,6 +185,8 @@ def _redact(t: Transition, tids: Iterable[str]) -> list[int]:
         if record["salt"]:
             survivors.update(json.loads(record["writes"]))
             survivors.update(json.loads(record["units"]))
+            # a read's record holds salience of units it neither wrote nor lists as touched
+            survivors.update(json.loads(record["salience"] or "{}"))
     survivors -= gone
     erased_topics = {k for k in t.deleted["Topic"]}
     survivors = {k for k in survivors if k.split("|", 1)[0] not in ("Policy", "Meta")
