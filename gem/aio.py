@@ -34,7 +34,7 @@ T = TypeVar("T")
 DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "restore",
              "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies",
              "retract", "pending_revisions",
-             "scopes", "head", "erase", "erase_all", "verify_erasure", "compact",
+             "scopes", "head", "erase", "erase_all", "verify_erasure", "compact", "export",
              "topics", "titles", "graph", "salience_history", "recent_transitions")
 # Lifecycle, scheduling and views, written out below: they manage the worker itself.
 _NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance", "scope")
@@ -116,6 +116,7 @@ class AsyncMemory:
     erase_all = _delegate("erase_all")
     verify_erasure = _delegate("verify_erasure")
     compact = _delegate("compact")
+    export = _delegate("export")
 
     def scope(self, name: str) -> "AsyncMemory":
         """A view confined to scope `name` (see `Memory.scope`), on this same worker thread."""

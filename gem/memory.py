@@ -7,11 +7,12 @@ import os
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, overload
+from typing import IO, Any, Callable, Iterable, Sequence, overload
 
 from . import attest
 from . import audit as audit_mod
 from . import history as history_rules
+from . import transfer
 from .derived import DEFAULT_SCOPE, Progress, Summarizer
 from .embed import Embedder, default_embedder
 from .engine import Engine, utc_now
@@ -35,7 +36,7 @@ from .resolve import Resolver, TieredResolver
 from .runtime import available_actions
 from .state.transition import Transition
 from .store import open_store, queries
-from .units import TopicId
+from .transfer import TransferReport
 
 log = logging.getLogger("gem")
 
@@ -408,6 +409,15 @@ class Memory:
             engine.save_snapshot()
             return {"bytes_before": before, "bytes_after": _disk_bytes(self.path)}
 
+    def export(self, dest: str | Path | IO[str], progress: Progress | None = None) -> TransferReport:
+        """Write the whole database (every scope, the log included) as JSON Lines to `dest`, a
+        path or a text stream (gem/transfer.py). `gem.import_jsonl` loads it into an empty
+        database, on either engine, with the same state. Changes nothing."""
+        self._check_open()
+        if self._root is not None:
+            raise InvalidInput("export the memory, not a scope view: the file holds every scope")
+        return transfer.export_jsonl(self._engine.store, dest, progress)
+
     def start_maintenance(self, every: float | timedelta = 3600.0) -> None:
         """Run `maintain` in the background every `every` seconds (APScheduler). Runs are
         serialised with client transitions by the store's write lock; a failing run is
@@ -725,6 +735,36 @@ class Memory:
 def _disk_bytes(path: str) -> int:
     return sum(os.path.getsize(path + s) for s in ("", ".wal") if os.path.exists(path + s))
 _LOG_HEADS = ("seq", "op", "event", "at", "actor", "units", "prev_hash", "hash")
+
+
+def import_jsonl(source: str | Path | IO[str], path: str | Path, *, engine: str = "kuzu",
+                 embedder: Embedder | None = None,
+                 progress: Progress | None = None) -> TransferReport:
+    """Load an export (`Memory.export`, `gem export`) into a new database at `path`, where no
+    database is or an empty one. The database is built beside `path` and moved there only
+    once it audits clean (every row hash against the log, the chain, C1-C6) and its log ends
+    at the head the export names; on any error nothing is left at `path`."""
+    path = str(path)
+    transfer.target_is_empty(path, engine)
+    building = path + transfer.IMPORTING
+    transfer.remove(building)
+    try:
+        header, records, digest = transfer.load(source, building, engine, progress)
+        memory = open(building, engine=engine, embedder=embedder, create=False, progress=progress)
+        try:
+            report = memory.audit(full=True, progress=progress)
+            if not report.ok:
+                raise InvalidInput(f"the imported database fails the audit: {report.violations[:3]}")
+            head, named = memory.head(), header.get("head")
+            if named is not None and (head["seq"], head["hash"]) != (named.get("seq"), named.get("hash")):
+                raise InvalidInput("the imported log does not end at the head the export names")
+        finally:
+            memory.close()
+        transfer.move_into_place(building, path)
+    except BaseException:
+        transfer.remove(building)
+        raise
+    return transfer.TransferReport(path, records, head["seq"], head, digest)
 
 
 def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,

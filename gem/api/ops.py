@@ -298,6 +298,12 @@ def log(mem: Memory, since: int = 0, limit: int = 100) -> s.LogPage:
     return s.LogPage(records=out, next_since=page[-1]["seq"] if more else None)
 
 
+def recent_log(mem: Memory, limit: int = 100) -> s.LogPage:
+    """The newest `limit` transitions (of the memory, or of a scope view), oldest first."""
+    newest = mem.recent_transitions(limit, details=False)
+    return log(mem, newest[-1]["seq"] - 1 if newest else 0, limit)
+
+
 def policies(mem: Memory) -> s.PoliciesResult:
     current = mem.policies
     return s.PoliciesResult(names=[p.name for p in current.policies], hash=current.hash,

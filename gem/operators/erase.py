@@ -1,4 +1,4 @@
-"""Erase: the one destructive operator, for privacy (specs/design.md §3).
+"""Erase: the one destructive operator, for privacy (specs/design.md §10).
 
 Forgetting never destroys; erasure does. In one transition it removes what is erased (a topic;
 a field; or, within a topic, everything one source said), recomputes what remains (current
@@ -195,6 +195,8 @@ def _redact(t: Transition, tids: Iterable[str]) -> list[int]:
         if record["salt"]:
             survivors.update(json.loads(record["writes"]))
             survivors.update(json.loads(record["units"]))
+            # a read's record holds salience of units it neither wrote nor lists as touched
+            survivors.update(json.loads(record["salience"] or "{}"))
     survivors -= gone
     erased_topics = {k for k in t.deleted["Topic"]}
     survivors = {k for k in survivors if k.split("|", 1)[0] not in ("Policy", "Meta")

@@ -26,6 +26,7 @@ from ..dashboard.html import CSP, viewing
 from ..derived import DEFAULT_SCOPE
 from ..errors import GemError, InvalidInput, StoreLocked, UnknownUnit
 from ..units import TopicId
+from .keys import ALL_SCOPES, scope_of_request
 from .service import NotReady, Service
 
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
@@ -79,16 +80,23 @@ def build_dashboard(service: Service) -> APIRouter:
 
     async def render(fn: Callable[[Any], str], request: Request | None = None) -> HTMLResponse:
         """`fn(memory)` on the memory's worker (it reads the query and builds the page); with
-        `?scope=NAME`, `fn` gets that scope's view and every link on the page stays in it."""
-        scope = (request.query_params.get("scope") or "").strip() if request else ""
+        `?scope=NAME`, `fn` gets that scope's view and every link on the page stays in it. A
+        key for one scope (gem/server/keys.py) sees that scope only: any other is not found."""
+        asked = (request.query_params.get("scope") or "").strip() if request else ""
+        granted = scope_of_request(request) if request else None
+        confined = granted not in (None, ALL_SCOPES)
+        if confined and asked and asked != granted:
+            return _html(pages.error("Not found", f"no scope named {asked!r}", where), 404)
+        scope = granted if confined else asked
 
         def in_scope(mem: Any) -> str:
-            view = mem.scope(scope) if scope and scope != DEFAULT_SCOPE else mem
-            with viewing(scope if view is not mem else None, mem.scopes()):
+            view = mem.scope(scope) if scope and (confined or scope != DEFAULT_SCOPE) else mem
+            offered: list[str] = [scope] if confined and scope else mem.scopes()
+            with viewing(scope if view is not mem else None, offered):
                 return fn(view)
 
         try:
-            return _html(await service.call("dashboard", in_scope))
+            return _html(await service.call("dashboard", in_scope, scope=None))
         except UnknownUnit as exc:
             return _html(pages.error("Not found", str(exc), where), 404)
         except InvalidInput as exc:

@@ -16,6 +16,7 @@ from ..api import ops
 from ..api import schemas as s
 from ..errors import GemError, InvalidInput, PolicyError, StoreLocked, UnknownUnit
 from .dashboard import build_dashboard
+from .keys import KeyAuth
 from .service import NotReady, Rejected, Service
 
 log = logging.getLogger("gem.server")
@@ -234,7 +235,10 @@ def build_app(service: Service, *, lifespan: Any = None, mcp_routes: list | None
     app.add_exception_handler(RequestValidationError, _validation_error)
     for route in mcp_routes or ():
         app.router.routes.append(route)
-    return AccessLog(BodyLimit(app, service.config.max_body), service)
+    guarded: Any = BodyLimit(app, service.config.max_body)
+    if service.config.keys is not None:  # before the body is read: no key, no work
+        guarded = KeyAuth(guarded, service.config.keys)
+    return AccessLog(guarded, service)
 
 
 __all__ = ["build_app", "build_router", "ERRORS", "BodyLimit"]

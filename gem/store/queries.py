@@ -57,6 +57,12 @@ def add_missing_columns(tx: Tx) -> None:
                 tx.run(add_column(table.name, column))
 
 
+def create_tables(tx: Tx) -> None:
+    """The tables only, nothing in them (an import brings its own Meta rows)."""
+    for statement in ddl():
+        tx.run(statement)
+
+
 def meta_get(tx: Tx, key: str) -> str | None:
     return tx.scalar("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": key})
 
@@ -494,6 +500,16 @@ def stream_rows(tx: Tx, table: str, order: str | None = None) -> Iterator[Row]:
     order_by = f" ORDER BY n.{order}" if order else ""
     for values in tx.stream(f"MATCH (n:{table}) RETURN {_returns('n', cols)}{order_by}"):
         yield dict(zip(cols, values))
+
+
+def stream_rels(tx: Tx, rel: str) -> Iterator[tuple[str, str, Row]]:
+    """(source key, target key, properties) of every relationship of one table."""
+    spec = RELS[rel]
+    cols = spec.columns
+    returns = "".join(f", r.{c}" for c in cols)
+    for a, b, *values in tx.stream(f"MATCH (a:{spec.source})-[r:{rel}]->(b:{spec.target}) "
+                                   f"RETURN a.id, b.id{returns}"):
+        yield a, b, dict(zip(cols, values))
 
 
 def count_owned(tx: Tx, rel: str) -> int:
