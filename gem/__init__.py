@@ -5,22 +5,26 @@
         mem.ingest(gem.Fact("Website Redesign", "deadline", "March 15"))
         mem.retrieve("deadline of the website redesign").value("Website Redesign", "deadline")
 """
+__version__ = "0.1.0"  # first: modules below read it while this package is importing
+
 from .embed import Embedder, HashingEmbedder, MiniLMEmbedder
 from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, PolicySyntaxError,
                      StoreError, StoreLocked, TransitionRejected, UnknownUnit)
 from .aio import AsyncMemory
-from .memory import Memory, open
-from .model import (AuditReport, Episode, EpisodeView, Explanation, Fact, FieldView,
-                    HistoryEntry, IngestResult, Provenance, RetrieveResult, TopicView)
+from .memory import Memory, import_jsonl, open
+from .model import (AuditReport, DroppedFact, Episode, EpisodeView, Explanation, Fact, FieldView,
+                    FlagView, HistoryEntry, IngestResult, PendingRevision, Provenance, Resolution,
+                    RetrieveResult, TopicView)
 from .resolve import Resolver, TieredResolver
-
-__version__ = "0.1.0"
+from .transfer import TransferReport
+from .units import TopicId
 
 __all__ = [
-    "open", "Memory", "AsyncMemory", "Fact", "Episode", "EpisodeView", "Embedder",
-    "HashingEmbedder", "MiniLMEmbedder", "Resolver", "TieredResolver",
+    "open", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact", "Episode",
+    "EpisodeView", "Embedder", "HashingEmbedder", "MiniLMEmbedder", "Resolver", "TieredResolver",
     "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
-    "RetrieveResult", "TopicView",
+    "RetrieveResult", "TopicView", "TopicId", "PendingRevision", "FlagView", "DroppedFact",
+    "Resolution",
 ]

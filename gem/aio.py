@@ -32,9 +32,12 @@ T = TypeVar("T")
 # docs. tests/test_aio.py checks that every public Memory method is either here or in
 # _NOT_DELEGATED, so a method added to Memory cannot be forgotten.
 DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "restore",
-             "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies")
-# Lifecycle and scheduling, written out below: they manage the worker itself.
-_NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance")
+             "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies",
+             "retract", "pending_revisions",
+             "scopes", "head", "erase", "erase_all", "verify_erasure", "compact", "export",
+             "topics", "titles", "graph", "salience_history", "recent_transitions")
+# Lifecycle, scheduling and views, written out below: they manage the worker itself.
+_NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance", "scope")
 
 
 def _delegate(name: str) -> Callable[..., Any]:
@@ -58,6 +61,7 @@ class AsyncMemory:
         self._executor = _executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="gem-worker")
         self._closed = False
         self._maintenance: asyncio.Task[None] | None = None
+        self._view = False
         self.maintenance_runs = 0      # scheduled maintenance runs that committed
         self.maintenance_failures = 0  # and those that were rolled back (retried next interval)
 
@@ -99,6 +103,26 @@ class AsyncMemory:
     transitions = _delegate("transitions")
     audit = _delegate("audit")
     load_policies = _delegate("load_policies")
+    retract = _delegate("retract")
+    pending_revisions = _delegate("pending_revisions")
+    topics = _delegate("topics")
+    titles = _delegate("titles")
+    graph = _delegate("graph")
+    salience_history = _delegate("salience_history")
+    recent_transitions = _delegate("recent_transitions")
+    scopes = _delegate("scopes")
+    head = _delegate("head")
+    erase = _delegate("erase")
+    erase_all = _delegate("erase_all")
+    verify_erasure = _delegate("verify_erasure")
+    compact = _delegate("compact")
+    export = _delegate("export")
+
+    def scope(self, name: str) -> "AsyncMemory":
+        """A view confined to scope `name` (see `Memory.scope`), on this same worker thread."""
+        view = AsyncMemory(self._memory.scope(name), _executor=self._executor)
+        view._view = True
+        return view
 
     @property
     def memory(self) -> Memory:
@@ -122,8 +146,10 @@ class AsyncMemory:
         """Run `maintain` every `every` seconds as a task of the running loop, on the same
         worker thread as every other call (Memory.start_maintenance uses a thread of its
         own instead). A failing run is logged and retried at the next interval."""
+        if not isinstance(every, (int, float, timedelta)) or isinstance(every, bool):
+            raise InvalidInput(f"every must be seconds or a timedelta, got {type(every).__name__}")
         seconds = every.total_seconds() if isinstance(every, timedelta) else float(every)
-        if seconds <= 0:
+        if not seconds > 0:
             raise InvalidInput("every must be a positive number of seconds")
         if self._closed:
             raise GemError("this memory is closed")
@@ -164,6 +190,9 @@ class AsyncMemory:
             return
         await self.stop_maintenance()
         self._closed = True
+        if self._view:  # a scope view shares its memory's worker: ending it ends only the view
+            self._memory.close()
+            return
         loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(self._executor, self._memory.close)

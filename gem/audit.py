@@ -7,74 +7,99 @@ memory stays bounded by one field's history, and reports every violation it find
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable
 
-from . import conditions
+from . import attest, conditions
 from .derived import GENESIS, Progress
 from .model import AuditReport, Violation
 from .pipeline import chain_hash
 from .store import queries
 from .store.schema import Row
+from .units import is_episode
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 
 def decode(row: Row) -> dict[str, Any]:
-    """A transition-log record with its JSON columns decoded, as stored (and hashed)."""
-    return {"seq": row["seq"], "op": row["op"], "event": row["event"], "at": row["at"],
-            "actor": row["actor"], "units": json.loads(row["units"]),
-            "policies": json.loads(row["policies"]), "detail": json.loads(row["detail"]),
-            "salience": json.loads(row["salience"] or "{}"),
-            "prev_hash": row["prev_hash"], "hash": row["hash"]}
+    """A transition-log record with its JSON columns decoded, as stored (and hashed). A
+    redacted record (erasure) has no salt, and its content parts are None."""
+    redacted = not row["salt"]
+    record = {"seq": row["seq"], "scope": row["scope"], "op": row["op"], "event": row["event"],
+              "at": row["at"], "actor": row["actor"], "counters": json.loads(row["counters"]),
+              "tombstone": json.loads(row["tombstone"]) if row["tombstone"] else None,
+              "salt": row["salt"], "commit": row["commit"], "redacted": redacted,
+              "prev_hash": row["prev_hash"], "hash": row["hash"]}
+    for name in attest.PARTS:
+        record[name] = None if redacted else json.loads(row[name])
+    return record
 
 
 def log_entry(row: Row) -> dict[str, Any]:
     """A transition-log record as callers see it: every policy call listed on its own."""
     record = decode(row)
-    calls = []
-    for item in record["policies"]:
-        call = {k: v for k, v in item.items() if k != "n"}
-        calls += [dict(call) for _ in range(item.get("n", 1))]
-    record["policies"] = calls
+    del record["salt"]
+    if record["policies"] is not None:
+        calls = []
+        for item in record["policies"]:
+            call = {k: v for k, v in item.items() if k != "n"}
+            calls += [dict(call) for _ in range(item.get("n", 1))]
+        record["policies"] = calls
     return record
 
 
-def verify_chain(records: Iterable[dict[str, Any]], start: str = GENESIS) -> tuple[bool, int | None, int]:
+def record_problem(previous: str, record: dict[str, Any]) -> str | None:
+    """Why a record does not continue the chain from `previous`, or None."""
+    if not record["redacted"] and \
+            attest.commitment(record["salt"], record) != record["commit"]:
+        return "its content does not match its commitment"
+    body = {"seq": record["seq"], "scope": record["scope"], "op": record["op"],
+            "event": record["event"], "at": record["at"].isoformat(), "actor": record["actor"],
+            "counters": record["counters"], "tombstone": record["tombstone"],
+            "commit": record["commit"]}
+    if record["prev_hash"] != previous or record["hash"] != chain_hash(previous, body):
+        return "the hash chain is broken here"
+    return None
+
+
+def verify_chain(records: Iterable[dict[str, Any]], start: str = GENESIS,
+                 expected: dict[str, Any] | None = None) -> tuple[bool, int | None, int]:
     """(chain intact, first broken record, records checked), from the hash `start`, over
     records as stored (`decode`)."""
     previous, checked = start, 0
     for record in records:
-        body = {"seq": record["seq"], "op": record["op"], "event": record["event"],
-                "at": record["at"].isoformat(), "actor": record["actor"], "units": record["units"],
-                "policies": record["policies"], "detail": record["detail"],
-                "salience": record["salience"]}
         checked += 1
-        if record["prev_hash"] != previous or record["hash"] != chain_hash(previous, body):
+        if record_problem(previous, record) is not None:
             return False, record["seq"], checked
         previous = record["hash"]
     return True, None, checked
 
 
-def audit(engine: "Engine", *, full: bool = False, progress: Progress | None = None) -> AuditReport:
-    """C1-C6 and the hash chain: over everything with `full`, otherwise over what changed
-    since the last clean audit (its head is kept with the derived state), or everything when
-    there was none."""
+def audit(engine: "Engine", *, full: bool = False, progress: Progress | None = None,
+          expected_head: dict[str, Any] | None = None) -> AuditReport:
+    """C1-C6, the state against what the log attests, and the hash chain: over everything with
+    `full`, otherwise over what changed since the last clean audit (its head is kept with the
+    derived state), or everything when there was none. `expected_head` ({"seq", "hash"},
+    exported earlier with `Memory.head()`) anchors the log outside the database: a log cut
+    short of it, or rewritten up to it, fails."""
     checkpoint = engine.derived.audit_checkpoint
-    if full or checkpoint is None or checkpoint[0] > engine.seq:
-        report = _full(engine, progress)
+    if full or checkpoint is None or checkpoint[0] > engine.seq or \
+            (expected_head is not None and int(expected_head["seq"]) <= checkpoint[0]):
+        report = _full(engine, progress, expected_head)
     else:
-        report = _since(engine, checkpoint, progress)
+        report = _since(engine, checkpoint, progress, expected_head)
     if report.ok:
         engine.derived.audit_checkpoint = (engine.seq, engine.derived.hash)
     return report
 
 
 def _report(engine: "Engine", found: list[tuple[str, str | None, str]], checked: dict[str, int],
-            chain: tuple[bool, int | None], active: int, since: int) -> AuditReport:
-    settings = engine.read(lambda t: t.settings)
-    found += conditions.c5_bounded_active_state(active, settings.get("active_bound"),
-                                                engine.counters.interactions)
+            chain: tuple[bool, int | None], active: dict[str, int], since: int) -> AuditReport:
+    for scope, count in sorted(active.items()):  # C5 holds per scope, with that scope's n
+        t = engine.read(lambda t: t, scope)
+        found += [(c, u or scope, d) for c, u, d in conditions.c5_bounded_active_state(
+            count, t.settings.get("active_bound"), t.counters.interactions)]
     violations = [Violation(condition=c, unit=u, detail=d) for c, u, d in found]
     chain_ok, broken_at = chain
     if not chain_ok:
@@ -91,7 +116,127 @@ def _check_history(fid: str, history: list[Row]) -> list[tuple[str, str | None, 
                                       lambda e: True)]
 
 
-def _full(engine: "Engine", progress: Progress | None) -> AuditReport:
+class LogScan:
+    """One pass over the log: the chain, what each unit's last writer attested, the salience
+    the stored columns must hold, which records were redacted by which erasure, and that its
+    times never decrease."""
+
+    def __init__(self, start: str = GENESIS, salience_seq: int = 0,
+                 start_at: datetime | None = None) -> None:
+        self.previous = start
+        self.previous_at = start_at  # the time of the record before the first
+        self.backwards: list[tuple[int, datetime, datetime]] = []
+        self.broken: int | None = None
+        self.checked = 0
+        self.salience_seq = salience_seq
+        self.latest: dict[str, tuple[int, str | None]] = {}
+        self.salience: dict[str, tuple[int, list[Any]]] = {}   # expected in the stored columns
+        self.redacted: set[int] = set()
+        self.tombstoned: set[int] = set()
+        self.head: tuple[int, str] | None = None
+        self.hashes: dict[int, str] = {}
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.checked += 1
+        seq = record["seq"]
+        if self.broken is None and record_problem(self.previous, record) is not None:
+            self.broken = seq
+        self.previous = record["hash"]
+        # The engine never goes back in time (it takes the later of its clock and the last
+        # transition's time), so a record earlier than the one before it was written otherwise.
+        if self.previous_at is not None and record["at"] < self.previous_at:
+            self.backwards.append((seq, record["at"], self.previous_at))
+        self.previous_at = record["at"]
+        self.head = (seq, record["hash"])
+        self.hashes[seq] = record["hash"]
+        if record["tombstone"]:
+            self.tombstoned.update(record["tombstone"].get("redacted", []))
+        if record["redacted"]:
+            self.redacted.add(seq)
+            return
+        for key, value in record["writes"].items():
+            self.latest[key] = (seq, value)
+        for key, value in record["salience"].items():
+            if seq <= self.salience_seq or key not in self.salience:
+                self.salience[key] = (seq, value)
+
+    def violations(self) -> list[tuple[str, str | None, str]]:
+        found: list[tuple[str, str | None, str]] = [
+            ("log", str(seq), "record redacted without an erasure that names it")
+            for seq in sorted(self.redacted - self.tombstoned)]
+        found += [("log", str(seq), f"recorded at {at.isoformat()}, before the transition before "
+                                    f"it ({before.isoformat()})") for seq, at, before in self.backwards]
+        return found
+
+
+def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None) -> list[tuple[str, str | None, str]]:
+    """Every stored row (or only the units of `keys`) against the hash its last writer in
+    `scan` attested; with every row, the stored salience columns against the log too."""
+    found: list[tuple[str, str | None, str]] = []
+    seen: set[str] = set()
+
+    def check(key: str, digest: str) -> None:
+        seen.add(key)
+        written = scan.latest.get(key)
+        if written is None:
+            found.append(("state", key, "no transition wrote this"))
+        elif written[1] is None:
+            found.append(("state", key, f"transition {written[0]} deleted this, but it is stored"))
+        elif written[1] != digest:
+            found.append(("state", key, f"differs from what transition {written[0]} wrote"))
+
+    for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
+        rows = queries.stream_rows(tx, table) if keys is None else \
+            queries.read_rows(tx, table, sorted(k for k in keys if "|" not in k))
+        for row in rows:
+            check(row["id"], attest.row_hash(table, row))
+            if keys is None and table in ("Topic", "Field", "Episode"):
+                expected = scan.salience.get(row["id"])
+                stored = [row["strength"], row["last_access"].isoformat()]
+                if expected is not None and expected[1] != stored:
+                    found.append(("state", row["id"], f"stored salience {stored} is not what the log "
+                                                      f"says ({expected[1]}, transition {expected[0]})"))
+    edge_keys = None if keys is None else {k for k in keys if k.split("|", 1)[0] in attest.EDGE_KINDS}
+    if keys is None:
+        edges = [(table, a, b, props) for table in attest.EDGE_KINDS
+                 for a, b, props in queries.scan_edges(tx, table)]
+    else:
+        ends = sorted({k.split("|")[1] for k in edge_keys or ()})
+        edges = queries.read_edges(tx, ends) if ends else []
+    for table, a, b, props in edges:
+        key = attest.edge_key(table, a, b)
+        if edge_keys is None or key in edge_keys:
+            check(key, attest.edge_hash(table, props))
+    for row in queries.stored_policies(tx):
+        key = f"Policy|{row['name']}"
+        if keys is None or key in keys:
+            check(key, attest.row_hash("Policy", row))
+    sources = queries.meta_get(tx, "policy_sources")
+    if sources is not None and (keys is None or "Meta|policy_sources" in keys):
+        check("Meta|policy_sources", attest.text_hash(sources))
+    for key, (seq, digest) in sorted(scan.latest.items()):
+        if digest is not None and key not in seen and (keys is None or key in keys):
+            found.append(("state", key, f"missing: transition {seq} wrote it"))
+    return found
+
+
+def _head(scan: LogScan, expected: dict[str, Any] | None) -> list[tuple[str, str | None, str]]:
+    """The log must reach an anchored head, with that hash (truncation, re-chaining)."""
+    if expected is None:
+        return []
+    seq, digest = int(expected["seq"]), str(expected["hash"])
+    have = scan.hashes.get(seq)
+    if have is None:
+        return [("log", str(seq), f"the log ends at {scan.head[0] if scan.head else 0}, before the "
+                                  f"anchored head {seq}")]
+    if have != digest:
+        return [("log", str(seq), "the record at the anchored head has another hash: the log "
+                                  "was rewritten")]
+    return []
+
+
+def _full(engine: "Engine", progress: Progress | None,
+          expected_head: dict[str, Any] | None = None) -> AuditReport:
     found: list[tuple[str, str | None, str]] = []
     with engine.store.reading() as tx:
         n_fields = queries.count(tx, "Field")
@@ -118,37 +263,50 @@ def _full(engine: "Engine", progress: Progress | None) -> AuditReport:
         found += conditions.c4_episodes(queries.stream_rows(tx, "Episode"))
         found += conditions.c3_trajectory(queries.updates_of_extended_topics(tx),
                                           queries.flags_by_transition(tx))
-        active = queries.status_counts(tx)["fields"].get("active", 0)
+        active = queries.active_fields_by_scope(tx)
         found += conditions.c6_strengths(queries.negative_strengths(tx))
         found += conditions.c6_strengths((key, s) for key, (_, s, _) in
                                          engine.derived.pending_salience.items())
         checked = {"C1": fields, "C2": fields, "C3": queries.count_rels(tx, "EXTENDS"),
                    "C4": entries, "C5": 1,
                    "C6": queries.count(tx, "Transition", "n.op = 'retrieve'")}
-        chain_ok, broken_at, _ = verify_chain(
-            decode(r) for r in queries.stream_rows(tx, "Transition", order="seq"))
+        scan = LogScan(salience_seq=int(queries.meta_get(tx, "salience_seq") or 0))
+        for record in queries.stream_rows(tx, "Transition", order="seq"):
+            scan.add(decode(record))
+        found += scan.violations()
+        found += _attest(tx, scan)
+        chain_ok, broken_at = scan.broken is None, scan.broken
+        found += _head(scan, expected_head)
     if progress is not None:
         progress("audit histories", fields, n_fields)
     return _report(engine, found, checked, (chain_ok, broken_at), active, 0)
 
 
-def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | None) -> AuditReport:
+def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | None,
+           expected_head: dict[str, Any] | None = None) -> AuditReport:
     """What the transitions after a clean audit touched: their fields' histories and
-    observations, the updates they made of extended topics, their units' strengths, and the
-    chain from the audited head on (whose record must still carry the audited hash)."""
+    observations, the updates they made of extended topics, the rows they wrote against what
+    they attested, their units' strengths, and the chain from the audited head on (whose
+    record must still carry the audited hash)."""
     seq, head = checkpoint
     found: list[tuple[str, str | None, str]] = []
     with engine.store.reading() as tx:
         anchor = queries.transitions(tx, seq - 1, seq) if seq else []
         records = [decode(r) for r in queries.transitions(tx, seq)]
+        scan = LogScan(start=head if seq else GENESIS, start_at=anchor[0]["at"] if anchor else None)
+        for record in records:
+            scan.add(record)
         if seq and (not anchor or anchor[0]["hash"] != head):
             chain: tuple[bool, int | None] = (False, seq)
         else:
-            ok, broken, _ = verify_chain(records, start=head if seq else GENESIS)
-            chain = (ok, broken)
-        units = sorted({u for r in records for u in r["units"]})
+            chain = (scan.broken is None, scan.broken)
+        found += scan.violations()
+        found += _attest(tx, scan, keys=set(scan.latest))
+        found += _head(scan, expected_head) if expected_head and int(expected_head["seq"]) > seq else []
+        units = sorted({u for r in records for u in (r["units"] or ())})
         fids = [u for u in units if "/" in u]
-        tids = [u for u in units if "/" not in u]
+        tids = [u for u in units if "/" not in u and not is_episode(u)]
+        eps = [u for u in units if is_episode(u)]
         histories: dict[str, list[Row]] = {f: [] for f in fids}
         for i in range(0, len(fids), 1000):
             for fid, entry in queries.read_children(tx, "HAS_ENTRY", fids[i:i + 1000]):
@@ -166,10 +324,10 @@ def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | N
         found += conditions.c3_trajectory(queries.updates_of_extended_topics(tx, since=seq),
                                           queries.flags_by_transition(tx))
         strengths = [(r["id"], engine.derived.patch(table, r)["strength"])
-                     for table, keys in (("Topic", tids), ("Field", fids))
+                     for table, keys in (("Topic", tids), ("Field", fids), ("Episode", eps))
                      for r in queries.read_rows(tx, table, keys)]
         found += conditions.c6_strengths(strengths)
-        active = queries.status_counts(tx)["fields"].get("active", 0)
+        active = queries.active_fields_by_scope(tx)
     checked = {"C1": len(fids), "C2": len(fids), "C3": len(tids), "C4": entries, "C5": 1,
                "C6": sum(1 for r in records if r["op"] == "retrieve")}
     return _report(engine, found, checked, chain, active, seq)

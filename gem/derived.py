@@ -1,20 +1,25 @@
 """Derived state: everything gem computes from the database to answer quickly.
 
-The database is the single source of truth. Derived from it, and kept here:
+The database is the single source of truth. Derived from it, and kept here, per scope
+(`ScopeState`; `DerivedState` holds one per scope and what is global: the log head, the
+salience written behind, the last clean audit):
 
-- the name directory (exact and normalised titles and aliases -> topic) and title vectors,
+- the name directory (titles and aliases, exact and by canonical key -> topics) and title vectors,
   which the resolver reads to choose a fact's host topic;
 - topic summaries (title and current visible values, by the summariser) and the lexical
   (BM25) and vector indexes over them, which free-text retrieval searches;
 - salience columns (strength, last access, status) of every topic and field, which answer the
   global questions no key lookup can: which units faded below a salience, which topics are the
-  most salient, how many fields are active (C5);
-- the topics with open revision flags, and the log head (sequence number, hash, counters);
+  most salient, how many fields are active (C5); and the labels of the fields that have any,
+  which give them their own half-life (`label_half_life`);
+- the topics with open revision flags, the id counters, and which log records touched each
+  topic and episode (an erasure redacts them);
 - the unit indexes free-text retrieval ranks: one document per field (its topic's names, its
   name and current value) and per episode (speaker and text), in a lexical index over search
   terms and a vector index, with each unit's valid time (for `between`). Forgotten units stay
   in them, so a strong cue can still recall them (issue 10); like summaries they are
-  refreshed lazily, by the next free-text retrieval.
+  refreshed lazily, by the next free-text retrieval;
+- globally, the log head (sequence number, hash, and time: no transition is earlier).
 
 It changes only after a commit (`apply`), from the committed transition's rows, so a rejected
 transition leaves no trace here. Summaries and their index entries are refreshed lazily: a
@@ -27,16 +32,18 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 import os
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from .history import is_retraction
 from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
 from .store.schema import Row
-from .text import normalise, value_text
+from .text import name_key, value_text
 from .units import unit_table
 
 if TYPE_CHECKING:
@@ -48,6 +55,7 @@ Summarizer = Callable[[str, dict[str, Any]], str]
 Progress = Callable[[str, int, int], None]
 GENESIS = "0" * 64
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+DEFAULT_SCOPE = "default"
 TOPIC_STATUS = ("active", "archived")
 FIELD_STATUS = ("active", "compressed", "hidden")
 EPISODE_STATUS = ("active", "hidden")
@@ -105,49 +113,101 @@ class SalienceTable:
         row = self.row_of.get(key)
         return None if row is None else self.names[int(self.status[row])]
 
-    def salience(self, now: datetime, half_life: timedelta) -> np.ndarray:
-        """Salience now of every row: s = 1 - exp(-x), decayed by 2^(-age / half_life)."""
+    def remove(self, key: str) -> None:
+        """Forget a unit (erasure). Its row stays, empty and matched by no status, so the rows
+        of the others (and fields' owner rows) do not move."""
+        row = self.row_of.pop(key, None)
+        if row is not None:
+            self.ids[row] = ""
+            self.status[row] = len(self.names)
+
+    def salience(self, now: datetime, half_life: timedelta,
+                 per_row: np.ndarray | None = None) -> np.ndarray:
+        """Salience now of every row: s = 1 - exp(-x), decayed by 2^(-age / half_life), with
+        `per_row` half-lives in seconds where given (inf: no decay)."""
         n = len(self.ids)
         s = -np.expm1(-np.maximum(self.strength[:n], 0.0))
         age = np.maximum(_seconds(now) - self.last[:n], 0.0)
         age = np.where(np.isnan(age), 0.0, age)
-        return s * np.exp2(-age / half_life.total_seconds())
+        return s * np.exp2(-age / (half_life.total_seconds() if per_row is None else per_row))
 
     def mask(self, statuses: Iterable[str]) -> np.ndarray:
         codes = [self.codes[s] for s in statuses]
         return np.isin(self.status[:len(self.ids)], codes)
 
 
+def topic_seq(tid: str) -> int:
+    """A topic's creation order in its scope, from its id ("t<seq>", after the scope's prefix)."""
+    digits = tid.rsplit(":", 1)[-1][1:]
+    return int(digits) if digits.isdigit() else -1
+
+
 class NameDirectory:
-    """Titles and aliases -> topic: the exact name, and its normalised form."""
+    """Titles and aliases -> the topics that hold them, by exact name and by canonical key
+    (gem.text.name_key). A name may have several holders: a merged-away topic keeps its title,
+    which its survivor holds as an alias. Holders are kept in creation order; which one a lookup
+    finds is decided by the reader (`choose`), who knows the topics' statuses."""
 
     def __init__(self) -> None:
-        self.by_name: dict[str, str] = {}
-        self.by_norm: dict[str, str] = {}
+        self.by_name: dict[str, list[str]] = {}
+        self.by_key: dict[str, list[str]] = {}
         self.names_of: dict[str, list[str]] = {}
         self.title_of: dict[str, str] = {}
 
-    def set(self, tid: str, title: str, aliases: Sequence[str]) -> None:
+    @staticmethod
+    def _drop(index: dict[str, list[str]], key: str, tid: str) -> None:
+        holders = index.get(key)
+        if holders and tid in holders:
+            holders.remove(tid)
+            if not holders:
+                del index[key]
+
+    @staticmethod
+    def _add(index: dict[str, list[str]], key: str, tid: str) -> None:
+        holders = index.setdefault(key, [])
+        if tid not in holders:
+            holders.append(tid)
+            holders.sort(key=topic_seq)
+
+    def drop(self, tid: str) -> None:
+        """Forget every name of `tid` (it is renamed, or erased)."""
         for name in self.names_of.pop(tid, ()):
-            if self.by_name.get(name) == tid:
-                del self.by_name[name]
-            if self.by_norm.get(normalise(name)) == tid:
-                del self.by_norm[normalise(name)]
+            self._drop(self.by_name, name, tid)
+            self._drop(self.by_key, name_key(name), tid)
+        self.title_of.pop(tid, None)
+
+    def set(self, tid: str, title: str, aliases: Sequence[str]) -> None:
+        self.drop(tid)
         self.names_of[tid] = [title, *aliases]
         for name in self.names_of[tid]:
-            self.by_name.setdefault(name, tid)
-            self.by_norm.setdefault(normalise(name), tid)
+            self._add(self.by_name, name, tid)
+            self._add(self.by_key, name_key(name), tid)
         self.title_of[tid] = title
 
+    def holders(self, name: str) -> list[str]:
+        return self.by_name.get(name, [])
 
-class DerivedState:
-    """What gem derives from one database; shared by every handle on it in a process."""
+    def key_holders(self, key: str) -> list[str]:
+        return self.by_key.get(key, [])
 
-    def __init__(self, embedder: "Embedder") -> None:
+
+def choose(holders: Iterable[str], status: Callable[[str], str | None]) -> str | None:
+    """The topic a name finds among its holders: an active one before an archived one (the
+    survivor of a merge, not the copy it archived), then the oldest."""
+    found = [(status(tid) != "active", topic_seq(tid), tid) for tid in holders
+             if status(tid) is not None]
+    return min(found)[2] if found else None
+
+
+class ScopeState:
+    """What gem derives from the units of one scope. Nothing here depends on another scope, so
+    what a tenant sees (rankings, document frequencies, title matches, ids, salience, C5) is
+    the same whatever other tenants do."""
+
+    def __init__(self, name: str, embedder: "Embedder") -> None:
+        self.name = name
         self.embedder = embedder
-        self.seq = 0
-        self.hash = GENESIS
-        self.counters: dict[str, int] = {}
+        self.counters: dict[str, int] = {}  # id sequences and interactions of this scope
         self.names = NameDirectory()
         # The resolver needs the exact nearest title (a match decides where a fact goes).
         self.title_vectors = VectorIndex(embedder.dim, approximate_above=None)
@@ -168,17 +228,18 @@ class DerivedState:
         self.unit_valid: dict[str, float] = {}
         self.stale_units: dict[str, None] = {}
         self.fields_by_topic: dict[str, list[str]] = {}
+        # Labels of the fields that have any (field id -> labels), and for each label the rows
+        # of the field table that carry it: a label's half-life applies to all of them at once.
+        self.field_labels: dict[str, tuple[str, ...]] = {}
+        self._label_rows: dict[str, np.ndarray] | None = None
         self.open_flags: dict[str, int] = {}
         self._active_fields: int | None = None
-        self.audit_checkpoint: tuple[int, str] | None = None  # the log head of the last clean audit
-        # Salience written behind: unit -> (table, strength, last access) changed since the
-        # stored columns were last brought up to date (at log position `salience_seq`).
-        self.pending_salience: dict[str, tuple[str, float, datetime]] = {}
-        self.salience_seq = 0
         # Duplicate detection compares only titles that changed since its last pass, unless its
         # threshold changed (gem/operators/revise.py).
         self.unpaired: dict[str, None] = {}
         self.paired_at: float | None = None
+        # topic -> the log records that touched it (an erasure redacts them)
+        self.touched_by: dict[str, array] = {}
 
     # ------------------------------------------------------------------ the Committed view
     def topic_status(self, tid: str) -> str | None:
@@ -199,11 +260,43 @@ class DerivedState:
         active[known] = self.topics.status[owner[known]] == 0
         return active
 
+    def field_half_lives(self, half_life: timedelta,
+                         by_label: dict[str, timedelta | None] | None) -> np.ndarray | None:
+        """Each field row's half-life in seconds (inf: it does not fade) under the setting
+        `label_half_life`, one vectorised step per label it names (gem/salience.py has the
+        rule); None when no field's half-life differs from `half_life`."""
+        if not by_label or not self.field_labels:
+            return None
+        if self._label_rows is None:
+            rows: dict[str, list[int]] = {}
+            for fid, labels in self.field_labels.items():
+                for label in labels:
+                    rows.setdefault(label, []).append(self.fields.row_of[fid])
+            self._label_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
+        n = len(self.fields)
+        shortest = np.full(n, np.inf)
+        kept = np.zeros(n, dtype=bool)
+        for label, duration in by_label.items():
+            rows_of = self._label_rows.get(label)
+            if rows_of is None:
+                continue
+            if duration is None:
+                kept[rows_of] = True
+            else:
+                shortest[rows_of] = np.minimum(shortest[rows_of], duration.total_seconds())
+        return np.where(np.isfinite(shortest), shortest,
+                        np.where(kept, np.inf, half_life.total_seconds()))
+
+    def field_salience(self, now: datetime, half_life: timedelta,
+                       by_label: dict[str, timedelta | None] | None = None) -> np.ndarray:
+        return self.fields.salience(now, half_life, self.field_half_lives(half_life, by_label))
+
     def field_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
-                        half_life: timedelta) -> list[str]:
+                        half_life: timedelta,
+                        by_label: dict[str, timedelta | None] | None = None) -> list[str]:
         keep = self.fields.mask(statuses) & self._topic_active()
         if below is not None:
-            keep &= self.fields.salience(now, half_life) < below
+            keep &= self.field_salience(now, half_life, by_label) < below
         return [self.fields.ids[i] for i in np.flatnonzero(keep).tolist()]
 
     def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
@@ -247,7 +340,9 @@ class DerivedState:
         return self.fields.status_of(key), self.topics.status_of(key.split("/", 1)[0])
 
     def least_relevant_fields(self, n: int, exclude: set[str], now: datetime,
-                              half_life: timedelta) -> list[tuple[float, str]]:
+                              half_life: timedelta,
+                              by_label: dict[str, timedelta | None] | None = None
+                              ) -> list[tuple[float, str]]:
         """The n active fields of active topics with the lowest relevance (the mean of field
         and topic salience), skipping `exclude`, as (relevance, field id)."""
         if n <= 0 or not len(self.fields):
@@ -261,7 +356,7 @@ class DerivedState:
         if rows.shape[0] == 0:
             return []
         nf = len(self.fields)
-        fs = self.fields.salience(now, half_life)[rows]
+        fs = self.field_salience(now, half_life, by_label)[rows]
         ts = self.topics.salience(now, half_life)[self.fields.owner[:nf][rows]]
         relevance = (fs + ts) / 2
         if rows.shape[0] > n:
@@ -288,6 +383,13 @@ class DerivedState:
     def _put_field(self, row: Row) -> None:
         owner = self.topics.row_of.get(row["topic_id"], -1)
         self.fields.put(row["id"], row["strength"], row["last_access"], row["status"], owner)
+        labels = tuple(row.get("labels") or ())
+        if labels != self.field_labels.get(row["id"], ()):
+            if labels:
+                self.field_labels[row["id"]] = labels
+            else:
+                del self.field_labels[row["id"]]
+            self._label_rows = None
         fids = self.fields_by_topic.setdefault(row["topic_id"], [])
         if row["id"] not in fids:
             fids.append(row["id"])
@@ -311,46 +413,8 @@ class DerivedState:
             else:
                 self.title_vectors.remove(r["id"])
 
-    # ------------------------------------------------------------------ salience, behind
-    # Every read reinforces what it returns, so writing salience through would rewrite a row
-    # per unit per read. A transition's log record carries the salience it changed (and the
-    # hash chain covers it); the stored columns catch up in bulk, with the flush of the
-    # transition that finds enough pending, and at close. Rows read from the database are
-    # patched with what is pending (`patch`), and a rebuild replays the log past `salience_seq`.
-    WRITE_BEHIND_UNITS = 4096
-    WRITE_BEHIND_TRANSITIONS = 1024
-
-    def salience_due(self, t: "Transition") -> list[tuple[str, str, float, Any]]:
-        """The rows to write behind with this transition's flush (none until enough piled up)."""
-        pending = dict(self.pending_salience)
-        for key, table in t.salience.items():
-            row = t.rows[table][key]
-            assert row is not None
-            pending[key] = (table, row["strength"], row["last_access"])
-        if len(pending) < self.WRITE_BEHIND_UNITS and \
-                t.seq - self.salience_seq < self.WRITE_BEHIND_TRANSITIONS:
-            return []
-        return [(table, key, s, last) for key, (table, s, last) in sorted(pending.items())]
-
-    def patch(self, table: str, row: Row) -> Row:
-        """A row read from the database, with the salience that is pending for it."""
-        pending = self.pending_salience.get(row["id"])
-        if pending is not None and pending[0] == table:
-            row["strength"], row["last_access"] = pending[1], pending[2]
-        return row
-
-    # ------------------------------------------------------------------ after a commit
-    def apply(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None = None) -> None:
-        """Take in a committed transition (its own rows are the proposed state it committed)."""
-        if t.salience_written:
-            self.pending_salience.clear()
-            self.salience_seq = t.seq
-        else:
-            for key, table in t.salience.items():
-                row = t.rows[table][key]
-                assert row is not None
-                self.pending_salience[key] = (table, row["strength"], row["last_access"])
-
+    def take(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None) -> None:
+        """Take in what a committed transition of this scope changed."""
         def changed(table: str) -> dict[str, Row]:
             keys = [*t.updated[table], *(k for k, kind in t.salience.items() if kind == table)]
             out: dict[str, Row] = {k: t.rows[table][k] for k in keys}  # type: ignore[misc]
@@ -365,6 +429,9 @@ class DerivedState:
         for row in changed("Episode").values():
             self._put_episode(row)
         self.stale_units.update(dict.fromkeys(t.created["Episode"]))
+        # an episode whose context (`follows`) an erasure removed reads differently
+        self.stale_units.update(dict.fromkeys(k for k, props in t.updated["Episode"].items()
+                                              if "follows" in props))
         self.stale_units.update(dict.fromkeys(units_rewritten(t)))
         for tid in t.touched.reindex:  # a new title or alias changes every field's document
             self.stale_units.update(dict.fromkeys(self.fields_of(tid)))
@@ -374,10 +441,55 @@ class DerivedState:
             self.open_flags[tid] = sum(1 for g in t.open_flags(tid))
         for tid in t.touched.content:
             self.stale[tid] = None
+        if t.tombstone:  # records an erasure redacted touch nothing any more
+            gone = set(t.tombstone["redacted"])
+            for tid, seqs in list(self.touched_by.items()):
+                if gone.intersection(seqs):
+                    self.touched_by[tid] = array("q", [s for s in seqs if s not in gone])
+        for tid in {unit.split("/", 1)[0] for unit in (*t.touched.topics, *t.touched.fields,
+                                                       *t.touched.episodes)}:
+            self.touched_by.setdefault(tid, array("q")).append(t.seq)
+        self.forget_units(t.deleted["Topic"], t.deleted["Field"], t.deleted["Episode"])
         self._active_fields = None
-        self.seq = t.seq
-        self.hash = t.log_record["hash"] if t.log_record else self.hash
         self.counters = dict(vars(t.counters))
+
+    def forget_units(self, topics: Iterable[str], fields: Iterable[str],
+                     episodes: Iterable[str] = ()) -> None:
+        """Remove erased topics, fields and episodes from everything derived (their index
+        entries, names, summaries, salience, flags, and the record of what touched them)."""
+        for eid in episodes:
+            self.episodes.remove(eid)
+            self._forget_unit(eid)
+            self.touched_by.pop(eid, None)
+        for fid in fields:
+            self._forget_field(fid)
+            tid = fid.split("/", 1)[0]
+            if fid in self.fields_by_topic.get(tid, ()):
+                self.fields_by_topic[tid].remove(fid)
+        for tid in topics:
+            self.topics.remove(tid)
+            for fid in self.fields_by_topic.pop(tid, []):
+                self._forget_field(fid)
+            self.names.drop(tid)
+            self.title_vectors.remove(tid)
+            self.lexical.remove(tid)
+            self.vectors.remove(tid)
+            for mapping in (self.summaries, self.stale, self.open_flags, self.unpaired,
+                            self.touched_by):
+                mapping.pop(tid, None)  # type: ignore[attr-defined]
+
+    def _forget_unit(self, unit: str) -> None:
+        """A field or an episode leaves the unit indexes."""
+        self.unit_lexical.remove(unit)
+        self.unit_vectors.remove(unit)
+        for mapping in (self.unit_docs, self.unit_valid, self.stale_units):
+            mapping.pop(unit, None)  # type: ignore[attr-defined]
+
+    def _forget_field(self, fid: str) -> None:
+        self.fields.remove(fid)
+        self._forget_unit(fid)
+        if self.field_labels.pop(fid, None) is not None:
+            self._label_rows = None
 
     # ------------------------------------------------------------------ summaries, lazily
     def refresh(self, cache: "CommittedCache", summarizer: Summarizer,
@@ -438,25 +550,114 @@ class DerivedState:
         def table(t: SalienceTable) -> dict[str, tuple[float, float, str, str | None]]:
             return {key: (float(t.strength[i]), float(t.last[i]), t.names[int(t.status[i])],
                           self.topics.ids[int(t.owner[i])] if t.owner[i] >= 0 else None)
-                    for i, key in enumerate(t.ids)}
+                    for i, key in enumerate(t.ids) if key}
 
         def vectors(index: VectorIndex) -> dict[str, bytes]:
             return {key: index.get(key).tobytes() for key in index}  # type: ignore[union-attr]
 
         return {
-            "seq": self.seq, "hash": self.hash, "counters": dict(self.counters),
-            "names": sorted(self.names.by_name.items()), "norms": sorted(self.names.by_norm.items()),
+            "counters": dict(self.counters),
+            "names": sorted(self.names.by_name.items()), "keys": sorted(self.names.by_key.items()),
             "titles": sorted(self.names.title_of.items()),
             "title_vectors": vectors(self.title_vectors), "vectors": vectors(self.vectors),
             "lexical": sorted(self.lexical), "summaries": dict(sorted(self.summaries.items())),
             "stale": sorted(self.stale), "topics": table(self.topics), "fields": table(self.fields),
-            "fields_by_topic": {k: sorted(v) for k, v in sorted(self.fields_by_topic.items())},
+            "fields_by_topic": {k: sorted(v) for k, v in sorted(self.fields_by_topic.items()) if v},
+            "field_labels": dict(sorted(self.field_labels.items())),
             "open_flags": {k: v for k, v in sorted(self.open_flags.items()) if v},
             "episodes": table(self.episodes), "unit_docs": dict(sorted(self.unit_docs.items())),
             "unit_valid": dict(sorted(self.unit_valid.items())),
             "unit_lexical": sorted(self.unit_lexical), "unit_vectors": vectors(self.unit_vectors),
             "stale_units": sorted(self.stale_units),
+            "touched_by": {k: list(v) for k, v in sorted(self.touched_by.items()) if v},
         }
+
+
+
+class DerivedState:
+    """What gem derives from one database, shared by every handle on it in a process: the log's
+    head, salience written behind, the last clean audit, and a `ScopeState` per scope."""
+
+    def __init__(self, embedder: "Embedder") -> None:
+        self.embedder = embedder
+        self.seq = 0
+        self.hash = GENESIS
+        self.at: datetime | None = None  # the time of the log head: no transition is earlier
+        self.scopes: dict[str, ScopeState] = {}
+        self.audit_checkpoint: tuple[int, str] | None = None  # the log head of the last clean audit
+        # Salience written behind: unit -> (table, strength, last access) changed since the
+        # stored columns were last brought up to date (at log position `salience_seq`).
+        self.pending_salience: dict[str, tuple[str, float, datetime]] = {}
+        self.salience_seq = 0
+
+    def scope(self, name: str) -> ScopeState:
+        """The state of one scope (an empty one for a scope nothing was written to yet)."""
+        state = self.scopes.get(name)
+        if state is None:
+            state = self.scopes[name] = ScopeState(name, self.embedder)
+        return state
+
+    # ------------------------------------------------------------------ salience, behind
+    # Every read reinforces what it returns, so writing salience through would rewrite a row
+    # per unit per read. A transition's log record carries the salience it changed (and the
+    # hash chain covers it); the stored columns catch up in bulk, with the flush of the
+    # transition that finds enough pending, and at close. Rows read from the database are
+    # patched with what is pending (`patch`), and a rebuild replays the log past `salience_seq`.
+    WRITE_BEHIND_UNITS = 4096
+    WRITE_BEHIND_TRANSITIONS = 1024
+
+    def salience_due(self, t: "Transition") -> list[tuple[str, str, float, Any]]:
+        """The rows to write behind with this transition's flush (none until enough piled up)."""
+        pending = dict(self.pending_salience)
+        for key, table in t.salience.items():
+            row = t.rows[table][key]
+            assert row is not None
+            pending[key] = (table, row["strength"], row["last_access"])
+        if len(pending) < self.WRITE_BEHIND_UNITS and not t.write_behind_now and \
+                t.seq - self.salience_seq < self.WRITE_BEHIND_TRANSITIONS:
+            return []
+        return [(table, key, s, last) for key, (table, s, last) in sorted(pending.items())]
+
+    def patch(self, table: str, row: Row) -> Row:
+        """A row read from the database, with the salience that is pending for it."""
+        pending = self.pending_salience.get(row["id"])
+        if pending is not None and pending[0] == table:
+            row["strength"], row["last_access"] = pending[1], pending[2]
+        return row
+
+    # ------------------------------------------------------------------ after a commit
+    def apply(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None = None) -> None:
+        """Take in a committed transition (its own rows are the proposed state it committed)."""
+        if t.salience_written:
+            self.pending_salience.clear()
+            self.salience_seq = t.seq
+        else:
+            for key, table in t.salience.items():
+                row = t.rows[table][key]
+                assert row is not None
+                self.pending_salience[key] = (table, row["strength"], row["last_access"])
+        for table in ("Topic", "Field", "Episode"):
+            for key in t.deleted[table]:
+                self.pending_salience.pop(key, None)
+        self.scope(t.scope).take(t, title_vectors)
+        self.seq = t.seq
+        self.at = t.now
+        self.hash = t.log_record["hash"] if t.log_record else self.hash
+
+    def refresh(self, cache: "CommittedCache", summarizer: Summarizer) -> None:
+        """Every scope's stale summaries."""
+        for scope in self.scopes.values():
+            scope.refresh(cache, summarizer)
+
+    def refresh_units(self, cache: "CommittedCache") -> None:
+        """Every scope's stale unit documents and index entries."""
+        for scope in self.scopes.values():
+            scope.refresh_units(cache)
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"seq": self.seq, "hash": self.hash, "at": self.at,
+                "scopes": {name: s.fingerprint() for name, s in sorted(self.scopes.items())
+                           if s.topics.ids or s.counters}}
 
     # ------------------------------------------------------------------ rebuild
     @classmethod
@@ -467,15 +668,18 @@ class DerivedState:
         state = cls(embedder)
         with store.reading() as tx:
             last = queries.last_transition(tx)
+            counters = queries.latest_counters(tx)
             topics = queries.scan(tx, "Topic", columns=("id", "title", "aliases", "status",
-                                                        "strength", "last_access"), order="seq")
+                                                        "strength", "last_access", "scope"),
+                                  order="seq")
             fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
-                                                        "last_access"))
+                                                        "last_access", "labels"))
             flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
             episodes = queries.scan(tx, "Episode", columns=("id", "status", "strength",
-                                                            "last_access"), order="seq")
+                                                            "last_access", "scope"), order="seq")
             state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
             behind = queries.transitions(tx, state.salience_seq)
+            touches = queries.touches(tx)
         for record in behind:  # the salience the stored columns do not have yet
             for key, (strength, last_access) in json.loads(record["salience"] or "{}").items():
                 state.pending_salience[key] = (unit_table(key), strength,
@@ -484,23 +688,33 @@ class DerivedState:
         fields = [state.patch("Field", r) for r in fields]
         episodes = [state.patch("Episode", r) for r in episodes]
         if last is not None:
-            state.seq, state.hash = last["seq"], last["hash"]
-            state.counters = json.loads(last["counters"])
+            state.seq, state.hash, state.at = last["seq"], last["hash"], last["at"]
+        for name, values in counters.items():
+            state.scope(name).counters = values
         total = len(topics)
         for row in topics:
-            state._put_topic(row)
-            state.stale[row["id"]] = None
+            scope = state.scope(row["scope"])
+            scope._put_topic(row)
+            scope.stale[row["id"]] = None
         for row in fields:
-            state._put_field(row)
-            state.stale_units[row["id"]] = None
+            scope = state.scope(scope_of(row["id"]))
+            scope._put_field(row)
+            scope.stale_units[row["id"]] = None
         for row in episodes:
-            state._put_episode(row)
-            state.stale_units[row["id"]] = None
+            scope = state.scope(row["scope"])
+            scope._put_episode(row)
+            scope.stale_units[row["id"]] = None
         for g in flags:
-            state.open_flags[g["topic_id"]] = state.open_flags.get(g["topic_id"], 0) + 1
+            scope = state.scope(scope_of(g["topic_id"]))
+            scope.open_flags[g["topic_id"]] = scope.open_flags.get(g["topic_id"], 0) + 1
+        for seq, units in touches:
+            for tid in {unit.split("/", 1)[0] for unit in units}:
+                state.scope(scope_of(tid)).touched_by.setdefault(tid, array("q")).append(seq)
         step = 10_000
         for i in range(0, total, step):
-            state._put_names(topics[i:i + step], {})
+            chunk = topics[i:i + step]
+            for name in dict.fromkeys(r["scope"] for r in chunk):
+                state.scope(name)._put_names([r for r in chunk if r["scope"] == name], {})
             if progress is not None:
                 progress("index titles", min(i + step, total), total)
         return state
@@ -525,7 +739,8 @@ def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summa
             for eid in reversed(cache.children["HAS_ENTRY"][fid]):
                 e = cache.rows["Entry"][eid]
                 if e is not None and e["status"] == "current":
-                    values[f["name"]] = json.loads(e["value"])
+                    if not is_retraction(e):  # a retracted value says nothing any more
+                        values[f["name"]] = json.loads(e["value"])
                     break
         out[tid] = summarizer(row["title"], values)
     return out
@@ -589,12 +804,18 @@ def unit_documents(cache: "CommittedCache", names: NameDirectory,
             text += " " + before["text"]
         out[eid] = (text, _seconds(row["at"]))
     return out
+def scope_of(unit: str) -> str:
+    """The scope a unit belongs to, from its id: "t1", "t1/deadline", "e5" are in "default";
+    "acme:t1", "acme:t1/deadline", "acme:e5" are in "acme" (scope names hold no ":" or "/")."""
+    head = unit.split("/", 1)[0]
+    return head.split(":", 1)[0] if ":" in head else DEFAULT_SCOPE
 
 
 def snapshot_dir(db_path: str) -> str:
     return db_path + ".gem-derived"
 
 
-__all__ = ["DerivedState", "NameDirectory", "SalienceTable", "default_summary", "snapshot_dir",
+__all__ = ["DerivedState", "ScopeState", "NameDirectory", "SalienceTable", "choose", "topic_seq",
+           "scope_of", "default_summary", "snapshot_dir",
            "summaries_of", "GENESIS"]
 _ = os

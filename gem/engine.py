@@ -22,7 +22,7 @@ from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
 from .policy import PolicySet, catalogue, load_sources
 from .resolve import Resolver
-from .runtime import PolicyRuntime, available_actions
+from .runtime import FactsDropped, PolicyRuntime, available_actions
 from .state.cache import CommittedCache
 from .state.transition import Counters, Services, Transition
 from .store import GraphStore, queries
@@ -67,6 +67,7 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
     if stored is not None and stored != embedder.name:
         raise InvalidInput(f"this database was embedded with {stored!r}; "
                            f"open it with that embedder, not {embedder.name!r}")
+    check_log(store)
     derived = snapshot.load(store, embedder, progress)
     shared = SharedState(CommittedCache(store, patch=derived.patch), derived, embedder.name)
     with store.reading() as tx:
@@ -89,6 +90,23 @@ def embedder_for(store: GraphStore) -> Embedder:
             stored = queries.meta_get(tx, "embedder")
     found = None if stored is None else embedder_named(stored)
     return found if found is not None else default_embedder()
+def check_log(store: GraphStore) -> None:
+    """Refuse a database whose log cannot be the log of its state: every unit was written by
+    a logged transition, and each scope's id counters (in the log) are ahead of its ids. A
+    database whose log was deleted or whose counters were lowered would otherwise fail every
+    later write with a duplicate key."""
+    with store.reading() as tx:
+        counters = queries.latest_counters(tx)
+        highest = queries.highest_ids(tx)
+    for (scope, kind), top in highest.items():
+        have = counters.get(scope, {}).get(kind)
+        if have is None:
+            raise GemError(f"{store.path!r}: scope {scope!r} holds {kind} rows but the transition "
+                           "log has no record of them: the log was deleted or cut, so this "
+                           "database cannot be trusted (restore it from a backup)")
+        if have < top:
+            raise GemError(f"{store.path!r}: the log's {kind} counter of scope {scope!r} ({have}) "
+                           f"is behind the highest {kind} id ({top}): the log was tampered with")
 
 
 class Engine:
@@ -98,6 +116,8 @@ class Engine:
         self.clock = clock
         self.services = Services(embedder, resolver, summarizer or default_summary)
         self.pipeline: Pipeline = DEFAULT
+        self.reviser: Callable[[Any], Any] | None = None  # asked by revise() (gem/memory.py)
+        self.extractor: Callable[[Any], Any] | None = None  # asked by ingest() about episodes
         with store.lock:
             shared = store.shared_state
             if shared is None:
@@ -125,25 +145,33 @@ class Engine:
     def seq(self) -> int:
         return self.derived.seq
 
-    @property
-    def counters(self) -> Counters:
-        return Counters(**self.derived.counters)
+    def counters(self, scope: str = "default") -> Counters:
+        return Counters(**self.derived.scope(scope).counters)
 
     def install_policies(self, policies: PolicySet | None) -> None:
         self.shared.install(policies)
 
     # ------------------------------------------------------------------ transitions
     def transition(self, op: str, *, actor: str = "api", interaction: bool = False,
-                   now: datetime | None = None) -> Transition:
-        """A proposed state over the committed one (the caller holds the store's lock)."""
-        counters = self.counters
+                   now: datetime | None = None, scope: str = "default") -> Transition:
+        """A proposed state over the committed one, in one scope (the caller holds the lock)."""
+        counters = self.counters(scope)
         if interaction:
             counters.interactions += 1
-        t = Transition(self.cache, self.derived, self.services, op=op, actor=actor,
-                       now=now or self.clock(), counters=counters, seq=self.derived.seq + 1)
+        t = Transition(self.cache, self.derived.scope(scope), self.services, op=op, actor=actor,
+                       now=now or self.now(), counters=counters, seq=self.derived.seq + 1,
+                       scope=scope)
         t.policies_for = self.shared.policies_for
         t.settings = self.evaluate_settings(t)
         return t
+
+    def now(self) -> datetime:
+        """The time of the next transition: the clock's, or the last transition's if the clock
+        went back (an NTP step, another process's clock): time in the log never decreases, so
+        the newest statement is never filed as a late fact."""
+        now = self.clock()
+        last = self.derived.at
+        return now if last is None or now >= last else last
 
     def evaluate_settings(self, t: Transition) -> dict[str, Any]:
         """Every setting's value for this transition. A value out of its range (a half-life
@@ -151,6 +179,9 @@ class Engine:
         computes with it."""
         values = dict(DEFAULT_SETTINGS)
         if self.policies is not None:
+            # A setting may read the state (`count(active_topics)`), whose reads decay salience
+            # with `half_life`: while the settings are evaluated, they see the defaults.
+            t.settings = dict(DEFAULT_SETTINGS)
             rt = PolicyRuntime(t)
             for name, expr in self.policies.settings.items():
                 value = expr(rt)
@@ -161,21 +192,33 @@ class Engine:
         return values
 
     def run(self, op: str, operator: Callable[[Transition], Any], *, actor: str = "api",
-            interaction: bool = False, event: str | None = None) -> tuple[Any, Transition]:
-        """Run one transition through the pipeline; commit it or raise (nothing written)."""
+            interaction: bool = False, event: str | None = None,
+            scope: str = "default") -> tuple[Any, Transition]:
+        """Run one transition through the pipeline, in one scope; commit it or raise (nothing
+        written). When policies drop facts, it runs again from the committed state without
+        them, at the same time; each run drops at least one more fact, so this ends."""
         with self.store.lock:
             self.store.check_open()
             started = time.perf_counter()
-            t = self.transition(op, actor=actor, interaction=interaction)
-            t.operator = operator
-            t.event = event or op
-            try:
-                with single_threaded():
-                    self.pipeline.run(t, self)
-            except TransitionRejected as exc:
-                log.warning("gem transition %s (%s) rejected by %s on %s: %s", t.seq, op,
-                            exc.condition, exc.unit, exc.detail)
-                raise
+            dropped: dict[int, dict[str, Any]] = {}
+            now = None
+            while True:
+                t = self.transition(op, actor=actor, interaction=interaction, now=now,
+                                    scope=scope)
+                t.operator = operator
+                t.event = event or op
+                t.dropped, t.skipping = dict(dropped), frozenset(dropped)
+                try:
+                    with single_threaded():
+                        self.pipeline.run(t, self)
+                except FactsDropped as exc:
+                    dropped, now = exc.dropped, t.now
+                    continue
+                except TransitionRejected as exc:
+                    log.warning("gem transition %s (%s) rejected by %s on %s: %s", t.seq, op,
+                                exc.condition, exc.unit, exc.detail)
+                    raise
+                break
             self._after_commit(t)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("gem transition %s %s by %s: %.2f ms, %d units, policies fired %s",
@@ -218,12 +261,12 @@ class Engine:
             if not self.store.closed and not self.store.temporary:
                 snapshot.save(self.derived, self.store.path)
 
-    def read(self, fn: Callable[[Transition], Any]) -> Any:
-        """A side-effect-free read of the committed state: no salience change, not an
-        interaction, nothing logged."""
+    def read(self, fn: Callable[[Transition], Any], scope: str = "default") -> Any:
+        """A side-effect-free read of the committed state of a scope: no salience change, not
+        an interaction, nothing logged."""
         with self.store.lock, single_threaded():
             self.store.check_open()
-            return fn(self.transition("read"))
+            return fn(self.transition("read", scope=scope))
 
 
 def utc_now() -> datetime:

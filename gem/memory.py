@@ -3,23 +3,31 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, overload
+from typing import IO, Any, Callable, Iterable, Sequence, overload
 
+from . import attest
 from . import audit as audit_mod
 from . import history as history_rules
-from .derived import Progress, Summarizer
+from . import transfer
+from .derived import DEFAULT_SCOPE, Progress, Summarizer
 from .embed import Embedder
 from .engine import Engine, embedder_for, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
-from .model import AuditReport, Episode, Explanation, Fact, FieldView, HistoryEntry, \
-    IngestResult, RetrieveResult, TopicView, as_utc, checked_time
+from .model import AuditReport, DroppedFact, Episode, ErasureCheck, ErasureReceipt, Explanation, \
+    Fact, FieldView, HistoryEntry, IngestResult, Neighbourhood, PendingRevision, Resolution, \
+    RetrieveResult, SalienceHistory, TopicPage, TopicView, as_utc, checked_time
+from .operators import erase as erase_op
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
+from .operators import retract as retract_op
 from .operators import revise as revise_op
 from .operators import retrieve as retrieve_op
-from .operators.common import add_edge, field_evidence
+from .operators import views
+from .operators.common import add_edge, field_evidence, field_named
 from .operators.resolution import Directory
 from .pipeline import run_policies
 from .policy import PolicySet, load_sources, read_sources
@@ -28,7 +36,7 @@ from .resolve import Resolver, TieredResolver
 from .runtime import available_actions
 from .state.transition import Transition
 from .store import open_store, queries
-from .units import field_id
+from .transfer import TransferReport
 
 log = logging.getLogger("gem")
 
@@ -37,16 +45,43 @@ log = logging.getLogger("gem")
 # transition, citing the episode (`ref`) and dated when it was said unless they say otherwise.
 Extractor = Callable[[Episode], Iterable[Fact]]
 MAX_K = 1000
+Reviser = Callable[[PendingRevision], "Iterable[Fact] | None"]
+
+
+def _text(value: Any, what: str) -> str:
+    """A non-empty string argument, or InvalidInput naming it (before any transition)."""
+    if not isinstance(value, str) or not value.strip():
+        got = repr(value) if isinstance(value, str) else type(value).__name__
+        raise InvalidInput(f"{what} must be a non-empty string, got {got}")
+    return value
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{what} must be True or False, got {type(value).__name__}")
+    return value
+
+
+SCOPE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
 class Memory:
-    """A governed evolving memory on one database. Use `gem.open(...)` to make one."""
+    """A governed evolving memory on one database. Use `gem.open(...)` to make one.
 
-    def __init__(self, engine: Engine) -> None:
+    A memory is confined to one scope (a tenant): `gem.open` gives scope "default", and
+    `mem.scope(name)` a view of the same memory confined to another. Every unit belongs to
+    one scope; salience, the forgetting ladder, the interaction count and C5, the lexical and
+    vector indexes and title resolution are per scope, so nothing one scope does changes what
+    another sees. Policies are global; the log and `audit()` cover every scope.
+    """
+
+    def __init__(self, engine: Engine, scope: str = DEFAULT_SCOPE,
+                 root: "Memory | None" = None) -> None:
         self._engine = engine
+        self._scope = scope
+        self._root = root  # the handle a scope view was made from (it owns the database)
         self._closed = False
         self._scheduler = None
-        self.extractor: Extractor | None = None
         self.maintenance_runs = 0      # scheduled maintenance runs that committed
         self.maintenance_failures = 0  # and those that were rolled back (to be retried)
         # Set when gem.open replaced the policies stored in the database: the load
@@ -62,9 +97,34 @@ class Memory:
     def engine_name(self) -> str:
         return self._engine.store.engine
 
+    @property
+    def scope_name(self) -> str:
+        return self._scope
+
+    def scope(self, name: str) -> "Memory":
+        """This memory confined to scope `name`: the whole API, on that scope's units only. A
+        scope needs no creation: reading an empty one returns nothing, and its first write
+        creates it. Closing a view closes nothing else."""
+        if not isinstance(name, str) or not SCOPE_NAME.fullmatch(name):
+            raise InvalidInput(f"scope names are 1-64 characters of a-z, 0-9, '_', '.', '-', "
+                               f"starting with a letter or digit; got {name!r}")
+        self._check_open()
+        return Memory(self._engine, name, self._root or self)
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds something, in name order."""
+        self._check_open()
+        with self._engine.store.lock:
+            return sorted(name for name, s in self._engine.derived.scopes.items()
+                          if s.topics.ids or s.counters)
+
     def close(self) -> None:
         """Close this handle (waiting for a call running in another thread). Salience written
-        behind is brought up to date in the database first, so the next open replays less."""
+        behind is brought up to date in the database first, so the next open replays less.
+        Closing a scope view only ends the view."""
+        if self._root is not None:
+            self._closed = True
+            return
         if not self._closed:
             self.stop_maintenance()
             self._closed = True
@@ -83,23 +143,28 @@ class Memory:
         self.close()
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._closed or (self._root is not None and self._root._closed):
             raise GemError("this memory is closed")
+
+    def _run(self, op: str, operator: Callable[[Transition], Any], **kw: Any) -> tuple[Any, Transition]:
+        return self._engine.run(op, operator, scope=self._scope, **kw)
 
     # ------------------------------------------------------------------ operators
     def ingest(self, facts: Fact | Episode | Iterable[Fact | Episode], *,
                actor: str = "api") -> IngestResult:
         """Integrate facts and episodes (one, or a list mixing both), as one transition. The
         extractor given to `gem.open` is called with each episode first; the facts it returns
-        are ingested in the same transition."""
+        are ingested in the same transition (numbered first in `IngestResult.dropped`). A fact
+        or episode dated after the transition's time is InvalidInput (nothing is written); a
+        fact a policy `drop`s is left out and listed in `IngestResult.dropped`; a topic name
+        that found a topic under another spelling is listed in `IngestResult.resolved`."""
         self._check_open()
-        if isinstance(facts, (Fact, Episode)):
-            batch: list[Any] = [facts]
-        elif isinstance(facts, (str, bytes)) or not isinstance(facts, Iterable):
-            raise InvalidInput("ingest takes a gem.Fact, a gem.Episode or a list of them, "
-                               f"not a {type(facts).__name__}")
-        else:
-            batch = list(facts)
+        if isinstance(facts, (str, bytes, dict)) or not (isinstance(facts, (Fact, Episode))
+                                                         or hasattr(facts, "__iter__")):
+            raise InvalidInput(f"facts must be a gem.Fact, a gem.Episode or a list of them, got "
+                               f"{type(facts).__name__}")
+        _text(actor, "actor")
+        batch: list[Any] = [facts] if isinstance(facts, (Fact, Episode)) else list(facts)
         for i, item in enumerate(batch):
             if not isinstance(item, (Fact, Episode)):
                 raise InvalidInput(f"facts[{i}] is a {type(item).__name__}, not a gem.Fact or "
@@ -114,13 +179,26 @@ class Memory:
         else:
             def operator(t: Transition) -> dict[str, Any]:
                 return ingest_op.ingest(t, plain)
-        summary, t = self._engine.run("ingest", operator, actor=actor, interaction=True)
+        summary, t = self._run("ingest", operator, actor=actor, interaction=True)
         return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
                             created_topics=summary["created_topics"], entries=summary["entries"],
                             corroborations=summary["corroborations"], denials=summary["denials"],
                             flagged=list(t.touched.flagged),
+                            dropped=[DroppedFact(**d) for d in summary["dropped"]],
+                            resolved=[Resolution(**r) for r in summary["resolved"]],
                             episodes=summary.get("episodes", []),
                             extracted=summary.get("extracted", 0))
+
+    @property
+    def extractor(self) -> Extractor | None:
+        """What finds facts in ingested episodes (shared by every scope view of this memory)."""
+        return self._engine.extractor
+
+    @extractor.setter
+    def extractor(self, extractor: Extractor | None) -> None:
+        if extractor is not None and not callable(extractor):
+            raise InvalidInput(f"extractor must be callable, got {type(extractor).__name__}")
+        self._engine.extractor = extractor
 
     def _extract(self, i: int, episode: Episode) -> list[Fact]:
         if self.extractor is None:
@@ -151,22 +229,26 @@ class Memory:
         salient topics."""
         self._check_open()
         if query is not None and not isinstance(query, str):
-            raise InvalidInput("query must be a string")
-        if topic is not None and (not isinstance(topic, str) or not topic.strip()):
-            raise InvalidInput("topic must be a non-empty string")
+            raise InvalidInput(f"query must be a string, got {type(query).__name__}")
+        if topic is not None:
+            _text(topic, "topic")
         all_fields = fields == "all"
-        if isinstance(fields, str) and not all_fields:
-            raise InvalidInput("fields must be a list of field names or \"all\", not a string")
         if fields is not None and not all_fields:
-            fields = list(fields)  # type: ignore[arg-type]
-            if not all(isinstance(f, str) and f for f in fields):
-                raise InvalidInput("fields must be non-empty strings")
+            if isinstance(fields, (str, bytes)) or not isinstance(fields, (list, tuple)):
+                got = repr(fields) if isinstance(fields, str) else type(fields).__name__
+                raise InvalidInput(f"fields must be a list of field names or \"all\", got {got}")
+            for i, name in enumerate(fields):
+                _text(name, f"fields[{i}]")
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise InvalidInput(f"k must be an integer in [1, {MAX_K}], got {k!r}")
+        _flag(history, "history")
+        _flag(include_archived, "include_archived")
+        _text(actor, "actor")
         window = None
         if between is not None:
             if not isinstance(between, (tuple, list)) or len(between) != 2:
-                raise InvalidInput("between must be a pair (start, end) of datetimes")
+                raise InvalidInput(f"between must be a pair (start, end) of datetimes, got "
+                                   f"{type(between).__name__}")
             try:
                 window = (checked_time(between[0], "between start"),
                           checked_time(between[1], "between end"))
@@ -182,9 +264,9 @@ class Memory:
             query=query.strip() if query else None, topic=topic,
             fields=None if fields is None or all_fields else tuple(fields),
             as_of=None if as_of is None else as_utc(as_of, "as_of"),
-            history=bool(history), include_archived=bool(include_archived), k=k,
+            history=history, include_archived=include_archived, k=k,
             all_fields=all_fields, between=window)
-        result, _ = self._engine.run("retrieve", lambda t: retrieve_op.retrieve(t, request),
+        result, _ = self._run("retrieve", lambda t: retrieve_op.retrieve(t, request),
                                      actor=actor, interaction=True)
         return result.model_copy(update={"transition": self._engine.seq})
 
@@ -192,6 +274,9 @@ class Memory:
         """Add a typed edge: `extension` (a change on src may entail one on dst) or
         `association` (retrieval context only). Returns False if it already existed."""
         self._check_open()
+        _text(src, "src")
+        _text(dst, "dst")
+        _text(actor, "actor")
         if kind not in ("extension", "association"):
             raise InvalidInput(f"kind must be 'extension' or 'association', got {kind!r}")
 
@@ -202,13 +287,14 @@ class Memory:
                 raise UnknownUnit(f"no topic named {src if a is None else dst!r}")
             return add_edge(t, a, b, kind, source=actor)
 
-        created, _ = self._engine.run("link", op, actor=actor)
+        created, _ = self._run("link", op, actor=actor)
         return created
 
     def forget(self, *, actor: str = "maintenance") -> dict[str, Any]:
         """A forgetting pass: the `tick` policies move faded units down the ladder."""
         self._check_open()
-        _, t = self._engine.run("forget", forget_op.forget, actor=actor, event="tick")
+        _text(actor, "actor")
+        _, t = self._run("forget", forget_op.forget, actor=actor, event="tick")
         done = t.detail.get("attenuated", [])
         return {"transition": self._engine.seq,
                 "attenuated": list(dict.fromkeys(unit for unit, _ in done)),
@@ -216,54 +302,194 @@ class Memory:
 
     def revise(self, *, actor: str = "maintenance") -> dict[str, Any]:
         """A revision pass; each repair (merge, conflicts, dependency repair) is its own
-        transition, so one that is rejected does not undo the others."""
+        transition, so one that is rejected does not undo the others.
+
+        Dependency repair puts each topic with open revision flags to the `revised` policies
+        and then to the reviser given to `gem.open`, whose facts are applied in the same
+        transition. A flag is cleared only by what handled it: `flags_cleared` lists
+        (topic, by) with by "reviser" or "policy:<name>"; `flags_open` lists the topics still
+        flagged (see `pending_revisions`). Without a reviser and a `revised` policy, flags
+        are left for the agent, and no transition is made for them."""
         self._check_open()
+        _text(actor, "actor")
         engine = self._engine
-        report: dict[str, Any] = {"merged": [], "conflicts": [], "flags_evaluated": []}
+        report: dict[str, Any] = {"merged": [], "conflicts": [], "flags_evaluated": [],
+                                  "flags_cleared": [], "flags_open": []}
         with engine.store.lock:  # no other commit between finding and repairing
             threshold, pairs = self._read(lambda t: (
                 t.settings["merge_similarity"],
                 revise_op.duplicate_pairs(t, t.settings["merge_similarity"])))
             for keep, away in pairs:
-                engine.run("revise", lambda t: revise_op.merge_topics(t, keep, away),
+                self._run("revise", lambda t: revise_op.merge_topics(t, keep, away),
                            actor=actor, event="merge")
                 report["merged"].append((keep, away))
-            engine.derived.unpaired.clear()
-            engine.derived.paired_at = threshold
+            scope = engine.derived.scope(self._scope)
+            scope.unpaired.clear()
+            scope.paired_at = threshold
             with engine.store.reading() as tx:
-                fids = queries.conflicting_fields(tx)
+                fids = queries.conflicting_fields(tx, self._scope)
             if fids:
-                engine.run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
+                self._run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
                            event="conflicts")
                 report["conflicts"] = fids
             tids = self._read(revise_op.open_flag_topics)
-            if tids:
-                engine.run("revise", lambda t: revise_op.evaluate_flags(t, tids, run_policies),
-                           actor=actor, event="dependency_repair")
+            if tids and (self.reviser is not None or engine.shared.policies_for("revised")):
+                answers: dict[str, Any] = {}  # asked once per topic, should the run restart
+                _, t = self._run("revise", lambda t: revise_op.evaluate_flags(
+                    t, tids, run_policies, self.reviser, answers),
+                    actor=actor, event="dependency_repair")
                 report["flags_evaluated"] = tids
+                report["flags_cleared"] = list(dict.fromkeys(
+                    (c["topic"], c["by"]) for c in t.detail.get("flags_cleared", [])))
+            report["flags_open"] = self._read(revise_op.open_flag_topics)
         return report
+
+    def pending_revisions(self) -> list[PendingRevision]:
+        """Topics with open revision flags, oldest flag first: each with its flags (origin,
+        policy, evidence), its current values and those of the topics whose change flagged
+        it. An administrative read: nothing is reinforced."""
+        return self._read(lambda t: [revise_op.pending_revision(t, tid)
+                                     for tid in revise_op.open_flag_topics(t)])
+
+    def retract(self, topic: str, field: str, reason: str, *, source: str = "api",
+                actor: str = "api") -> bool:
+        """Say that the field's current value was wrong, with no replacement: from now on the
+        field has no current value (in retrieval, `as_of` now, `inspect` and `explain`), the
+        retracted entry is kept in the history as retracted, with `reason`, and the topic's
+        dependents are flagged like for any update. A later statement gives it a value again.
+        Returns False when the field has no current value to retract."""
+        self._check_open()
+        _text(topic, "topic")
+        _text(field, "field")
+        _text(reason, "reason")
+        _text(source, "source")
+        _text(actor, "actor")
+        provenance = {"source": source, "actor": actor, "ref": None, "confidence": 1.0,
+                      "polarity": "+"}
+
+        def op(t: Transition) -> bool:
+            fid = self._require_field(t, topic, field)
+            return retract_op.retract(t, fid, reason.strip(), provenance)
+
+        changed, _ = self._run("retract", op, actor=actor)
+        return bool(changed)
+
+    @property
+    def reviser(self) -> Reviser | None:
+        """The callable `revise()` asks about flagged topics (gem.open(reviser=...))."""
+        return self._engine.reviser
 
     def maintain(self, *, actor: str = "maintenance") -> dict[str, Any]:
         """One maintenance run: forget, then revise."""
         return {"forget": self.forget(actor=actor), "revise": self.revise(actor=actor)}
 
     def restore(self, topic: str, field: str | None = None, *, actor: str = "api") -> bool:
-        """Reverse any forgetting level of a topic (and one of its fields)."""
+        """Reverse any forgetting level of a topic and of one of its fields, or, without
+        `field`, of every field of it: a restored topic is back in default retrieval whole."""
         self._check_open()
+        _text(topic, "topic")
+        if field is not None:
+            _text(field, "field")
+        _text(actor, "actor")
 
         def op(t: Transition) -> bool:
             tid = self._topic_id(t, topic)
             if tid is None:
                 raise UnknownUnit(f"no topic named {topic!r}")
-            fid = None
-            if field is not None:
-                fid = field_id(tid, field)
-                if t.field_row(fid) is None:
-                    raise UnknownUnit(f"topic {topic!r} has no field {field!r}")
+            fid = None if field is None else self._require_field(t, topic, field)
             return forget_op.restore(t, tid, fid)
 
-        changed, _ = self._engine.run("restore", op, actor=actor)
+        changed, _ = self._run("restore", op, actor=actor)
         return changed
+
+    # ------------------------------------------------------------------ erasure
+    def erase(self, topic: str, field: str | None = None, *, source: str | None = None,
+              reason: str, actor: str = "api") -> ErasureReceipt:
+        """Erase, for privacy: a topic; one `field` of it; or, with `source`, what that source
+        said in the topic (or in that field). The one destructive operator (forgetting never
+        destroys): one transition removes the values, observations, index entries, summaries
+        and salience of what is erased, recomputes what remains, redacts the log records that
+        touched the topic and writes a tombstone. The episodes that said what is erased go
+        too: those its entries and observations cite, and with `source` the scope's episodes
+        from that source. The bytes leave the database files with `compact()`. Nothing to
+        erase: UnknownUnit."""
+        self._check_open()
+        _text(topic, "topic")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidInput("reason must be a non-empty string (it is kept in the tombstone: "
+                               "never put the erased content in it)")
+        for name, value in (("field", field), ("source", source)):
+            if value is not None:
+                _text(value, name)
+        _text(actor, "actor")
+
+        def op(t: Transition) -> dict[str, Any]:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                raise UnknownUnit(f"no topic named {topic!r}")
+            return erase_op.erase(t, [tid], field, source, reason.strip())
+
+        return self._erasure(op, actor)
+
+    def erase_all(self, reason: str, *, actor: str = "api") -> ErasureReceipt:
+        """Erase every topic and episode of this memory's scope (a tenant leaving), as one
+        transition."""
+        self._check_open()
+        _text(reason, "reason")
+        _text(actor, "actor")
+
+        def op(t: Transition) -> dict[str, Any]:
+            tids = t.topic_ids_where(frozenset({"active", "archived"}))
+            if not tids and not t.episode_ids_where(frozenset({"active", "hidden"})):
+                raise UnknownUnit(f"scope {self._scope!r} holds nothing to erase")
+            return erase_op.erase(t, tids, None, None, reason.strip(), every_episode=True)
+
+        return self._erasure(op, actor)
+
+    def _erasure(self, op: Callable[[Transition], dict[str, Any]], actor: str) -> ErasureReceipt:
+        result, t = self._run("erase", op, actor=actor)
+        stone = result["tombstone"]
+        return ErasureReceipt(
+            transition=t.seq, scope=self._scope, at=t.now, reason=stone["reason"],
+            topics=stone["topics"], fields=stone["fields"], entries=stone["entries"],
+            observations=stone["observations"], redacted=stone["redacted"],
+            episodes=stone["episodes"],
+            commitment=result["commitment"], salt=result["salt"])
+
+    def verify_erasure(self, receipt: ErasureReceipt) -> ErasureCheck:
+        """Check that what `receipt` says was erased is gone: its tombstone is in the log as
+        given, no stored row, index entry, name or summary holds the erased units, and the
+        redacted records hold no content. A receipt that matches no erasure: InvalidInput."""
+        self._check_open()
+        if not isinstance(receipt, ErasureReceipt):
+            raise InvalidInput(f"receipt must be a gem.ErasureReceipt, got {type(receipt).__name__}")
+        with self._engine.store.lock:
+            return erase_op.verify(self._engine, receipt)
+
+    def compact(self) -> dict[str, Any]:
+        """Rewrite the live data into a fresh database and swap it in atomically, so what was
+        erased leaves the files too (an engine keeps deleted values in its pages). Crash-safe:
+        a kill at any point leaves the old or the new database. Only the one handle open on
+        the path may compact; returns the bytes before and after."""
+        self._check_open()
+        if self._root is not None:
+            raise InvalidInput("compact the memory, not a scope view: it rewrites every scope")
+        engine = self._engine
+        with engine.store.lock:
+            before = _disk_bytes(self.path)
+            engine.write_behind()
+            engine.store.compact()
+            engine.save_snapshot()
+            return {"bytes_before": before, "bytes_after": _disk_bytes(self.path)}
+
+    def export(self, dest: str | Path | IO[str], progress: Progress | None = None) -> TransferReport:
+        """Write the whole database (every scope, the log included) as JSON Lines to `dest`, a
+        path or a text stream (gem/transfer.py). `gem.import_jsonl` loads it into an empty
+        database, on either engine, with the same state. Changes nothing."""
+        self._check_open()
+        if self._root is not None:
+            raise InvalidInput("export the memory, not a scope view: the file holds every scope")
+        return transfer.export_jsonl(self._engine.store, dest, progress)
 
     def start_maintenance(self, every: float | timedelta = 3600.0) -> None:
         """Run `maintain` in the background every `every` seconds (APScheduler). Runs are
@@ -271,8 +497,10 @@ class Memory:
         logged and retried at the next interval, never half-applied."""
         from apscheduler.schedulers.background import BackgroundScheduler
         self._check_open()
+        if not isinstance(every, (int, float, timedelta)) or isinstance(every, bool):
+            raise InvalidInput(f"every must be seconds or a timedelta, got {type(every).__name__}")
         seconds = every.total_seconds() if isinstance(every, timedelta) else float(every)
-        if seconds <= 0:
+        if not seconds > 0:  # NaN too
             raise InvalidInput("every must be a positive number of seconds")
         if self._scheduler is not None:
             raise GemError("maintenance is already running; stop it first")
@@ -301,11 +529,12 @@ class Memory:
     def _read(self, fn: Callable[[Transition], Any]) -> Any:
         """A side-effect-free read: no salience change, not an interaction, nothing logged."""
         self._check_open()
-        return self._engine.read(fn)
+        return self._engine.read(fn, self._scope)
 
     def _topic_id(self, t: Transition, topic: str) -> str | None:
-        if not isinstance(topic, str) or not topic.strip():
-            raise InvalidInput("topic must be a non-empty string")
+        """A topic named by title or alias (exactly, then by canonical key), or by id with a
+        `gem.TopicId`: titles and ids never share a namespace."""
+        _text(topic, "topic")
         return Directory.of(t).lookup(topic)
 
     @overload
@@ -323,8 +552,8 @@ class Memory:
                 return None
             if field is None:
                 return retrieve_op.topic_view(t, tid, flags=True)
-            fid = field_id(tid, field)
-            return None if t.field_row(fid) is None else retrieve_op.field_view(t, fid)
+            fid = field_named(t, tid, _text(field, "field"))
+            return None if fid is None else retrieve_op.field_view(t, fid)
         return self._read(read)
 
     def history(self, topic: str, field: str) -> list[HistoryEntry]:
@@ -341,9 +570,11 @@ class Memory:
             decay = t.settings["reliability_decay"]
             states = evidence_states(field_evidence(t, fid), decay)
             current = t.current_entry(fid)
+            if current is not None and history_rules.is_retraction(current):
+                current = None  # retracted: no current value
             entries = history_rules.chronological(t.entries(fid))
             return Explanation(
-                topic=t.field_row(fid)["topic_id"], field=field,  # type: ignore[index]
+                topic=t.get("Field", fid)["topic_id"], field=t.get("Field", fid)["name"],
                 value=None if current is None else json.loads(current["value"]),
                 entries=[retrieve_op.history_entry(t, e) for e in entries],
                 reliability=states.reliability, decay=decay,
@@ -355,39 +586,152 @@ class Memory:
         tid = self._topic_id(t, topic)
         if tid is None:
             raise UnknownUnit(f"no topic named {topic!r}")
-        if not isinstance(field, str) or t.field_row(field_id(tid, field)) is None:
+        fid = field_named(t, tid, _text(field, "field"))
+        if fid is None:
             raise UnknownUnit(f"topic {topic!r} has no field {field!r}")
-        return field_id(tid, field)
+        return fid
 
     def stats(self) -> dict[str, Any]:
         """Sizes of the state: the active footprint (C5) and everything kept behind it."""
         def read(t: Transition) -> dict[str, Any]:
             with self._engine.store.reading() as tx:
-                counts = queries.status_counts(tx)
-                entries, active_entries = queries.entry_counts(tx)
+                counts = queries.status_counts(tx, self._scope)
+                entries, active_entries = queries.entry_counts(tx, self._scope)
+                transitions = queries.count(tx, "Transition", "n.scope = $s", {"s": self._scope})
             return {"topics": counts["topics"], "fields": counts["fields"],
                     "active_fields": counts["fields"].get("active", 0),
                     "entries": entries, "active_entries": active_entries,
                     "episodes": counts["episodes"],
                     "interactions": t.counters.interactions,
                     "active_bound": t.settings.get("active_bound"),
-                    "transitions": self._engine.seq}
+                    "transitions": transitions}
         return self._read(read)
 
     def transitions(self, since: int = 0) -> list[dict[str, Any]]:
-        """The transition log from `since` on: op, time, actor, units, policies fired, hashes."""
+        """The transition log from `since` on: op, time, actor, units, policies fired, hashes
+        (a scope view: only its own scope's records)."""
         self._check_open()
+        if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+            raise InvalidInput(f"since must be an integer >= 0, got {since!r}")
         with self._engine.store.reading() as tx:
-            rows = queries.transitions(tx, since)
+            rows = queries.transitions(tx, since, scope=self._scope if self._root else None)
         return [audit_mod.log_entry(r) for r in rows]
 
-    def audit(self, *, full: bool = False, progress: Progress | None = None) -> AuditReport:
-        """C1-C6 and the hash chain of the transition log: over what the transitions since the
-        last clean audit touched, or over the whole state with `full=True` (and whenever this
-        memory has no clean audit yet). `report.since` says which was done."""
+    def audit(self, *, full: bool = False, progress: Progress | None = None,
+              expected_head: dict[str, Any] | None = None) -> AuditReport:
+        """C1-C6, every stored row against the hash the log attests for it, and the hash chain:
+        over what the transitions since the last clean audit touched, or over the whole state
+        with `full=True` (and whenever this memory has no clean audit yet). `report.since` says
+        which was done. `expected_head` is a `head()` kept outside the database: a log cut
+        short of it or rewritten up to it fails the audit."""
+        self._check_open()
+        _flag(full, "full")
+        if expected_head is not None and not (isinstance(expected_head, dict)
+                                              and {"seq", "hash"} <= set(expected_head)):
+            raise InvalidInput("expected_head must be a head() record: {'seq': ..., 'hash': ...}")
+        with self._engine.store.lock:
+            return audit_mod.audit(self._engine, full=full, progress=progress,
+                                   expected_head=expected_head)
+
+    def head(self) -> dict[str, Any]:
+        """The log's head ({"seq", "hash"}): keep it outside the database and pass it to
+        `audit(expected_head=...)` later to detect truncation or a rewritten log."""
         self._check_open()
         with self._engine.store.lock:
-            return audit_mod.audit(self._engine, full=full, progress=progress)
+            return {"seq": self._engine.derived.seq, "hash": self._engine.derived.hash}
+
+    # -- views for people (the dashboard): side-effect free, like inspect
+    def topics(self, *, status: str | None = None, flagged: bool = False, text: str | None = None,
+               order: str = "salience", offset: int = 0, limit: int = 50) -> TopicPage:
+        """A page of topics with status, salience now, fields per ladder level and open flags,
+        and the totals of the state. `status` active|archived, `flagged`: only topics with open
+        flags, `text`: a part of the title; `order` salience|title|recent|flags."""
+        if status not in (None, "active", "archived"):
+            raise InvalidInput(f"status must be 'active' or 'archived', got {status!r}")
+        _flag(flagged, "flagged")
+        if text is not None and not isinstance(text, str):
+            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
+        if order not in views.ORDERS:
+            raise InvalidInput(f"order must be one of {', '.join(views.ORDERS)}, got {order!r}")
+        for name, value, least in (("offset", offset, 0), ("limit", limit, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise InvalidInput(f"{name} must be an integer >= {least}")
+        derived = self._engine.derived.scope(self._scope)
+        return self._read(lambda t: views.topic_listing(
+            t, derived, status=status, flagged=flagged, text=text, order=order,
+            offset=offset, limit=limit))
+
+    def titles(self, topic_ids: Iterable[str]) -> dict[str, str]:
+        """The titles of these topic ids (ids of no topic are left out), from the committed
+        name directory: one dictionary lookup each."""
+        self._check_open()
+        if isinstance(topic_ids, (str, bytes, dict)) or not hasattr(topic_ids, "__iter__"):
+            raise InvalidInput(f"topic_ids must be a list of topic ids, got {type(topic_ids).__name__}")
+        topic_ids = list(topic_ids)
+        for i, tid in enumerate(topic_ids):
+            if not isinstance(tid, str):
+                raise InvalidInput(f"topic_ids[{i}] must be a string, got {type(tid).__name__}")
+        with self._engine.store.lock:
+            title_of = self._engine.derived.scope(self._scope).names.title_of
+            return {tid: title_of[tid] for tid in topic_ids if tid in title_of}
+
+    def graph(self, topic: str, depth: int = 1, *, limit: int = 100) -> Neighbourhood:
+        """The topics within `depth` EXTENDS / ASSOCIATES / DERIVED_FROM edges of `topic`
+        (either direction, at most `limit` topics) and the typed edges between them."""
+        for name, value in (("depth", depth), ("limit", limit)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InvalidInput(f"{name} must be a positive integer")
+        derived = self._engine.derived.scope(self._scope)
+
+        def read(t: Transition) -> Neighbourhood:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                raise UnknownUnit(f"no topic named {topic!r}")
+            return views.neighbourhood(t, derived, tid, depth, limit)
+        return self._read(read)
+
+    def salience_history(self, topic: str) -> SalienceHistory:
+        """Salience and ladder status over time of a topic and each of its fields, from the
+        transition log (every record carries the salience it changed) and the stored rows."""
+        def read(t: Transition) -> SalienceHistory:
+            tid = self._topic_id(t, topic)
+            if tid is None:
+                raise UnknownUnit(f"no topic named {topic!r}")
+            with self._engine.store.reading() as tx:
+                records = queries.log_records(tx, mentioning=views.log_needles(tid),
+                                              newest_first=False)
+            return views.salience_history(t, tid, records)
+        return self._read(read)
+
+    def recent_transitions(self, limit: int = 50, *, before: int | None = None,
+                           topic: str | None = None, details: bool = True) -> list[dict[str, Any]]:
+        """The newest log records (those numbered below `before`), newest first; with `topic`,
+        only those that touched it or its fields. Records are as stored and hashed (what
+        `gem.audit.verify_chain` checks): like `transitions`, plus the salience they changed,
+        but the policy calls in runs: consecutive identical calls are one item with `n`, the
+        number of calls (a forgetting pass makes thousands). `details=False` leaves out each
+        record's policies, detail and salience (for a forgetting pass over a large memory,
+        megabytes): seq, op, event, at, actor, units and the hashes only."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidInput("limit must be a positive integer")
+        if before is not None and (not isinstance(before, int) or isinstance(before, bool)):
+            raise InvalidInput("before must be an integer")
+        _flag(details, "details")
+
+        def read(t: Transition) -> list[dict[str, Any]]:
+            needles: tuple[str, ...] = ()
+            if topic is not None:
+                tid = self._topic_id(t, topic)
+                if tid is None:
+                    raise UnknownUnit(f"no topic named {topic!r}")
+                needles = views.log_needles(tid)
+            with self._engine.store.reading() as tx:
+                rows = queries.log_records(tx, before=before, limit=limit, mentioning=needles,
+                                           columns=None if details else _LOG_HEADS)
+            if not details:
+                return [{**r, "units": json.loads(r["units"])} for r in rows]
+            return [audit_mod.decode(r) for r in rows]
+        return self._read(read)
 
     # ------------------------------------------------------------------ policies
     @property
@@ -403,6 +747,11 @@ class Memory:
         only `paths` with `defaults=False`. A set with any error is refused whole
         (PolicySyntaxError / PolicyCheckError) and the previous set stays in force."""
         self._check_open()
+        _flag(defaults, "defaults")
+        _text(actor, "actor")
+        if self._root is not None:
+            raise InvalidInput("policies govern every scope: load them on the memory, not on a "
+                               f"view of scope {self._scope!r}")
         policy_set = load_sources(read_sources(paths, argument="paths"), available_actions(),
                                   defaults=defaults, argument="paths")
         return self._install(policy_set, actor)
@@ -428,6 +777,9 @@ class Memory:
             # The files themselves are kept too: settings live outside any policy.
             files = json.dumps([[src.file, src.text] for src in policy_set.sources])
             t.store_writes.append(lambda tx: queries.put_policies(tx, rows, files))
+            for row, _ in rows:  # the log attests what was stored (gem/attest.py)
+                t.attested[f"Policy|{row['name']}"] = attest.row_hash("Policy", row)
+            t.attested["Meta|policy_sources"] = attest.text_hash(files)
             t.detail["policies"] = sorted(names)
             t.detail["policy_set_hash"] = policy_set.hash
             if previous_set is not None:
@@ -442,7 +794,7 @@ class Memory:
             previous = engine.policies
             engine.install_policies(policy_set)  # the new set governs its own load transition
             try:
-                engine.run("policy", op, actor=actor)
+                self._run("policy", op, actor=actor)
             except BaseException:
                 engine.install_policies(previous)
                 raise
@@ -454,12 +806,47 @@ class Memory:
         return None if value is None else [tuple(x) for x in json.loads(value)]
 
 
+def _disk_bytes(path: str) -> int:
+    return sum(os.path.getsize(path + s) for s in ("", ".wal") if os.path.exists(path + s))
+_LOG_HEADS = ("seq", "op", "event", "at", "actor", "units", "prev_hash", "hash")
+
+
+def import_jsonl(source: str | Path | IO[str], path: str | Path, *, engine: str = "kuzu",
+                 embedder: Embedder | None = None,
+                 progress: Progress | None = None) -> TransferReport:
+    """Load an export (`Memory.export`, `gem export`) into a new database at `path`, where no
+    database is or an empty one. The database is built beside `path` and moved there only
+    once it audits clean (every row hash against the log, the chain, C1-C6) and its log ends
+    at the head the export names; on any error nothing is left at `path`."""
+    path = str(path)
+    transfer.target_is_empty(path, engine)
+    building = path + transfer.IMPORTING
+    transfer.remove(building)
+    try:
+        header, records, digest = transfer.load(source, building, engine, progress)
+        memory = open(building, engine=engine, embedder=embedder, create=False, progress=progress)
+        try:
+            report = memory.audit(full=True, progress=progress)
+            if not report.ok:
+                raise InvalidInput(f"the imported database fails the audit: {report.violations[:3]}")
+            head, named = memory.head(), header.get("head")
+            if named is not None and (head["seq"], head["hash"]) != (named.get("seq"), named.get("hash")):
+                raise InvalidInput("the imported log does not end at the head the export names")
+        finally:
+            memory.close()
+        transfer.move_into_place(building, path)
+    except BaseException:
+        transfer.remove(building)
+        raise
+    return transfer.TransferReport(path, records, head["seq"], head, digest)
+
+
 def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,
          embedder: Embedder | None = None, resolver: Resolver | None = None,
          clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
          summarizer: Summarizer | None = None, create: bool = True,
          progress: Progress | None = None, *, defaults: bool = True,
-         extractor: Extractor | None = None) -> Memory:
+         reviser: Reviser | None = None, extractor: Extractor | None = None) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
     `policies`: .policy files that extend the default governance (`defaults=False`: that
@@ -468,11 +855,31 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     stored one is a policy transition, logged, and reported in `Memory.policy_change`.
     `create=False` refuses a path where no database exists (a mistyped path would otherwise
     make a new one). `progress(step, done, total)` is told about long work (rebuilding what is
-    derived from a database). `extractor(episode) -> [Fact, ...]` finds facts in each ingested
-    episode (an LLM in real use; the default finds none).
+    derived from a database). `clock()` must return timezone-aware datetimes; a time earlier
+    than the last transition's is taken as the last transition's (time in the log never goes
+    back). `reviser(PendingRevision)` is asked by `revise()` about each flagged topic and
+    returns facts to apply (or None to leave its flags open). `extractor(episode) -> [Fact, ...]`
+    finds facts in each ingested episode (an LLM in real use; the default finds none).
     """
-    if extractor is not None and not callable(extractor):
-        raise InvalidInput("extractor must be a callable taking a gem.Episode")
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise InvalidInput(f"path must be a str, an os.PathLike or None, got {type(path).__name__}")
+    if path is not None and not os.fspath(path):
+        raise InvalidInput("path is empty (use path=None for a temporary database)")
+    _text(engine, "engine")
+    _flag(create, "create")
+    _flag(defaults, "defaults")
+    for name, fn in (("clock", clock), ("summarizer", summarizer), ("progress", progress),
+                     ("reviser", reviser), ("extractor", extractor)):
+        if fn is not None and not callable(fn):
+            raise InvalidInput(f"{name} must be callable, got {type(fn).__name__}")
+    if resolver is not None and not callable(getattr(resolver, "resolve", None)):
+        raise InvalidInput(f"resolver must have a resolve(name, topics) method, got "
+                           f"{type(resolver).__name__}")
+    if embedder is not None and not (callable(getattr(embedder, "embed", None))
+                                     and isinstance(getattr(embedder, "dim", None), int)
+                                     and isinstance(getattr(embedder, "name", None), str)):
+        raise InvalidInput(f"embedder must have embed(texts), an int dim and a str name, got "
+                           f"{type(embedder).__name__}")
     if not create and path is not None and not Path(path).exists():
         raise InvalidInput(f"no database at {str(path)!r}")
     wanted = None
@@ -490,8 +897,9 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
 
         core = Engine(store, embedder or embedder_for(store), resolver or TieredResolver(),
                       checked_clock, summarizer, progress)
+        core.reviser = reviser
         memory = Memory(core)
-        memory.extractor = extractor
+        core.extractor = extractor
         stored = core.policies
         if stored is None:
             memory._install(wanted or load_sources([], available_actions(), defaults=True), "api")
@@ -507,4 +915,4 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         raise
 
 
-__all__ = ["Memory", "open", "Fact", "TransitionRejected"]
+__all__ = ["Memory", "open", "Fact", "TransitionRejected", "Reviser"]

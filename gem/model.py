@@ -15,27 +15,80 @@ from pydantic import BaseModel, ConfigDict, Field as PydField, ValidationError, 
 from .errors import InvalidInput
 
 
+# Limits on one fact's value: deeper nesting is refused before anything walks it recursively
+# (json, the summariser), and a value is a fact about a topic, not a document store.
+MAX_VALUE_DEPTH = 64
+MAX_VALUE_BYTES = 256 * 1024   # of its canonical JSON, UTF-8
+MAX_LABELS = 32
+MAX_LABEL_LENGTH = 64
+
+
+def json_problem(value: Any) -> str | None:
+    """Why `value` is not a JSON value gem stores exactly as given, or None when it is.
+
+    Only the JSON types themselves are accepted (dict with str keys, list, str, int, float,
+    bool), nothing that would come back as something else: no tuple (a list), no int or bool
+    key (a string), no subclass such as an Enum, no NaN or infinity, nothing nested deeper than
+    MAX_VALUE_DEPTH. Walked without recursion, so no value can exhaust the stack.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind in (str, int, bool) or item is None:
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                return f"{item!r} is not a JSON number"
+            continue
+        if kind not in (list, dict):
+            return f"{kind.__name__} is not a JSON type (use a list, a dict with str keys, a " \
+                   "str, an int, a float or a bool)"
+        if depth > MAX_VALUE_DEPTH:
+            return f"it is nested deeper than {MAX_VALUE_DEPTH} levels"
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return f"object key {key!r} is a {type(key).__name__}, not a string"
+            stack.extend((v, depth + 1) for v in item.values())
+        else:
+            stack.extend((v, depth + 1) for v in item)
+    return None
+
+
 def _json_value(value: Any) -> Any:
-    try:
-        text = json.dumps(value, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"value must be JSON-serialisable: {exc}") from exc
+    problem = json_problem(value)
+    if problem is not None:
+        raise ValueError(f"must be a JSON value: {problem}")
+    text = json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
+    if len(text.encode("utf-8")) > MAX_VALUE_BYTES:
+        raise ValueError(f"must be at most {MAX_VALUE_BYTES} bytes as JSON")
     return json.loads(text)
 
 
 def as_utc(value: datetime, what: str = "time") -> datetime:
-    """Aware datetimes are converted to UTC; naive ones are taken to be UTC already."""
+    """An aware datetime, converted to UTC. A naive one is refused: which zone it meant is
+    exactly what gem cannot know (`datetime.now()` is local time), and guessing UTC would
+    shift it silently."""
     if not isinstance(value, datetime):
         raise InvalidInput(f"{what} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(f"{what} must be timezone-aware (a naive datetime could be any "
+                           f"zone): use datetime.now(timezone.utc) or .replace(tzinfo=...), "
+                           f"got {value.isoformat()}")
     return value.astimezone(timezone.utc)
 
 
 class Fact(BaseModel):
-    """One observation: `topic`'s `field` has `value`, as of `at`, according to `source`."""
+    """One observation: `topic`'s `field` has `value`, as of `at`, according to `source`.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Nothing is coerced (strict): `confidence` is an int or float, `at` an aware datetime, the
+    names are str, and `value` a JSON value that reads back exactly as given. `labels` say
+    what kind of value it is ("pii", "secret"): they stay with the entry and its field, and
+    policies read them (`entry.labels`, `field.labels`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     topic: str
     field: str
@@ -46,6 +99,7 @@ class Fact(BaseModel):
     ref: str | None = None
     confidence: float = 1.0
     polarity: Literal["+", "-"] = "+"
+    labels: tuple[str, ...] = ()
 
     def __init__(self, topic: str | None = None, field: str | None = None, value: Any = None,
                  **kwargs: Any) -> None:
@@ -54,12 +108,36 @@ class Fact(BaseModel):
         except ValidationError as exc:
             raise InvalidInput(_describe(exc, "Fact")) from None
 
-    @field_validator("topic", "field", "source", "actor")
     @classmethod
-    def _non_empty(cls, v: str) -> str:
-        if not isinstance(v, str) or not v.strip():
-            raise ValueError("must be a non-empty string")
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> "Fact":
+        """A Fact from its JSON (`model_dump(mode="json")`): JSON has no datetime, so `at` is
+        ISO 8601 text there, with its offset; everything else is checked as always."""
+        try:
+            data = json.loads(json_data)
+        except ValueError as exc:
+            raise InvalidInput(f"invalid Fact JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise InvalidInput(f"a Fact's JSON is an object, got {type(data).__name__}")
+        if isinstance(data.get("at"), str):
+            try:
+                data["at"] = datetime.fromisoformat(data["at"])
+            except ValueError:
+                raise InvalidInput(f"invalid Fact: at: not an ISO 8601 time: {data['at']!r}") from None
+        return cls(**data)
+
+    @field_validator("topic", "field", "source", "actor", mode="before")
+    @classmethod
+    def _non_empty(cls, v: Any) -> str:
+        if type(v) is not str or not v.strip():
+            raise ValueError(f"must be a non-empty string, got {_kind(v)}")
         return v.strip()
+
+    @field_validator("ref", mode="before")
+    @classmethod
+    def _text_or_none(cls, v: Any) -> str | None:
+        if v is not None and type(v) is not str:
+            raise ValueError(f"must be a string or None, got {type(v).__name__}")
+        return v
 
     @field_validator("value")
     @classmethod
@@ -68,17 +146,47 @@ class Fact(BaseModel):
             raise ValueError("must not be null (use polarity '-' to deny a value)")
         return _json_value(v)
 
-    @field_validator("confidence")
+    @field_validator("confidence", mode="before")
     @classmethod
-    def _unit_interval(cls, v: float) -> float:
+    def _unit_interval(cls, v: Any) -> float:
+        if type(v) not in (int, float):
+            raise ValueError(f"must be an int or a float, got {type(v).__name__}")
         if math.isnan(v) or not 0.0 <= v <= 1.0:
             raise ValueError("must be within [0, 1]")
         return float(v)
 
-    @field_validator("at")
+    @field_validator("at", mode="before")
     @classmethod
-    def _utc(cls, v: datetime | None) -> datetime | None:
-        return None if v is None else as_utc(v, "at")
+    def _utc(cls, v: Any) -> datetime | None:
+        if v is None:
+            return None
+        if not isinstance(v, datetime):
+            raise ValueError(f"must be a datetime, got {type(v).__name__}")
+        if v.tzinfo is None or v.utcoffset() is None:
+            raise ValueError("must be timezone-aware (a naive datetime could be any zone)")
+        return v.astimezone(timezone.utc)
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels(cls, v: Any) -> tuple[str, ...]:
+        if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+            raise ValueError(f"must be a list of strings, got {type(v).__name__}")
+        out: list[str] = []
+        for x in v:
+            if type(x) is not str or not x.strip():
+                raise ValueError(f"each label must be a non-empty string, got {x!r}")
+            label = x.strip()
+            if len(label) > MAX_LABEL_LENGTH:
+                raise ValueError(f"a label is at most {MAX_LABEL_LENGTH} characters")
+            if label not in out:
+                out.append(label)
+        if len(out) > MAX_LABELS:
+            raise ValueError(f"at most {MAX_LABELS} labels")
+        return tuple(out)
+
+
+def _kind(v: Any) -> str:
+    return repr(v) if isinstance(v, str) else type(v).__name__
 
 
 # An episode's time must be aware (a naive time could be any zone) and plausible: a year
@@ -155,7 +263,7 @@ def _describe(exc: ValidationError, what: str) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or what
-        parts.append(f"{loc}: {err['msg']}")
+        parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
     return f"invalid {what}: " + "; ".join(parts)
 
 
@@ -206,6 +314,8 @@ class HistoryEntry(BaseModel):
     active: bool = True  # False once compression moved it out of the active history
     observations: list[Observation] = PydField(default_factory=list)
     episode: EpisodeView | None = None  # the episode its provenance ref names, if any
+    labels: list[str] = PydField(default_factory=list)
+    reason: str | None = None   # why it was retracted; for a retraction (value None), why
 
 
 class Candidate(BaseModel):
@@ -234,6 +344,8 @@ class FieldView(BaseModel):
     score: float | None = None       # its rank score when a free-text query returned it
     recalled: str | None = None      # the ladder level a cued recall brought it back from
     context: bool = False            # returned as context (one association hop), not ranked
+    labels: list[str] = PydField(default_factory=list)   # of every entry of its history
+    retracted: str | None = None   # the reason, when its value was retracted (value is None)
 
 
 class FlagView(BaseModel):
@@ -243,6 +355,19 @@ class FlagView(BaseModel):
     policy: str | None
     evidence: dict[str, Any]
     created_at: datetime
+    origin_title: str | None = None
+
+
+class PendingRevision(BaseModel):
+    """A topic with open revision flags: why (each flag's origin, policy and evidence) and
+    what it holds now. `mem.pending_revisions()` lists them, and a reviser is called with one
+    per flagged topic."""
+    model_config = ConfigDict(frozen=True)
+    topic: str                          # the topic's id
+    title: str
+    flags: list[FlagView]
+    values: dict[str, Any]              # the current value of each visible field
+    origins: dict[str, dict[str, Any]]  # each origin topic's title -> its current values
 
 
 class TopicView(BaseModel):
@@ -276,14 +401,46 @@ class RetrieveResult(BaseModel):
     between: tuple[datetime, datetime] | None = None
 
     def value(self, topic: str, field: str) -> Any:
-        """The current value of `field` on the topic titled (or aliased) `topic`, else None."""
-        from .text import normalise
-        want = normalise(topic)
+        """The current value of `field` on the topic titled (or aliased) `topic` (names as
+        the memory matches them: exactly or by canonical key; a `gem.TopicId` by id), else
+        None."""
+        from .text import name_key
+        from .units import TopicId
         for t in self.topics:
-            if t.id == topic or normalise(t.title) == want or want in (normalise(a) for a in t.aliases):
+            if isinstance(topic, TopicId):
+                found = t.id == topic
+            else:
+                want = name_key(topic)
+                found = any(name_key(n) == want for n in (t.title, *t.aliases))
+            if found:
                 f = t.fields.get(field)
+                if f is None:
+                    key = name_key(field)
+                    f = next((v for k, v in t.fields.items() if name_key(k) == key), None)
                 return None if f is None else f.value
         return None
+
+
+class DroppedFact(BaseModel):
+    """A fact a policy left out of an ingest (`drop`), and why. Its value is not repeated."""
+    model_config = ConfigDict(frozen=True)
+    fact: int                         # its index in the batch
+    topic: str
+    field: str
+    reason: str
+    policy: str
+
+
+class Resolution(BaseModel):
+    """A topic name that found a topic under another spelling: by canonical key
+    (`normalised`), or by similarity of titles or a caller's resolver, which also made it an
+    alias of that topic (`alias_added`)."""
+    model_config = ConfigDict(frozen=True)
+    name: str
+    topic: str                        # the topic's id
+    tier: Literal["normalised", "similarity", "resolver"]
+    score: float | None               # cosine of the name and the title, when both embed
+    alias_added: bool
 
 
 class IngestResult(BaseModel):
@@ -297,6 +454,8 @@ class IngestResult(BaseModel):
     flagged: list[str]                # topics flagged for revision by policies
     episodes: list[str] = PydField(default_factory=list)  # episode ids created, in order
     extracted: int = 0                # facts the extractor returned for those episodes
+    dropped: list[DroppedFact] = PydField(default_factory=list)
+    resolved: list[Resolution] = PydField(default_factory=list)
 
 
 class Explanation(BaseModel):
@@ -308,6 +467,101 @@ class Explanation(BaseModel):
     reliability: float
     states: dict[str, float]          # action, inaction, conflict, ignorance
     decay: float
+
+
+# -- administrative views (Memory.topics, .graph, .salience_history): side-effect free reads
+class TopicSummary(BaseModel):
+    """One row of a topic listing: what the overview shows without loading the topic."""
+    model_config = ConfigDict(frozen=True)
+    id: str
+    title: str
+    status: Literal["active", "archived"]
+    salience: float
+    fields: dict[str, int]            # fields per ladder level: active, compressed, hidden
+    open_flags: int
+
+
+class TopicPage(BaseModel):
+    """A page of topics (filtered and ordered) and the totals of the whole state."""
+    model_config = ConfigDict(frozen=True)
+    topics: list[TopicSummary]
+    matching: int                     # topics that pass the filters (all pages)
+    offset: int
+    limit: int
+    topic_counts: dict[str, int]      # every topic by status: active, archived
+    field_counts: dict[str, int]      # every field by ladder level: active, compressed, hidden,
+                                      # archived (a field of an archived topic)
+    flagged: int                      # topics with open revision flags
+
+
+class GraphNode(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    title: str
+    status: Literal["active", "archived"]
+    salience: float
+    depth: int                        # edges from the centre
+    open_flags: int
+
+
+class GraphEdge(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["extension", "association", "derived"]
+    source: str
+    target: str
+    created_at: datetime | None = None
+    transition: int | None = None     # the transition that made it (derived edges: None)
+    detail: str | None = None         # who made it (source), or why (a derived edge's reason)
+
+
+class Neighbourhood(BaseModel):
+    """The topics within `depth` typed edges of a topic, and the edges between them."""
+    model_config = ConfigDict(frozen=True)
+    centre: str
+    depth: int
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    truncated: bool                   # more topics were in reach than the limit allowed
+
+
+class SaliencePoint(BaseModel):
+    """A unit's stored salience after a change: strength x at `at` (s = 1 - e^-x)."""
+    model_config = ConfigDict(frozen=True)
+    at: datetime
+    transition: int | None            # None: the stored row (its last change)
+    strength: float
+    salience: float
+
+
+class LadderChange(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    at: datetime
+    transition: int
+    op: str
+    status: str                       # compressed | hidden | archived | active (restored)
+
+
+class UnitHistory(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    unit: str                         # the topic id, or "<topic id>/<field name>"
+    field: str | None                 # None for the topic itself
+    created_at: datetime
+    status: str                       # now
+    salience: float                   # now, decayed
+    points: list[SaliencePoint]
+    ladder: list[LadderChange]
+    half_life_seconds: float | None = None  # its own (a field's labels, `label_half_life`);
+                                            # None: it does not fade
+
+
+class SalienceHistory(BaseModel):
+    """Salience and ladder status of a topic and its fields over time, read from the log
+    (whose records carry every salience change) and the stored rows."""
+    model_config = ConfigDict(frozen=True)
+    topic: str
+    now: datetime
+    half_life_seconds: float
+    units: list[UnitHistory]
 
 
 class Violation(BaseModel):
@@ -325,3 +579,30 @@ class AuditReport(BaseModel):
     transitions: int
     chain_ok: bool
     since: int = 0                    # 0: everything was audited; n: what transitions after n touched
+
+
+class ErasureReceipt(BaseModel):
+    """What an erasure gives its caller: which units went (ids; a field's name only as a
+    salted hash), which log records were redacted, and the salted commitment of the erased
+    content. The `salt` is held only here: with it, and the content, its holder can show what
+    was erased; without it the database's commitment reveals nothing."""
+    model_config = ConfigDict(frozen=True)
+    transition: int
+    scope: str
+    at: datetime
+    reason: str
+    topics: list[str]
+    fields: list[list[str]]           # [topic id, salted hash of the field id]
+    entries: list[str]
+    observations: list[str]
+    redacted: list[int]               # log records whose content was removed
+    episodes: list[str] = PydField(default_factory=list)  # the episodes that said it
+    commitment: str
+    salt: str
+
+
+class ErasureCheck(BaseModel):
+    """`verify_erasure`: whether what a receipt says was erased is gone, and what is not."""
+    model_config = ConfigDict(frozen=True)
+    ok: bool
+    problems: list[str]

@@ -22,10 +22,10 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from . import conditions
+from . import attest, conditions
 from .errors import InvalidInput, TransitionRejected
 from .operators.forget import enforce_bound
-from .runtime import PolicyRuntime
+from .runtime import FactsDropped, PolicyRuntime
 from .state.transition import Transition
 from .store import queries
 from .store.schema import TABLES, Row, owning_rel
@@ -93,6 +93,10 @@ def run_policies(t: Transition, engine: "Engine | None" = None) -> None:
                 policy.fire(event.bindings, PolicyRuntime(t))
             finally:
                 t.current_event, t.depth = None, 0
+    if t.dropped.keys() - t.skipping:
+        # Facts this run recorded were dropped: what they caused must not be decided on, so
+        # the transition starts again without them (gem/engine.py).
+        raise FactsDropped(t.dropped)
 
 
 def bound(t: Transition, engine: "Engine") -> None:
@@ -115,20 +119,50 @@ def build_output(t: Transition, engine: "Engine") -> None:
 
 
 def append_log(t: Transition, engine: "Engine") -> None:
-    record = {
-        "seq": t.seq, "op": t.op, "event": t.event, "at": t.now.isoformat(), "actor": t.actor,
+    """The record of this transition: its content parts under one salted commitment, and the
+    chain over its metadata, counters and that commitment (gem/attest.py)."""
+    parts = {
         "units": sorted(set(t.touched.topics) | set(t.touched.fields) | set(t.touched.episodes)),
         "policies": runs_of(t.fired),
         "detail": {k: v for k, v in t.detail.items() if not k.startswith("_")},
         "salience": salience_changes(t),
+        "writes": attested(t),
     }
+    salt = attest.new_salt()
+    commit = attest.commitment(salt, parts)
+    counters = asdict(t.counters)
     previous = engine.derived.hash
+    body = {"seq": t.seq, "scope": t.scope, "op": t.op, "event": t.event, "at": t.now.isoformat(),
+            "actor": t.actor, "counters": counters, "tombstone": t.tombstone, "commit": commit}
     t.log_record = {
-        "seq": t.seq, "op": t.op, "event": t.event, "at": t.now, "actor": t.actor,
-        "units": dumps(record["units"]), "policies": dumps(record["policies"]),
-        "detail": dumps(record["detail"]), "salience": dumps(record["salience"]),
-        "counters": json.dumps(asdict(t.counters)), "prev_hash": previous,
-        "hash": chain_hash(previous, record)}
+        "seq": t.seq, "scope": t.scope, "op": t.op, "event": t.event, "at": t.now,
+        "actor": t.actor, **{name: dumps(parts[name]) for name in attest.PARTS},
+        "counters": dumps(counters), "tombstone": dumps(t.tombstone) if t.tombstone else "",
+        "salt": salt, "commit": commit, "prev_hash": previous,
+        "hash": chain_hash(previous, body)}
+
+
+def attested(t: Transition) -> dict[str, str | None]:
+    """unit -> content hash of every row this transition wrote (None: deleted), every typed
+    edge it added or removed, and what its other writes attest (stored policies)."""
+    out: dict[str, str | None] = {}
+    for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
+        for key, row in t.created[table].items():
+            out[key] = attest.row_hash(table, row)
+        for key in t.updated[table]:
+            out[key] = attest.row_hash(table, t.get(table, key))
+        for key in t.deleted[table]:
+            out[key] = None
+    for table, triples in t.rels_added.items():
+        if table in attest.EDGE_KINDS:
+            for a, b, props in triples:
+                out[attest.edge_key(table, a, b)] = attest.edge_hash(table, props)
+    for table, pairs in t.rels_removed.items():
+        if table in attest.EDGE_KINDS:
+            for a, b in pairs:
+                out[attest.edge_key(table, a, b)] = None
+    out.update(t.attested)
+    return dict(sorted(out.items()))
 
 
 def runs_of(fired: list[Any]) -> list[dict[str, Any]]:
@@ -152,14 +186,18 @@ def runs_of(fired: list[Any]) -> list[dict[str, Any]]:
 def salience_changes(t: Transition) -> dict[str, list[Any]]:
     """unit -> [strength, last access] for every unit whose salience this transition changed
     (the log is where salience is written first; see gem/derived.py)."""
+    changed = dict(t.salience)
+    for table in ("Topic", "Field", "Episode"):  # a unit's salience history starts with its creation
+        changed.update((key, table) for key in t.created[table])
     out = {}
-    for key in sorted(t.salience):
-        row = t.get(t.salience[key], key)
+    for key in sorted(changed):
+        row = t.get(changed[key], key)
         out[key] = [row["strength"], row["last_access"].isoformat()]
     return out
 
 
 def chain_hash(previous: str, record: dict[str, Any]) -> str:
+    """The next link: sha256 of the previous hash and the record's canonical body."""
     return hashlib.sha256((previous + dumps(record)).encode("utf-8")).hexdigest()
 
 
@@ -174,13 +212,14 @@ class Writes:
     rels_removed: dict[str, list[tuple[str, str]]]
     store_writes: tuple[Callable[[Any], None], ...]
     log_record: Row | None
+    deleted: dict[str, dict[str, None]]
     salience: tuple[tuple[str, str, float, Any], ...] = ()  # written behind now: (table, key, strength, last)
     salience_seq: int | None = None                          # and the log position they reflect
 
     @classmethod
     def of(cls, t: Transition) -> "Writes":
         return cls(t.created, t.updated, t.parent_of, t.rels_added, t.rels_removed,
-                   tuple(t.store_writes), t.log_record, tuple(t.salience_written),
+                   tuple(t.store_writes), t.log_record, t.deleted, tuple(t.salience_written),
                    t.seq if t.salience_written else None)
 
 
@@ -201,6 +240,9 @@ def write(tx: Any, w: Writes) -> None:
     for rel, pairs in w.rels_removed.items():
         if pairs:
             queries.delete_rels(tx, rel, pairs)
+    for table in ("Observation", "Entry", "Flag", "Field", "Topic", "Episode"):  # children first
+        if w.deleted[table]:
+            queries.delete_rows(tx, table, list(w.deleted[table]))
     for rel, triples in w.rels_added.items():
         if triples:
             queries.create_rels(tx, rel, triples)

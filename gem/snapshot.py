@@ -1,14 +1,17 @@
 """The derived state, saved beside the database so that opening does not rebuild it.
 
     <database>.gem-derived/
-        meta.json              the stamp: log position and hash it reflects, embedder, files
-        state-<gen>.json       names, summaries, stale topics, flags, counters, pending salience
-        tables-<gen>.npz       salience columns of every topic and field
-        lexical-<gen>.snap     the BM25 index over summaries            (gem/index.py)
-        vectors-<gen>.snap     the vector index over summaries          (gem/index.py)
-        titles-<gen>.snap      the title vectors the resolver matches   (gem/index.py)
-        units-<gen>.snap       the BM25 index over units (fields, episodes)
-        unitvec-<gen>.snap     the vector index over units
+        meta.json                  the stamp: log position and hash it reflects, embedder, files
+        state-<gen>.json           pending salience, the last clean audit, the log head's time,
+                                   and per scope: names, summaries, stale topics, flags,
+                                   counters, field labels, unit documents and valid times
+        tables-<scope>-<gen>.npz   salience columns of every topic, field and episode of a scope,
+                                   the log records that touched each topic
+        lexical-<scope>-<gen>.snap the BM25 index over a scope's summaries    (gem/index.py)
+        vectors-<scope>-<gen>.snap the vector index over a scope's summaries  (gem/index.py)
+        titles-<scope>-<gen>.snap  the title vectors the resolver matches     (gem/index.py)
+        units-<scope>-<gen>.snap   the BM25 index over a scope's units (fields, episodes)
+        unitvec-<scope>-<gen>.snap the vector index over a scope's units
 
 Files of a new generation are written (and synced) first, then `meta.json` is replaced
 atomically, then the old generation is removed: a crash at any point leaves a `meta.json` that
@@ -22,22 +25,27 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 import shutil
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .derived import DerivedState, NameDirectory, Progress, SalienceTable, snapshot_dir
+from .derived import DerivedState, NameDirectory, Progress, SalienceTable, ScopeState, scope_of, snapshot_dir
 from .errors import SnapshotError
 from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
-from .units import unit_table
+from .units import is_episode, unit_table
 
 if TYPE_CHECKING:
     from .embed import Embedder
 
-FORMAT = 2  # 2: episodes and the unit indexes (issue 10)
+# 1: one state per scope; 2 (an earlier layout, without scopes): the log head's time and field
+# labels, or (another branch) episodes and the unit indexes; 3: per scope, with the log head's
+# time and each scope's field labels; 4: per scope, with episodes and the unit indexes (issue
+# 10). A snapshot of any other format is rebuilt from the database, never read.
+FORMAT = 4
 
 
 def save(state: DerivedState, db_path: str) -> None:
@@ -47,48 +55,63 @@ def save(state: DerivedState, db_path: str) -> None:
     previous = _meta(folder)
     gen = (previous or {}).get("generation", 0) + 1
     stamp = {"seq": state.seq, "hash": state.hash, "embedder": state.embedder.name}
-    files = {"state": f"state-{gen}.json", "tables": f"tables-{gen}.npz",
-             "lexical": f"lexical-{gen}.snap", "vectors": f"vectors-{gen}.snap",
-             "titles": f"titles-{gen}.snap", "units": f"units-{gen}.snap",
-             "unitvec": f"unitvec-{gen}.snap"}
-    body = {
-        "names": [[tid, names] for tid, names in state.names.names_of.items()],
-        "summaries": state.summaries, "stale": list(state.stale),
-        "open_flags": state.open_flags, "counters": state.counters,
-        "salience_seq": state.salience_seq,
-        "audit_checkpoint": state.audit_checkpoint,
-        "fields_by_topic": state.fields_by_topic,
-        "unpaired": list(state.unpaired), "paired_at": state.paired_at,
-        "unit_docs": state.unit_docs, "unit_valid": state.unit_valid,
-        "stale_units": list(state.stale_units),
-    }
+    scopes = {name: s for name, s in sorted(state.scopes.items()) if s.topics.ids or s.counters}
+    files: dict[str, Any] = {"state": f"state-{gen}.json", "scopes": {}}
+    body: dict[str, Any] = {"salience_seq": state.salience_seq,
+                            "audit_checkpoint": state.audit_checkpoint,
+                            "at": None if state.at is None else state.at.isoformat(),
+                            "scopes": {}}
+    for name, scope in scopes.items():
+        files["scopes"][name] = {kind: f"{kind}-{name}-{gen}.{ext}" for kind, ext in
+                                 (("tables", "npz"), ("lexical", "snap"), ("vectors", "snap"),
+                                  ("titles", "snap"), ("units", "snap"), ("unitvec", "snap"))}
+        body["scopes"][name] = {
+            "names": [[tid, names] for tid, names in scope.names.names_of.items()],
+            "summaries": scope.summaries, "stale": list(scope.stale),
+            "open_flags": scope.open_flags, "counters": scope.counters,
+            "fields_by_topic": scope.fields_by_topic,
+            "field_labels": scope.field_labels,
+            "unpaired": list(scope.unpaired), "paired_at": scope.paired_at,
+            "unit_docs": scope.unit_docs, "unit_valid": scope.unit_valid,
+            "stale_units": list(scope.stale_units),
+        }
+        _save_scope(scope, folder, files["scopes"][name], stamp)
     _write(os.path.join(folder, files["state"]), json.dumps(body).encode("utf-8"))
+    meta = {"format": FORMAT, **stamp, "generation": gen, "files": files}
+    _write(os.path.join(folder, "meta.json"), json.dumps(meta).encode("utf-8"))
+    keep = {"meta.json", files["state"]} | {f for scope in files["scopes"].values() for f in scope.values()}
+    for name in os.listdir(folder):
+        if name not in keep:
+            path = os.path.join(folder, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: dict[str, Any]) -> None:
     arrays: dict[str, np.ndarray] = {}
-    for kind, table in (("topics", state.topics), ("fields", state.fields),
-                        ("episodes", state.episodes)):
+    for kind, table in (("topics", scope.topics), ("fields", scope.fields),
+                        ("episodes", scope.episodes)):
         n = len(table)
         arrays[f"{kind}_ids"] = np.asarray(table.ids, dtype=str)
         arrays[f"{kind}_strength"] = table.strength[:n]
         arrays[f"{kind}_last"] = table.last[:n]
         arrays[f"{kind}_status"] = table.status[:n]
         arrays[f"{kind}_owner"] = table.owner[:n]
+    touched = sorted(scope.touched_by.items())
+    arrays["touched_ids"] = np.asarray([tid for tid, _ in touched], dtype=str)
+    arrays["touched_offsets"] = np.cumsum([0] + [len(seqs) for _, seqs in touched]).astype(np.int64)
+    arrays["touched_seqs"] = np.concatenate([np.frombuffer(seqs, dtype=np.int64) for _, seqs in touched]) \
+        if touched else np.zeros(0, dtype=np.int64)
     tmp = os.path.join(folder, files["tables"] + ".tmp")
     with open(tmp, "wb") as f:
         np.savez(f, allow_pickle=False, **arrays)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, os.path.join(folder, files["tables"]))
-    state.lexical.save(os.path.join(folder, files["lexical"]), stamp)
-    state.vectors.save(os.path.join(folder, files["vectors"]), stamp)
-    state.title_vectors.save(os.path.join(folder, files["titles"]), stamp)
-    state.unit_lexical.save(os.path.join(folder, files["units"]), stamp)
-    state.unit_vectors.save(os.path.join(folder, files["unitvec"]), stamp)
-    meta = {"format": FORMAT, **stamp, "generation": gen, "files": files}
-    _write(os.path.join(folder, "meta.json"), json.dumps(meta).encode("utf-8"))
-    for name in os.listdir(folder):
-        if name != "meta.json" and name not in files.values():
-            path = os.path.join(folder, name)
-            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    scope.lexical.save(os.path.join(folder, files["lexical"]), stamp)
+    scope.vectors.save(os.path.join(folder, files["vectors"]), stamp)
+    scope.title_vectors.save(os.path.join(folder, files["titles"]), stamp)
+    scope.unit_lexical.save(os.path.join(folder, files["units"]), stamp)
+    scope.unit_vectors.save(os.path.join(folder, files["unitvec"]), stamp)
 
 
 def load(store: GraphStore, embedder: "Embedder", progress: Progress | None = None) -> DerivedState:
@@ -117,46 +140,62 @@ def _read(db_path: str, embedder: "Embedder") -> DerivedState:
     try:
         with open(os.path.join(folder, files["state"]), "rb") as f:
             body = json.loads(f.read().decode("utf-8"))
-        with np.load(os.path.join(folder, files["tables"]), allow_pickle=False) as arrays:
-            tables = {k: arrays[k] for k in arrays.files}
         stamp = {"seq": meta["seq"], "hash": meta["hash"], "embedder": meta["embedder"]}
-        lexical, s1 = LexicalIndex.load(os.path.join(folder, files["lexical"]))
-        vectors, s2 = VectorIndex.load(os.path.join(folder, files["vectors"]))
-        titles, s3 = VectorIndex.load(os.path.join(folder, files["titles"]))
-        units, s4 = LexicalIndex.load(os.path.join(folder, files["units"]))
-        unit_vectors, s5 = VectorIndex.load(os.path.join(folder, files["unitvec"]))
-        if not s1 == s2 == s3 == s4 == s5 == stamp or \
-                any(ix.dim != embedder.dim for ix in (vectors, titles, unit_vectors)):
-            raise SnapshotError("the snapshot's files are of different generations")
         state = DerivedState(embedder)
         state.seq, state.hash = int(meta["seq"]), str(meta["hash"])
-        state.lexical, state.vectors, state.title_vectors = lexical, vectors, titles
-        state.unit_lexical, state.unit_vectors = units, unit_vectors
-        state.unit_docs = {str(k): str(v) for k, v in body["unit_docs"].items()}
-        state.unit_valid = {str(k): float(v) for k, v in body["unit_valid"].items()}
-        state.stale_units = dict.fromkeys(body["stale_units"])
-        state.episodes = _table(tables, "episodes", SalienceTable(state.episodes.names))
-        names = NameDirectory()
-        for tid, title_and_aliases in body["names"]:
-            names.set(tid, title_and_aliases[0], title_and_aliases[1:])
-        state.names = names
-        state.summaries = dict(body["summaries"])
-        state.stale = dict.fromkeys(body["stale"])
-        state.open_flags = {k: int(v) for k, v in body["open_flags"].items()}
-        state.counters = {k: int(v) for k, v in body["counters"].items()}
-        state.fields_by_topic = {k: list(v) for k, v in body["fields_by_topic"].items()}
+        state.salience_seq = int(body["salience_seq"])
+        state.at = None if body["at"] is None else datetime.fromisoformat(body["at"])
         checkpoint = body["audit_checkpoint"]
         state.audit_checkpoint = None if checkpoint is None else (int(checkpoint[0]), str(checkpoint[1]))
-        state.topics = _table(tables, "topics", SalienceTable(state.topics.names))
-        state.fields = _table(tables, "fields", SalienceTable(state.fields.names))
-        state.salience_seq = int(body["salience_seq"])
-        state.unpaired = dict.fromkeys(body["unpaired"])
-        state.paired_at = None if body["paired_at"] is None else float(body["paired_at"])
+        if set(body["scopes"]) != set(files["scopes"]):
+            raise SnapshotError("the snapshot's scopes and files disagree")
+        for name, part in body["scopes"].items():
+            _read_scope(state.scope(name), part, folder, files["scopes"][name], stamp)
     except SnapshotError:
         raise
-    except (OSError, KeyError, ValueError, TypeError, IndexError) as exc:
+    except (OSError, KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
         raise SnapshotError(f"snapshot in {folder!r} is unusable: {exc}") from exc
     return state
+
+
+def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dict[str, str],
+                stamp: dict[str, Any]) -> None:
+    with np.load(os.path.join(folder, files["tables"]), allow_pickle=False) as arrays:
+        tables = {k: arrays[k] for k in arrays.files}
+    lexical, s1 = LexicalIndex.load(os.path.join(folder, files["lexical"]))
+    vectors, s2 = VectorIndex.load(os.path.join(folder, files["vectors"]))
+    titles, s3 = VectorIndex.load(os.path.join(folder, files["titles"]))
+    units, s4 = LexicalIndex.load(os.path.join(folder, files["units"]))
+    unit_vectors, s5 = VectorIndex.load(os.path.join(folder, files["unitvec"]))
+    dim = scope.embedder.dim
+    if not s1 == s2 == s3 == s4 == s5 == stamp or \
+            any(ix.dim != dim for ix in (vectors, titles, unit_vectors)):
+        raise SnapshotError("the snapshot's files are of different generations")
+    scope.lexical, scope.vectors, scope.title_vectors = lexical, vectors, titles
+    scope.unit_lexical, scope.unit_vectors = units, unit_vectors
+    scope.unit_docs = {str(k): str(v) for k, v in part["unit_docs"].items()}
+    scope.unit_valid = {str(k): float(v) for k, v in part["unit_valid"].items()}
+    scope.stale_units = dict.fromkeys(part["stale_units"])
+    names = NameDirectory()
+    for tid, title_and_aliases in part["names"]:
+        names.set(tid, title_and_aliases[0], title_and_aliases[1:])
+    scope.names = names
+    scope.summaries = dict(part["summaries"])
+    scope.stale = dict.fromkeys(part["stale"])
+    scope.open_flags = {k: int(v) for k, v in part["open_flags"].items()}
+    scope.counters = {k: int(v) for k, v in part["counters"].items()}
+    scope.fields_by_topic = {k: list(v) for k, v in part["fields_by_topic"].items()}
+    scope.field_labels = {k: tuple(v) for k, v in part["field_labels"].items()}
+    scope.topics = _table(tables, "topics", SalienceTable(scope.topics.names))
+    scope.fields = _table(tables, "fields", SalienceTable(scope.fields.names))
+    scope.episodes = _table(tables, "episodes", SalienceTable(scope.episodes.names))
+    scope.unpaired = dict.fromkeys(part["unpaired"])
+    ids, offsets, seqs = tables["touched_ids"], tables["touched_offsets"], tables["touched_seqs"]
+    if offsets.shape != (len(ids) + 1,) or (len(ids) and offsets[-1] != seqs.shape[0]):
+        raise ValueError("the touched-by columns disagree")
+    scope.touched_by = {str(tid): array("q", seqs[offsets[i]:offsets[i + 1]].tolist())
+                        for i, tid in enumerate(ids.tolist())}
+    scope.paired_at = None if part["paired_at"] is None else float(part["paired_at"])
 
 
 def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> SalienceTable:
@@ -188,11 +227,11 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         state.pending_salience = {}
         for record in records:
             if record["seq"] > stored_salience:
-                for key, (strength, last) in json.loads(record["salience"] or "{}").items():
+                for key, (strength, last) in json.loads(record["salience"] or "{}").items():  # "": redacted
                     state.pending_salience[key] = (unit_table(key), strength,
                                                    datetime.fromisoformat(last))
         later = [r for r in records if r["seq"] > state.seq]
-        units = {u for r in later for u in json.loads(r["units"])}
+        units = {u for r in later for u in json.loads(r["units"] or "[]")}
         keys = units | set(state.pending_salience)
         eids = sorted(u for u in keys if unit_table(u) == "Episode")
         tids = sorted({u.split("/", 1)[0] for u in keys if unit_table(u) != "Episode"})
@@ -202,32 +241,55 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         episodes = queries.read_rows(tx, "Episode", eids) if eids else []
         flags = [(parent, g) for parent, g in queries.read_children(tx, "FLAGS", tids)] if tids else []
     for row in topics:
-        state._put_topic(state.patch("Topic", row))
-    state._put_names([r for r in topics], {})
+        state.scope(row["scope"])._put_topic(state.patch("Topic", row))
+    for name in dict.fromkeys(r["scope"] for r in topics):
+        state.scope(name)._put_names([r for r in topics if r["scope"] == name], {})
     for row in fields:
-        state._put_field(state.patch("Field", row))
+        state.scope(scope_of(row["id"]))._put_field(state.patch("Field", row))
     for row in episodes:
-        state._put_episode(state.patch("Episode", row))
+        state.scope(row["scope"])._put_episode(state.patch("Episode", row))
     for r in later:  # their documents are derived again by the next reader
-        for unit in json.loads(r["units"]):
-            kind = unit_table(unit)
-            if kind == "Topic":
-                state.stale_units.update(dict.fromkeys(state.fields_of(unit)))
+        for unit in json.loads(r["units"] or "[]"):
+            scope = state.scope(scope_of(unit))
+            if unit_table(unit) == "Topic":
+                scope.stale_units.update(dict.fromkeys(scope.fields_of(unit)))
             else:
-                state.stale_units[unit] = None
+                scope.stale_units[unit] = None
     for tid in tids:
-        state.open_flags[tid] = 0
+        state.scope(scope_of(tid)).open_flags[tid] = 0
     for parent, flag in flags:
         if flag["status"] == "open":
-            state.open_flags[parent] += 1
+            state.scope(scope_of(parent)).open_flags[parent] += 1
     for r in later:
-        for unit in json.loads(r["units"]):
-            if unit_table(unit) != "Episode":
-                state.stale[unit.split("/", 1)[0]] = None
+        for tid in {unit.split("/", 1)[0] for unit in json.loads(r["units"] or "[]")}:
+            scope = state.scope(scope_of(tid))
+            if unit_table(tid) == "Topic":
+                scope.stale[tid] = None
+            scope.touched_by.setdefault(tid, array("q")).append(r["seq"])
+        state.scope(r["scope"]).counters = json.loads(r["counters"])
+        state.scope(r["scope"])._active_fields = None
+    # units a later transition erased are gone from the database: from here too, and the
+    # records its erasure redacted touch nothing any more
+    found = {r["id"] for r in (*topics, *fields, *episodes)}
+    gone = {u for u in (*tids, *fids, *eids) if u not in found}
+    for r in later:
+        gone.update(k for k, v in json.loads(r["writes"] or "{}").items() if v is None and "|" not in k)
+        if r["tombstone"]:
+            redacted = set(json.loads(r["tombstone"])["redacted"])
+            for scope in state.scopes.values():
+                for tid, seqs in list(scope.touched_by.items()):
+                    if redacted.intersection(seqs):
+                        scope.touched_by[tid] = array("q", [x for x in seqs if x not in redacted])
+    for unit in sorted(gone - found):
+        scope = state.scope(scope_of(unit))
+        if "/" in unit:
+            scope.forget_units([], [unit])
+        elif is_episode(unit):
+            scope.forget_units([], [], [unit])
+        elif unit.rsplit(":", 1)[-1].startswith("t"):
+            scope.forget_units([unit], [])
     if later:
-        state.seq, state.hash = later[-1]["seq"], later[-1]["hash"]
-        state.counters = json.loads(later[-1]["counters"])
-    state._active_fields = None
+        state.seq, state.hash, state.at = later[-1]["seq"], later[-1]["hash"], later[-1]["at"]
     if progress is not None and later:
         progress("catch up from the log", len(later), len(later))
 

@@ -11,6 +11,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 
+class TopicId(str):
+    """A topic named by its id ("t3") rather than by its title. Titles and ids never share a
+    namespace: `mem.inspect("t3")` looks for a topic titled "t3", and
+    `mem.inspect(gem.TopicId("t3"))` for the topic whose id is t3."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"TopicId({str.__repr__(self)})"
+
+
 @dataclass(frozen=True)
 class TopicRef:
     id: str
@@ -49,11 +60,17 @@ class EpisodeRef:
 EPISODE_PREFIX = "ep"
 
 
+def is_episode(key: str) -> bool:
+    """Is this unit key an episode's ("ep<n>", after its scope's prefix: "acme:ep3")?"""
+    return "/" not in key and key.rsplit(":", 1)[-1].startswith(EPISODE_PREFIX)
+
+
 def unit_table(key: str) -> str:
-    """The table of a unit named by its key: fields are "<topic>/<name>", episodes "ep<n>"."""
+    """The table of a unit named by its key: fields are "<topic>/<name>", episodes "ep<n>"
+    (both after the scope's prefix)."""
     if "/" in key:
         return "Field"
-    return "Episode" if key.startswith(EPISODE_PREFIX) else "Topic"
+    return "Episode" if is_episode(key) else "Topic"
 
 
 @dataclass(frozen=True)

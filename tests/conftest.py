@@ -21,9 +21,10 @@ T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 class Clock:
     def __init__(self, start: datetime = T0) -> None:
         self.now = start
+        self.naive = False  # return the same instant without its zone (which gem refuses)
 
     def __call__(self) -> datetime:
-        return self.now
+        return self.now.replace(tzinfo=None) if self.naive else self.now
 
     def advance(self, **delta: float) -> datetime:
         self.now += timedelta(**delta)

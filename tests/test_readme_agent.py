@@ -67,3 +67,10 @@ def test_the_curl_example(tmp_path):
         assert outputs[1]["topics"][0]["fields"]["deadline"]["value"] == "April 20"
     finally:
         stop(server)
+
+
+def test_the_keys_file_example_is_a_valid_keys_file(tmp_path):
+    from gem.server.keys import Keys
+    where = tmp_path / "keys.json"
+    where.write_text(_block("json", '"*"'))
+    assert sorted(Keys.read(where).by_key.values()) == ["*", "acme", "globex"]

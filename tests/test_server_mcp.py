@@ -57,7 +57,7 @@ async def _conversation(client: Client) -> None:
     review = _readable(await client.call_tool("memory_review", {}))
     assert [f["topic"] for f in review["flags"]] == ["Launch Milestones"]
     dry = _readable(await client.call_tool("memory_maintain", {}))
-    assert dry["dry_run"] and dry["revise"]["flags_evaluated"] == ["Launch Milestones"]
+    assert dry["dry_run"] and dry["revise"]["flags_open"] == ["Launch Milestones"]
     assert _readable(await client.call_tool("memory_review", {}))["flags"]  # nothing changed
     done = _readable(await client.call_tool("memory_maintain", {"dry_run": False}))
     assert not done["dry_run"]
@@ -72,12 +72,16 @@ async def _conversation(client: Client) -> None:
     assert failed.is_error
 
     resources = {str(r.uri) for r in (await client.list_resources()).resources}
-    assert resources == {"gem://policies", "gem://log"}
+    assert resources == {"gem://policies"}
+    templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert templates == {"gem://log{?limit}"}  # a template: only templates see the caller's key
     policies = (await client.read_resource("gem://policies")).contents[0].text
     assert "POLICY propagate-on-change" in policies
     log = json.loads((await client.read_resource("gem://log")).contents[0].text)
     assert [r["op"] for r in log][:3] == ["policy", "ingest", "link"]
     assert "Website Redesign / deadline" in json.dumps(log) and not ID.search(json.dumps(log))
+    newest = json.loads((await client.read_resource("gem://log?limit=2")).contents[0].text)
+    assert newest == log[-2:]
 
 
 def test_streamable_http_against_gem_serve(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 from dataclasses import replace
 from datetime import timedelta
 
@@ -312,12 +313,16 @@ def test_cli_mounts_and_writes_outputs(tmp_path, capsys):
     parser = argparse.ArgumentParser(prog="gem")
     add_bench_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["bench", "trajectory", "--turns", "30", "--seed", "1", "--out",
-                              str(tmp_path), "--systems", "mem0-v2,zep", "--quiet"])
+                              str(tmp_path), "--systems", "mem0-v2,zep", "--quiet", "--html"])
     assert run_bench(args) == 0
     out = capsys.readouterr().out
     assert "mem0-v2" in out and "accuracy" in out
     assert (tmp_path / "trajectory-30-seed1.json").exists()
     assert (tmp_path / "trajectory-30-seed1.txt").exists()
+    report = (tmp_path / "trajectory-30-seed1.html").read_text(encoding="utf-8")
+    assert report.count('<svg xmlns="http://www.w3.org/2000/svg"') == 2  # accuracy, footprint
+    assert "<script" not in report and not re.search(r'(src|href)="(https?:)?//', report)
+    assert "beta(n)" in report and "<b>zep</b>" in report and "<b>mem0-v2</b>" in report
     png = tmp_path / "trajectory-30-seed1.png"
     try:
         import matplotlib

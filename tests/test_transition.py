@@ -165,7 +165,8 @@ def test_the_audit_checks_what_changed_since_the_last_clean_one(seeded, clock):
                "SET e.status = 'superseded'")
     found = seeded.audit()
     assert not found.ok and found.since == report.transitions
-    assert {v.condition for v in found.violations} == {"C1", "C2"}  # no current entry, no successor
+    # no current entry (C1), no successor (C2), and not the row its transition attested
+    assert {v.condition for v in found.violations} == {"C1", "C2", "state"}
 
 
 def test_salience_is_written_behind_and_replayed_from_the_log(tmp_path, clock):

@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable
 from ..errors import InvalidInput, TransitionRejected, UnknownUnit
 from ..memory import Memory
 from ..memory import open as open_memory
-from ..model import Fact, FieldView, HistoryEntry, TopicView
+from ..model import Fact, FieldView, HistoryEntry, PendingRevision, TopicView
+from ..units import TopicId
 from . import schemas as s
 
 _TOPIC_ID = re.compile(r"^t\d+$")
@@ -38,7 +39,7 @@ class Namer:
 
     def title(self, topic_id: str) -> str | None:
         if topic_id not in self._titles:
-            view = self.mem.inspect(topic_id) if _TOPIC_ID.match(topic_id) else None
+            view = self.mem.inspect(TopicId(topic_id)) if _TOPIC_ID.match(topic_id) else None
             self._titles[topic_id] = view.title if isinstance(view, TopicView) else None
         return self._titles[topic_id]
 
@@ -98,7 +99,8 @@ def _history(entries: list[HistoryEntry]) -> list[s.HistoryItem]:
                           valid_at=e.valid_at, asserted_at=e.asserted_at,
                           recorded_at=e.recorded_at, provenance=e.provenance,
                           superseded_by=position.get(e.superseded_by) if e.superseded_by else None,
-                          active=e.active, observations=list(e.observations))
+                          active=e.active, observations=list(e.observations),
+                          labels=list(e.labels), reason=e.reason)
             for e in entries]
 
 
@@ -110,7 +112,8 @@ def _field(view: FieldView) -> s.FieldCard:
         candidates=None if view.candidates is None else [
             s.CandidateCard(value=c.value, provenance=c.provenance, valid_at=c.valid_at,
                             reliability=c.reliability) for c in view.candidates],
-        history=None if view.history is None else _history(view.history))
+        history=None if view.history is None else _history(view.history),
+        labels=list(view.labels), retracted=view.retracted)
 
 
 def _flags(namer: Namer, view: TopicView) -> list[s.ReviewFlag]:
@@ -149,7 +152,9 @@ def remember(mem: Memory, facts: list[s.FactIn], actor: str = "api") -> s.Rememb
         transition=result.transition, topics=[namer.unit(t) for t in result.topics],
         created_topics=[namer.unit(t) for t in result.created_topics],
         new_values=len(result.entries), corroborations=result.corroborations,
-        denials=result.denials, flagged_for_review=[namer.unit(t) for t in result.flagged])
+        denials=result.denials, flagged_for_review=[namer.unit(t) for t in result.flagged],
+        refused=[s.RefusedFact(topic=d.topic, field=d.field, reason=d.reason, policy=d.policy)
+                 for d in result.dropped])
 
 
 def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
@@ -162,7 +167,7 @@ def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
     namer = Namer(mem)
     return s.RecallResult(
         transition=result.transition, query=result.query, as_of=result.as_of,
-        topics=[_topic(namer, t, mem.inspect(t.id)) for t in result.topics],
+        topics=[_topic(namer, t, mem.inspect(TopicId(t.id))) for t in result.topics],
         episodes=[s.EpisodeCard(text=e.text, at=e.at, speaker=e.speaker, source=e.source,
                                 score=e.score, recalled=e.recalled) for e in result.episodes],
         truncated=result.truncated)
@@ -207,26 +212,17 @@ def restore(mem: Memory, request: s.RestoreRequest) -> s.RestoreResult:
                            field=request.field)
 
 
-def pending_revisions(mem: Memory) -> list[TopicView]:
-    """Topics with open revision flags.
-
-    The one place that finds them: until Memory grows `pending_revisions()`, every topic
-    that ever appeared in the log is inspected (every topic is a unit of the transition
-    that made it), which costs one read per topic. Replace the body with the new call.
-    """
-    seen: dict[str, None] = {}
-    for record in mem.transitions():
-        for unit in record["units"]:
-            if _TOPIC_ID.match(unit):
-                seen.setdefault(unit)
-    views = (mem.inspect(tid) for tid in seen)
-    return [v for v in views if isinstance(v, TopicView) and v.flags]
+def pending_revisions(mem: Memory) -> list[PendingRevision]:
+    """Topics with open revision flags, oldest flag first (Memory.pending_revisions)."""
+    return mem.pending_revisions()
 
 
 def review(mem: Memory) -> s.ReviewResult:
     namer = Namer(mem)
-    return s.ReviewResult(flags=[flag for view in pending_revisions(mem)
-                                 for flag in _flags(namer, view)])
+    return s.ReviewResult(flags=[
+        s.ReviewFlag(topic=p.title, because_of=f.origin_title, policy=f.policy,
+                     evidence=namer.rewrite(f.evidence), since=f.created_at)
+        for p in pending_revisions(mem) for f in p.flags])
 
 
 def _maintain_report(namer: Namer, report: dict[str, Any], dry_run: bool) -> s.MaintainResult:
@@ -240,7 +236,9 @@ def _maintain_report(namer: Namer, report: dict[str, Any], dry_run: bool) -> s.M
             merged=[s.MergedPair(kept=namer.unit(k), merged=namer.unit(a))
                     for k, a in revise["merged"]],
             conflicts_settled=[namer.unit(f) for f in revise["conflicts"]],
-            flags_evaluated=[namer.unit(t) for t in revise["flags_evaluated"]]))
+            flags_evaluated=[namer.unit(t) for t in revise["flags_evaluated"]],
+            flags_cleared=[namer.unit(t) for t in dict.fromkeys(t for t, _ in revise["flags_cleared"])],
+            flags_open=[namer.unit(t) for t in revise["flags_open"]]))
 
 
 def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",
@@ -291,16 +289,22 @@ def log(mem: Memory, since: int = 0, limit: int = 100) -> s.LogPage:
     namer = Namer(mem)
     out = []
     for r in page:
-        fields = [u for u in r["units"] if _FIELD_ID.match(u)]
+        fields = [u for u in r["units"] or () if _FIELD_ID.match(u)]
         out.append(s.LogRecord(
             seq=r["seq"], op=r["op"], event=r["event"], at=r["at"], actor=r["actor"],
-            units=[namer.unit(u) for u in r["units"]],
+            units=[namer.unit(u) for u in r["units"] or ()],
             policies=[s.PolicyFired(policy=p.get("policy", ""), event=p.get("event"),
                                     action=p.get("action"),
                                     evidence=namer.rewrite(p.get("evidence") or {}, fields))
-                      for p in r["policies"]],
-            detail=namer.rewrite(r["detail"], fields), hash=r["hash"]))
+                      for p in r["policies"] or ()],
+            detail=namer.rewrite(r["detail"] or {}, fields), hash=r["hash"]))
     return s.LogPage(records=out, next_since=page[-1]["seq"] if more else None)
+
+
+def recent_log(mem: Memory, limit: int = 100) -> s.LogPage:
+    """The newest `limit` transitions (of the memory, or of a scope view), oldest first."""
+    newest = mem.recent_transitions(limit, details=False)
+    return log(mem, newest[-1]["seq"] - 1 if newest else 0, limit)
 
 
 def policies(mem: Memory) -> s.PoliciesResult:

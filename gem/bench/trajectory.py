@@ -67,7 +67,7 @@ class GemSystem(System):
 
     def _title(self, tid: str) -> str:
         if tid not in self._titles:
-            view = self.mem.inspect(tid)
+            view = self.mem.inspect(self._gem.TopicId(tid))
             self._titles[tid] = view.title if view is not None else tid
         return self._titles[tid]
 
@@ -201,7 +201,7 @@ class ProbeOutcome:
 @dataclass
 class FlagOutcome:
     turn: int
-    changes: list[tuple[str, str, Any, Any]]
+    changes: list[list[Any]]    # [topic, field, old, new]; lists so JSON round-trips
     expected: list[str]
     got: list[str]
 
@@ -259,6 +259,7 @@ def run_system(stream: Stream, truth: Truth, system: System,
         if tt.probe is not None:
             p = tt.probe
             outcome = classify(answer, p)
+            assert turn.query is not None
             complete = system.provenance_complete(p.topic, p.field, p, turn.query.text)
             run.probes.append(ProbeOutcome(turn.index, p.topic, p.field, p.value, answer,
                                            outcome, p.reason, p.last_event, complete))
@@ -545,8 +546,9 @@ def run_benchmark(config: StreamConfig, systems: Sequence[str] | None = None, *,
     return Report(stream, truth, runs, scores, time.perf_counter() - started)
 
 
-def write_outputs(report: Report, out: Path) -> dict[str, Path | str]:
-    """Write the table, the JSON and (if matplotlib is installed) the PNG into `out`."""
+def write_outputs(report: Report, out: Path, html: bool = False) -> dict[str, Path | str]:
+    """Write the table, the JSON and (if matplotlib is installed) the PNG into `out`; with
+    `html`, also a self-contained HTML report (gem/bench/trajectory_html.py)."""
     out.mkdir(parents=True, exist_ok=True)
     c = report.stream.config
     stem = f"trajectory-{len(report.stream.turns)}-seed{c.seed}"
@@ -560,6 +562,9 @@ def write_outputs(report: Report, out: Path) -> dict[str, Path | str]:
     written["json"] = json_path
     png = plot(report, out / f"{stem}.png")
     written["png"] = png
+    if html:
+        from . import trajectory_html
+        written["html"] = trajectory_html.write(report, out / f"{stem}.html")
     return written
 
 
@@ -621,6 +626,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gem-maintain-every", type=int, default=0, metavar="K",
                    help="run gem's maintenance (forget + revise) every K interactions "
                         "(default 0: never; only the C5 bound attenuates)")
+    p.add_argument("--html", action="store_true",
+                   help="also write a self-contained HTML report (inline SVG plot), which "
+                        "`gem serve --reports DIR` lists on the dashboard")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
@@ -636,7 +644,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"gem bench trajectory: {exc}", file=sys.stderr)
         return 2
     print(report.table())
-    written = write_outputs(report, Path(args.out))
+    written = write_outputs(report, Path(args.out), html=args.html)
     for kind, where in written.items():
         print(f"{kind}: {where}")
     return 0

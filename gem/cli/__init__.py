@@ -11,6 +11,7 @@ transition, audit violations, a locked or missing database); 2 usage errors;
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -58,6 +59,10 @@ COMMANDS: list[Command] = [
             commands.restore),
     Command("maintain", "run forget + revise on a database", commands.maintain_arguments,
             commands.maintain),
+    Command("export", "write a whole database as JSON Lines (lossless: rows, edges, policies, log)",
+            commands.export_arguments, commands.export),
+    Command("import", "load a `gem export` file into a new database (audited before it appears)",
+            commands.import_arguments, commands.import_),
     Command("serve", "serve a database over HTTP (/v1) and MCP (/mcp)",
             commands.serve_arguments, commands.serve),
     Command("mcp", "MCP over stdio for desktop clients (bridged to `gem serve`)",
@@ -86,7 +91,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argpars
 def main(argv: list[str] | None = None) -> int:
     parser, runners = build_parser()
     args = parser.parse_args(argv)
-    return commands.guarded(runners[args.command], args)
+    try:
+        return commands.guarded(runners[args.command], args)
+    except BrokenPipeError:
+        # Whoever read the output stopped (`gem export db | head`): stop quietly, and keep the
+        # interpreter from complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,6 +3,7 @@ schemas the HTTP API and MCP tools return (gem.api.schemas: titles, never ids)."
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -152,7 +153,7 @@ def _parse_facts(lines: Iterator[str]) -> tuple[list[tuple[int, Any]], list[tupl
             bad.append((number, "not a JSON object"))
             continue
         try:
-            facts.append((number, gem.Fact(**obj)))
+            facts.append((number, gem.Fact.model_validate_json(line)))  # `at`: ISO 8601 text
         except (InvalidInput, TypeError) as exc:
             bad.append((number, str(exc)))
     return facts, bad
@@ -371,6 +372,80 @@ def maintain(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- export / import
+def _step_printer(enabled: bool) -> Callable[[str, int, int], None] | None:
+    """progress(step, done, total) as one line on stderr, redrawn in place."""
+    if not enabled:
+        return None
+    last = [0.0]
+
+    def show(step: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] < 0.1 and done != total:
+            return
+        last[0] = now
+        of = f"/{total}" if total else ""
+        sys.stderr.write(f"\r{step}: {done}{of}\033[K")
+        sys.stderr.flush()
+    return show
+
+
+def _report(args: argparse.Namespace, verb: str, report: Any, out: TextIO) -> None:
+    if args.progress_shown:
+        sys.stderr.write("\n")
+    if args.json:
+        out.write(json.dumps(dataclasses.asdict(report), indent=2) + "\n")
+    else:
+        head = f", head #{report.head['seq']} {report.head['hash'][:12]}" if report.head else ""
+        out.write(f"{verb} {report.records} records ({report.transitions} transitions{head}); "
+                  f"sha256 {report.sha256[:16]}\n")
+
+
+def export_arguments(p: argparse.ArgumentParser) -> None:
+    _path(p)
+    p.add_argument("file", metavar="FILE.jsonl", nargs="?", default="-",
+                   help="where to write (default '-': stdout, the summary then goes to stderr)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help="progress on stderr (auto: when stderr is a terminal)")
+
+
+def _progress_wanted(args: argparse.Namespace) -> bool:
+    wanted = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
+    args.progress_shown = wanted
+    return wanted
+
+
+def export(args: argparse.Namespace) -> int:
+    show = _step_printer(_progress_wanted(args))
+    with opened(args) as mem:
+        if args.file == "-":
+            report = mem.export(sys.stdout, progress=show)
+            sys.stdout.flush()
+            _report(args, "exported", report, sys.stderr)
+        else:
+            report = mem.export(args.file, progress=show)
+            _report(args, "exported", report, sys.stdout)
+    return 0
+
+
+def import_arguments(p: argparse.ArgumentParser) -> None:
+    _path(p)
+    p.add_argument("file", metavar="FILE.jsonl", help="a `gem export` file; '-' reads stdin")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help="progress on stderr (auto: when stderr is a terminal)")
+
+
+def import_(args: argparse.Namespace) -> int:
+    import gem
+    show = _step_printer(_progress_wanted(args))
+    source = sys.stdin if args.file == "-" else args.file
+    report = gem.import_jsonl(source, args.path, engine=args.engine, progress=show)
+    _report(args, "imported", report, sys.stdout)
+    return 0
+
+
 # ---------------------------------------------------------------------- serving
 def serve_arguments(p: argparse.ArgumentParser) -> None:
     _path(p)
@@ -387,6 +462,12 @@ def serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-body", type=int, default=1 << 20, metavar="BYTES",
                    help="refuse larger request bodies with 413 (default 1 MiB)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument("--reports", default="bench/out", metavar="DIR",
+                   help="the dashboard's Reports page lists the HTML reports in DIR "
+                        "(default bench/out, where `gem bench trajectory --html` writes)")
+    p.add_argument("--keys", metavar="FILE",
+                   help='API keys: a JSON object {"KEY": "scope"} ("*": every scope); each '
+                        "request then needs `Authorization: Bearer KEY` and sees its scope only")
 
 
 def _logging(level: str) -> None:
@@ -400,12 +481,18 @@ def serve(args: argparse.Namespace) -> int:
         from ..server.service import ServeConfig
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise InvalidInput(f"gem serve needs the server extra: pip install 'gem[server]' ({exc})")
+    from ..server.keys import Keys
+    keys = Keys.read(args.keys) if args.keys else None
     _logging(args.log_level)
+    if keys is None and args.host not in ("127.0.0.1", "localhost", "::1"):
+        logging.getLogger("gem.server").warning(
+            "listening on %s without --keys: whoever reaches it can read and change the memory",
+            args.host)
     return run(ServeConfig(
         path=args.path, engine=args.engine, create=args.create, host=args.host, port=args.port,
         policies=tuple(args.policies) if args.policies else None,
         maintain_every=args.maintain_every, idle_exit=args.idle_exit,
-        lock_timeout=args.lock_timeout, max_body=args.max_body))
+        lock_timeout=args.lock_timeout, max_body=args.max_body, reports=args.reports, keys=keys))
 
 
 def mcp_arguments(p: argparse.ArgumentParser) -> None:
@@ -413,6 +500,9 @@ def mcp_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idle-exit", type=float, default=60.0, metavar="SECONDS",
                    help="a server this command starts exits this long after its last client "
                         "(default 60)")
+    p.add_argument("--key", default=os.environ.get("GEM_API_KEY"),
+                   help="the API key to present to a server started with --keys "
+                        "(default: $GEM_API_KEY)")
 
 
 def mcp(args: argparse.Namespace) -> int:
@@ -421,4 +511,4 @@ def mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise InvalidInput(f"gem mcp needs the server extra: pip install 'gem[server]' ({exc})")
     _logging("WARNING")
-    return run_bridge(args.path, args.engine, args.idle_exit)
+    return run_bridge(args.path, args.engine, args.idle_exit, key=args.key)

@@ -34,7 +34,9 @@ import anyio
 from mcp import Client
 from mcp import types
 from mcp.server.lowlevel import Server
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server.stdio import stdio_server
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from .endpoint import Endpoint, read_endpoint
 from .runner import EXIT_ALREADY_SERVED
@@ -48,10 +50,11 @@ class BridgeError(Exception):
     pass
 
 
-def _get(endpoint: Endpoint, path: str, timeout: float = 2.0) -> tuple[int, dict[str, Any]]:
+def _get(endpoint: Endpoint, path: str, timeout: float = 2.0,
+         headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
     conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=timeout)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=headers or {})
         response = conn.getresponse()
         return response.status, json.loads(response.read() or b"{}")
     finally:
@@ -101,11 +104,15 @@ def ensure_server(path: str, engine: str = "kuzu", idle_exit: float = 60.0) -> t
                       f"see {path + LOG_SUFFIX}")
 
 
-def _hold_attach(endpoint: Endpoint) -> None:
+def _auth(key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def _hold_attach(endpoint: Endpoint, key: str | None) -> None:
     """Blocks while the server keeps this bridge's attach stream open."""
     conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=None)
     try:
-        conn.request("GET", "/v1/attach")
+        conn.request("GET", "/v1/attach", headers=_auth(key))
         response = conn.getresponse()
         while response.readline():
             pass
@@ -140,24 +147,29 @@ def _proxy(upstream: Client) -> Server[Any]:
                   on_read_resource=read_resource)
 
 
-async def _bridge(endpoint: Endpoint) -> None:
+async def _bridge(endpoint: Endpoint, key: str | None) -> None:
     async with anyio.create_task_group() as tg:
         async def watch() -> None:
-            await anyio.to_thread.run_sync(_hold_attach, endpoint, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(_hold_attach, endpoint, key, abandon_on_cancel=True)
             # The server is gone: end this process now, so the client sees its MCP server
             # exit (and may restart it) instead of waiting on calls nobody will answer. A
             # clean return cannot do it: the stdio transport's thread blocks on stdin.
             print(f"gem mcp: the server at {endpoint.url} went away", file=sys.stderr, flush=True)
             os._exit(1)
         tg.start_soon(watch)
-        async with Client(endpoint.mcp_url, cache=None) as upstream:
+        transport = streamable_http_client(endpoint.mcp_url,
+                                           http_client=create_mcp_http_client(headers=_auth(key)))
+        async with Client(transport, cache=None) as upstream:
             proxy = _proxy(upstream)
             async with stdio_server() as (read, write):
                 await proxy.run(read, write, proxy.create_initialization_options())
         tg.cancel_scope.cancel()
 
 
-def run_bridge(path: str, engine: str = "kuzu", idle_exit: float = 60.0) -> int:
+def run_bridge(path: str, engine: str = "kuzu", idle_exit: float = 60.0,
+               key: str | None = None) -> int:
+    """Bridge stdio to the server of `path` (started if none runs); `key`: the API key a
+    server started with --keys needs (its scope is what the client sees)."""
     if not os.path.exists(path):
         print(f"gem mcp: no database at {path!r} (create it with `gem init`)", file=sys.stderr)
         return 1
@@ -168,5 +180,15 @@ def run_bridge(path: str, engine: str = "kuzu", idle_exit: float = 60.0) -> int:
         return 1
     print(f"gem mcp: bridging stdio to {endpoint.mcp_url} (server pid {endpoint.pid}"
           f"{', started now' if started else ''})", file=sys.stderr)
-    anyio.run(_bridge, endpoint)
+    try:
+        status, _ = _get(endpoint, "/v1/stats", timeout=30.0, headers=_auth(key))
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        print(f"gem mcp: the server at {endpoint.url} does not answer: {exc}", file=sys.stderr)
+        return 1
+    if status == 401:
+        print(f"gem mcp: the server at {endpoint.url} needs an API key"
+              f"{' (this one is not known)' if key else ''}: pass --key KEY or set GEM_API_KEY",
+              file=sys.stderr)
+        return 1
+    anyio.run(_bridge, endpoint, key)
     return 0

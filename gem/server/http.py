@@ -15,6 +15,8 @@ from .. import __version__
 from ..api import ops
 from ..api import schemas as s
 from ..errors import GemError, InvalidInput, PolicyError, StoreLocked, UnknownUnit
+from .dashboard import build_dashboard
+from .keys import KeyAuth
 from .service import NotReady, Rejected, Service
 
 log = logging.getLogger("gem.server")
@@ -221,17 +223,22 @@ class AccessLog:
 
 
 def build_app(service: Service, *, lifespan: Any = None, mcp_routes: list | None = None) -> Any:
-    """The ASGI app: /v1 (JSON API), /docs (OpenAPI), /mcp (MCP, when routes are given)."""
+    """The ASGI app: /v1 (JSON API), /docs (OpenAPI), /mcp (MCP, when routes are given), and
+    the dashboard's pages at / (gem/server/dashboard.py)."""
     app = FastAPI(title="gem", version=__version__, lifespan=lifespan,
                   description="Governed Evolving Memory: the JSON API of `gem serve`. "
                               "Topics are named by title; MCP is served at /mcp.")
     app.include_router(build_router(service))
+    app.include_router(build_dashboard(service))  # the read-only pages at /
     for kind, *_ in ERRORS:
         app.add_exception_handler(kind, _gem_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     for route in mcp_routes or ():
         app.router.routes.append(route)
-    return AccessLog(BodyLimit(app, service.config.max_body), service)
+    guarded: Any = BodyLimit(app, service.config.max_body)
+    if service.config.keys is not None:  # before the body is read: no key, no work
+        guarded = KeyAuth(guarded, service.config.keys)
+    return AccessLog(guarded, service)
 
 
 __all__ = ["build_app", "build_router", "ERRORS", "BodyLimit"]

@@ -11,7 +11,7 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Awaitable, Callable, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -19,7 +19,8 @@ from pydantic import Field
 from .. import __version__
 from ..api import ops
 from ..api import schemas as s
-from ..errors import GemError
+from ..errors import GemError, InvalidInput
+from .keys import request_scope, scope_of_request
 from .service import Service
 
 INSTRUCTIONS = """\
@@ -31,14 +32,32 @@ supersedes an older one, and topics that depend on a changed topic get flagged f
 (memory_maintain) but can always be restored (memory_restore). Refer to topics by title."""
 
 
-def _tool_errors(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """gem's typed errors become tool errors the model reads (is_error results)."""
+def _granted(ctx: Context | None) -> str | None:
+    """The scope the API key of this MCP request grants (None: the server has no keys). The
+    SDK runs tools outside the HTTP request's context, so it is read from the request the
+    SDK hands the tool."""
+    try:
+        request = ctx.request_context.request if ctx is not None else None
+    except ValueError:  # no request: an in-process session
+        return None
+    return scope_of_request(request) if request is not None else None
+
+
+def _tool(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """A tool as registered: its calls run in the scope its request's key grants
+    (`request_scope`, which `Service.call` reads), and gem's typed errors become tool errors
+    the model reads (is_error results). The SDK injects `ctx` (annotated Context) and leaves
+    it out of the tool's input schema."""
     @functools.wraps(fn)
-    async def run(*args: Any, **kwargs: Any) -> Any:
+    async def run(*args: Any, ctx: Context | None = None, **kwargs: Any) -> Any:
+        token = request_scope.set(_granted(ctx))
         try:
             return await fn(*args, **kwargs)
         except GemError as exc:
             raise ToolError(str(exc)) from exc
+        finally:
+            request_scope.reset(token)
+    run.__annotations__ = {**fn.__annotations__, "ctx": "Context | None"}
     return run
 
 
@@ -68,7 +87,8 @@ def build_mcp(service: Service) -> MCPServer:
         candidate), names of fields faded from view (ask for them by name), and flags
         saying a topic needs review. Recalling reinforces what it returns."""
         request = s.RetrieveRequest(query=query, topic=topic, fields=fields, as_of=as_of, k=k,
-                                    history=include_history, actor="mcp")
+                                    history=include_history, include_archived=False,
+                                    actor="mcp")
         return await call("recall", ops.recall, request)
 
     async def memory_inspect(
@@ -148,7 +168,7 @@ def build_mcp(service: Service) -> MCPServer:
     server: MCPServer = MCPServer("gem", title="gem memory", version=__version__,
                                   instructions=INSTRUCTIONS, log_level="WARNING")
     for fn, title, read_only, destructive, idempotent in tools:
-        server.add_tool(_tool_errors(fn), name=fn.__name__, title=title,
+        server.add_tool(_tool(fn), name=fn.__name__, title=title,
                         annotations=ToolAnnotations(read_only_hint=read_only,
                                                     destructive_hint=destructive,
                                                     idempotent_hint=idempotent,
@@ -166,13 +186,18 @@ def build_mcp(service: Service) -> MCPServer:
             raise ResourceError(str(exc)) from exc
         return "\n".join(f"# --- {src.file}\n{src.text}" for src in result.sources)
 
-    @server.resource("gem://log", name="log", title="Transition log", mime_type="application/json",
-                     description="The latest 100 transitions: operation, time, actor, topics "
-                                 "touched and the policies that fired.")
-    async def transition_log() -> str:
+    # A template (its `limit` is optional), because only templates get the request's context,
+    # and the log a caller may read is its own scope's.
+    @server.resource("gem://log{?limit}", name="log", title="Transition log",
+                     mime_type="application/json",
+                     description="The latest transitions (100 unless ?limit=N, at most 1000): "
+                                 "operation, time, actor, topics touched and the policies that "
+                                 "fired.")
+    async def transition_log(ctx: Context, limit: str = "100") -> str:
         try:
-            stats = await call("stats", ops.stats)
-            page = await call("log", ops.log, max(0, stats.transitions - 100), 100)
+            if not limit.isdigit() or not 1 <= int(limit) <= 1000:
+                raise InvalidInput(f"limit must be a number from 1 to 1000, got {limit!r}")
+            page = await service.call("log", ops.recent_log, int(limit), scope=_granted(ctx))
         except GemError as exc:
             raise ResourceError(str(exc)) from exc
         return json.dumps(page.model_dump(mode="json")["records"], indent=1)

@@ -8,16 +8,18 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Literal, TypeVar
 
 from .. import __version__
 from ..aio import AsyncMemory
 from ..api import ops
 from ..api import schemas as s
 from ..errors import GemError, StoreLocked, TransitionRejected
+from .keys import ALL_SCOPES, Keys, request_scope
 
 log = logging.getLogger("gem.server")
 T = TypeVar("T")
+State = Literal["starting", "waiting_for_lock", "ok", "stopping"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,15 @@ class ServeConfig:
     lock_timeout: float = 10.0          # wait this long for another process's database lock
     max_body: int = 1 << 20             # bytes; larger request bodies get 413
     graceful_timeout: float = 30.0      # seconds a running call may take to finish on SIGTERM
+    reports: str | None = "bench/out"   # the dashboard lists the HTML reports found here
+    keys: Keys | None = None            # API keys -> scopes (gem/server/keys.py); None: no auth
+
+
+def _view(memory: Any, scope: str | None) -> Any:
+    """The memory as a caller granted `scope` sees it: the memory itself without keys or for
+    an operator key, else that scope's view (even for "default": the memory itself also
+    reads other scopes' log records and totals)."""
+    return memory if scope in (None, ALL_SCOPES) else memory.scope(scope)
 
 
 class Rejected(GemError):
@@ -51,7 +62,7 @@ class Service:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.memory: AsyncMemory | None = None
-        self.state: str = "starting"       # starting | waiting_for_lock | ok | stopping
+        self.state: State = "starting"
         self.detail: str | None = None
         self.busy: str | None = None       # the call on the worker now
         self.in_flight = 0                 # calls submitted and not finished
@@ -98,24 +109,29 @@ class Service:
             raise NotReady(f"the memory is not open ({self.state})")
         return self.memory
 
-    async def call(self, name: str, fn: Callable[..., T], *args: Any) -> T:
-        """Run `fn(memory, *args)` (an ops function) on the worker; a rejected transition
-        comes back as `Rejected` with its unit named."""
+    async def call(self, name: str, fn: Callable[..., T], *args: Any,
+                   scope: str | None | Literal["request"] = "request") -> T:
+        """Run `fn(memory, *args)` (an ops function) on the worker, on the view of `scope`
+        (by default the scope the request's API key grants; None: the memory itself); a
+        rejected transition comes back as `Rejected` with its unit named."""
         memory = self._require()
+        if scope == "request":
+            scope = request_scope.get()
         self.in_flight += 1
         self.last_activity = time.monotonic()
 
         def traced(mem: Any, *a: Any) -> T:
             self.busy = name
             try:
-                return fn(mem, *a)
+                return fn(_view(mem, scope), *a)
             finally:
                 self.busy = None
         try:
             return await memory.run(traced, *args)
         except TransitionRejected as exc:
             log.warning("%s rejected: %s", name, exc)
-            raise Rejected(await memory.run(ops.describe_rejection, exc)) from exc
+            raise Rejected(await memory.run(lambda m: ops.describe_rejection(_view(m, scope), exc))) \
+                from exc
         finally:
             self.in_flight -= 1
             self.last_activity = time.monotonic()

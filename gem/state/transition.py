@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
 from .. import history
-from ..salience import decayed_strength, salience_of
+from ..salience import decayed_strength, field_half_life, salience_of
 from ..store.schema import EDGE_TABLES, TABLES, Row
 from ..units import field_id
 from .cache import CHILD_RELS, NODE_TABLES, CommittedCache, Edge
@@ -53,19 +53,23 @@ class Committed(Protocol):
     unit_vectors: Any   # VectorIndex over units
     unit_valid: dict[str, float]  # unit -> valid time (seconds), for `between`
     unpaired: dict[str, None]   # titles duplicate detection has not compared yet
+    touched_by: dict[str, Any]  # topic -> the log records that touched it
     paired_at: float | None     # the threshold it last compared them at
 
     def topic_status(self, tid: str) -> str | None: ...
     def field_status(self, fid: str) -> str | None: ...
     def fields_of(self, tid: str) -> list[str]: ...
     def field_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
-                        half_life: timedelta) -> list[str]: ...
+                        half_life: timedelta,
+                        by_label: dict[str, timedelta | None] | None = None) -> list[str]: ...
     def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
                         half_life: timedelta) -> list[str]: ...
     def active_field_count(self) -> int: ...
     def flagged_topics(self) -> list[str]: ...
     def least_relevant_fields(self, n: int, exclude: set[str], now: datetime,
-                              half_life: timedelta) -> list[tuple[float, str]]: ...
+                              half_life: timedelta,
+                              by_label: dict[str, timedelta | None] | None = None
+                              ) -> list[tuple[float, str]]: ...
     def most_salient_topics(self, k: int, now: datetime, half_life: timedelta,
                             statuses: Sequence[str]) -> list[str]: ...
     def episode_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
@@ -123,9 +127,13 @@ class Transition:
 
     def __init__(self, cache: CommittedCache, committed: Committed, services: Services, *,
                  op: str, actor: str, now: datetime, counters: Counters, seq: int,
-                 settings: dict[str, Any] | None = None) -> None:
+                 settings: dict[str, Any] | None = None, scope: str = "default") -> None:
         self.cache = cache
         self.committed = committed
+        self.scope = scope
+        # Ids are per scope ("acme:t3"; unprefixed in the default scope): a tenant's ids, and
+        # the orders they break ties in, never depend on what another tenant created.
+        self.prefix = "" if scope == "default" else f"{scope}:"
         self.services = services
         self.op = op
         self.event = op          # the log's event name (forget runs as "tick", for example)
@@ -156,12 +164,20 @@ class Transition:
         self.updated: dict[str, dict[str, Row]] = {t: {} for t in NODE_TABLES}
         self.parent_of: dict[str, str] = {}  # created child -> parent (owning rel made with it)
         self.salience: dict[str, str] = {}   # unit -> table, for units whose salience changed
+        self.deleted: dict[str, dict[str, None]] = {t: {} for t in NODE_TABLES}  # erasure only
+        self.attested: dict[str, str | None] = {}  # other writes' content hashes (policies)
+        self.tombstone: dict[str, Any] | None = None  # what an erasure removed (ids, commitment)
         self.salience_written: list[tuple[str, str, float, Any]] = []  # written behind by the flush
+        self.write_behind_now = False  # bring every stored salience column up to date with it
         self.rels_added: dict[str, list[tuple[str, str, Row]]] = {}
         self.rels_removed: dict[str, list[tuple[str, str]]] = {}
         # writes outside the state's own tables (stored policies), made by the flush in the
         # same engine transaction
         self.store_writes: list[Callable[[Any], None]] = []
+        # Facts policies dropped (`drop`), by their number in the transition, with why; the
+        # engine runs the transition again leaving out `skipping` (those dropped before).
+        self.dropped: dict[int, dict[str, Any]] = {}
+        self.skipping: frozenset[int] = frozenset()
 
     # ------------------------------------------------------------------ settings
     @property
@@ -295,7 +311,8 @@ class Transition:
     def field_ids_where(self, statuses: frozenset[str], below: float | None = None) -> list[str]:
         """Fields of active topics whose status is in `statuses` (and, with `below`, whose
         salience now is under it), in the proposed state, ordered by id."""
-        found = set(self.committed.field_ids_where(statuses, below, self.now, self.half_life))
+        found = set(self.committed.field_ids_where(statuses, below, self.now, self.half_life,
+                                                   self.label_half_life))
         # Membership may differ in the proposed state for the fields this transition changed
         # and for every field of a topic whose status it changed.
         recheck: dict[str, Row] = dict(self._changed_rows("Field"))
@@ -365,7 +382,19 @@ class Transition:
 
     # ------------------------------------------------------------------ salience
     def strength_now(self, row: Row) -> float:
-        return decayed_strength(row["strength"] or 0.0, row["last_access"], self.now, self.half_life)
+        return decayed_strength(row["strength"] or 0.0, row["last_access"], self.now,
+                                self.half_life_of(row))
+
+    def half_life_of(self, row: Row) -> timedelta | None:
+        """A unit's half-life: a field's may depend on its labels (gem/salience.py)."""
+        labels = row.get("labels") if "topic_id" in row else None
+        if not labels:
+            return self.half_life
+        return field_half_life(labels, self.settings.get("label_half_life"), self.half_life)
+
+    @property
+    def label_half_life(self) -> dict[str, timedelta | None] | None:
+        return self.settings.get("label_half_life") or None
 
     def salience_now(self, row: Row) -> float:
         return salience_of(self.strength_now(row))
@@ -422,6 +451,22 @@ class Transition:
         else:
             self.rels_removed.setdefault(table, []).append((src, dst))
 
+    def delete(self, table: str, key: str, parent: str | None = None) -> None:
+        """Remove a row and its relationships (erasure, the one destructive write). `parent`
+        is the row that owns it, whose child list loses it."""
+        self.get(table, key)
+        self.rows[table][key] = None
+        self.created[table].pop(key, None)
+        self.updated[table].pop(key, None)
+        self.salience.pop(key, None)
+        self.deleted[table][key] = None
+        if parent is not None and table in OWNER_REL:
+            lst = self.child_keys(OWNER_REL[table], parent)
+            if key in lst:
+                lst.remove(key)
+        for own in LISTS_OF.get(table, ()):
+            self.children[own][key] = []
+
     def move_child(self, rel: str, child: str, old_parent: str, new_parent: str) -> None:
         """Re-home a child (an entry to another field, a flag to another topic)."""
         self.child_keys(rel, old_parent).remove(child)
@@ -440,11 +485,11 @@ class Transition:
         self.rels_added.setdefault(rel, []).append((new[0], new[1], {}))
 
     # ------------------------------------------------------------------ units of the state
-    def new_topic(self, title: str, aliases: Sequence[str], scope: str = "default") -> Row:
+    def new_topic(self, title: str, aliases: Sequence[str]) -> Row:
         n = self.counters.next("topic")
         row = self.create("Topic", {
-            "id": f"t{n}", "seq": n, "title": title, "aliases": list(aliases), "strength": 0.0,
-            "last_access": self.now, "status": "active", "scope": scope, "created_at": self.now,
+            "id": f"{self.prefix}t{n}", "seq": n, "title": title, "aliases": list(aliases), "strength": 0.0,
+            "last_access": self.now, "status": "active", "scope": self.scope, "created_at": self.now,
             "annotations": "{}"})
         self.edges[row["id"]] = []
         self.touch_topic(row["id"])
@@ -456,28 +501,41 @@ class Transition:
         row = self.create("Field", {
             "id": field_id(tid, name), "topic_id": tid, "name": name, "strength": 0.0,
             "last_access": self.now, "status": "active", "contested": False, "summary": None,
-            "created_at": self.now, "annotations": "{}"}, parent=tid)
+            "created_at": self.now, "annotations": "{}", "labels": []}, parent=tid)
         self.touch_field(row["id"], tid)
         return row
 
     def new_entry(self, fid: str, value: str, valid_at: datetime, provenance: Row, status: str,
-                  superseded_by: str | None = None) -> Row:
+                  superseded_by: str | None = None, labels: Sequence[str] = (),
+                  reason: str | None = None) -> Row:
         """A new entry of field `fid` holding JSON `value`; `superseded_by` for one that
-        arrives already superseded."""
+        arrives already superseded. The field's labels take in the entry's."""
         n = self.counters.next("entry")
         row = self.create("Entry", {
-            "id": f"e{n}", "seq": n, "tx": self.seq, "field_id": fid, "origin_field": fid,
+            "id": f"{self.prefix}e{n}", "seq": n, "tx": self.seq, "field_id": fid, "origin_field": fid,
             "value": value, "valid_at": valid_at, "asserted_at": valid_at,
             "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
             "superseded_tx": self.seq if superseded_by else None,
-            "active": True, "annotations": "{}", **provenance}, parent=fid)
+            "active": True, "annotations": "{}", "labels": list(labels), "reason": reason,
+            **provenance}, parent=fid)
         self.touched.entries[row["id"]] = None
+        if labels:
+            self.add_labels("Field", fid, labels)
         return row
+
+    def add_labels(self, table: str, key: str, labels: Sequence[str]) -> None:
+        """Add labels to an entry or a field (a label, once given, stays with its unit: only
+        an erasure of what stated it takes it away)."""
+        row = self.get(table, key)
+        have = list(row["labels"] or [])
+        more = [x for x in labels if x not in have]
+        if more:
+            self.update(table, key, labels=have + more)
 
     def new_observation(self, eid: str, provenance: Row, valid_at: datetime) -> Row:
         n = self.counters.next("observation")
         row = self.create("Observation", {
-            "id": f"o{n}", "seq": n, "entry_id": eid, "valid_at": valid_at,
+            "id": f"{self.prefix}o{n}", "seq": n, "entry_id": eid, "valid_at": valid_at,
             "recorded_at": self.now, **provenance}, parent=eid)
         entry = self.entry(eid)
         assert entry is not None
@@ -492,22 +550,21 @@ class Transition:
     def new_flag(self, tid: str, origin: str | None, policy: str | None, evidence: str) -> Row:
         n = self.counters.next("flag")
         row = self.create("Flag", {
-            "id": f"g{n}", "seq": n, "tx": self.seq, "topic_id": tid, "origin_id": origin,
+            "id": f"{self.prefix}g{n}", "seq": n, "tx": self.seq, "topic_id": tid, "origin_id": origin,
             "policy": policy, "evidence": evidence, "status": "open", "created_at": self.now,
-            "cleared_at": None}, parent=tid)
+            "cleared_at": None, "cleared_by": None}, parent=tid)
         self.touched.flagged.setdefault(tid, []).append(row["id"])
         self.touch_topic(tid)
         return row
 
     def new_episode(self, text: str, at: datetime, source: str, actor: str,
-                    speaker: str | None, follows: str | None = None,
-                    scope: str = "default") -> Row:
+                    speaker: str | None, follows: str | None = None) -> Row:
         n = self.counters.next("episode")
         row = self.create("Episode", {
-            "id": f"ep{n}", "seq": n, "tx": self.seq, "text": text, "at": at,
+            "id": f"{self.prefix}ep{n}", "seq": n, "tx": self.seq, "text": text, "at": at,
             "recorded_at": self.now, "source": source, "actor": actor, "speaker": speaker,
             "follows": follows,
-            "strength": 0.0, "last_access": self.now, "status": "active", "scope": scope,
+            "strength": 0.0, "last_access": self.now, "status": "active", "scope": self.scope,
             "annotations": "{}"})
         self.touched.episodes[row["id"]] = None
         return row
@@ -572,12 +629,12 @@ LISTS_OF = {"Topic": ("HAS_FIELD", "FLAGS"), "Field": ("HAS_ENTRY",), "Entry": (
 
 
 def episode_order(eid: str) -> tuple[int, str]:
-    """Episodes in creation order (ids are "ep<seq>")."""
-    digits = eid[2:]
+    """Episodes in creation order (ids are "ep<seq>", after the scope's prefix)."""
+    digits = eid.rsplit(":", 1)[-1][2:]
     return (int(digits), eid) if digits.isdigit() else (-1, eid)
 
 
 def topic_order(tid: str) -> tuple[int, str]:
-    """Topics in creation order (ids are "t<seq>")."""
-    digits = tid[1:]
+    """Topics in creation order (ids are "t<seq>", after the scope's prefix)."""
+    digits = tid.rsplit(":", 1)[-1][1:]
     return (int(digits), tid) if digits.isdigit() else (-1, tid)

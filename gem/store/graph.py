@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-from ..errors import InvalidInput, StoreError, StoreLocked
+from ..errors import GemError, InvalidInput, StoreError, StoreLocked
+from . import compact
 
 ENGINES = {"kuzu": "kuzu", "ladybug": "ladybug"}
 # The native extension each package loads (ladybug loads its own lazily, at first use).
@@ -56,6 +57,7 @@ class _Shared:
     lock: threading.RLock = field(default_factory=threading.RLock)
     users: int = 0
     state: Any = None  # what the engine derives from this database, shared by its handles
+    sizes: dict[str, int] = field(default_factory=dict)  # rows per table, roughly (for plans)
 
 
 _registry: dict[tuple[str, str], _Shared] = {}
@@ -92,9 +94,23 @@ class Tx:
     query texts, and preparing costs as much as running a key lookup (measured ~2x).
     """
 
-    def __init__(self, conn: Any, prepared: dict[str, Any]) -> None:
+    def __init__(self, conn: Any, prepared: dict[str, Any], engine: str = "kuzu",
+                 sizes: dict[str, int] | None = None) -> None:
         self._conn = conn
         self._prepared = prepared
+        self.engine = engine
+        self._sizes = {} if sizes is None else sizes
+
+    def size(self, table: str) -> int:
+        """Rows in a table, roughly: counted once, then kept up to date by creates (a
+        statement form is chosen by it, see gem/store/queries.py)."""
+        if table not in self._sizes:
+            self._sizes[table] = int(self.scalar(f"MATCH (n:{table}) RETURN count(*)") or 0)
+        return self._sizes[table]
+
+    def grew(self, table: str, rows: int) -> None:
+        if table in self._sizes:
+            self._sizes[table] += rows
 
     def _statement(self, query: str) -> Any:
         statement = self._prepared.get(query)
@@ -155,6 +171,8 @@ class GraphStore:
         with _registry_lock:
             shared = _registry.get(self._key)
             if shared is None:
+                if self._tempdir is None:
+                    compact.recover(self.path)  # a compaction a crash interrupted
                 try:
                     database = module.Database(self.path)
                 except RuntimeError as exc:
@@ -187,7 +205,7 @@ class GraphStore:
         with self._shared.lock:
             self.check_open()
             self._conn.execute("BEGIN TRANSACTION")
-            tx = Tx(self._conn, self._prepared)
+            tx = Tx(self._conn, self._prepared, self.engine, self._shared.sizes)
             try:
                 yield tx
             except BaseException:
@@ -205,7 +223,46 @@ class GraphStore:
         is held so no write of this process is half-visible (other processes cannot write)."""
         with self._shared.lock:
             self.check_open()
-            yield Tx(self._conn, self._prepared)
+            yield Tx(self._conn, self._prepared, self.engine, self._shared.sizes)
+
+    def compact(self) -> None:
+        """Rewrite the live data into a fresh database and swap it in (gem/store/compact.py).
+        Only the one handle on a path may do it: the others' connections would still point at
+        the old database."""
+        shared = self._shared
+        with shared.lock:
+            self.check_open()
+            if shared.users != 1:
+                raise GemError(f"{shared.users} handles are open on {self.path!r} in this "
+                               "process: close the others before compacting")
+            if "'" in self.path:
+                raise InvalidInput("compact() needs a database path without a quote (')")
+            self._conn.execute("CHECKPOINT")
+            compact.build(shared.module, self.path,
+                          lambda dst: self._conn.execute(f"EXPORT DATABASE '{dst}' (format='parquet')"))
+            self._release()
+            shared.database.close()
+            compact.swap(self.path)
+            shared.database = shared.module.Database(self.path)
+            self._conn = shared.module.Connection(shared.database)
+            shared.sizes.clear()
+
+    def _release(self) -> None:
+        """Cut this handle's prepared statements from the engine and close its connection."""
+        # LadybugDB 0.22: a prepared statement keeps its native database alive after
+        # Database.close() (file lock and WAL kept); if the path is reopened in this process,
+        # the old database's shutdown, whenever the statement is freed, writes its stale state
+        # over the files and deletes the new one's log (seen as UnicodeDecodeError,
+        # std::bad_alloc, or committed rows silently lost). A reference can outlive this dict
+        # (an exception's traceback holds the statement), so each statement is cut from its
+        # native object, not only dropped.
+        for statement in self._prepared.values():
+            statement._prepared_statement = None
+        self._prepared.clear()
+        try:
+            self._conn.close()
+        except Exception:  # pragma: no cover - engine-specific
+            pass
 
     def _rollback(self) -> None:
         # An error inside a transaction may already have aborted it; then ROLLBACK itself
@@ -246,22 +303,9 @@ class GraphStore:
             if self._closed:
                 return
             self._closed = True
-            # LadybugDB 0.22: a prepared statement keeps its native database alive after
-            # Database.close() (file lock and WAL kept); if the path is reopened in this
-            # process, the old database's shutdown, whenever the statement is freed, writes
-            # its stale state over the files and deletes the new one's log (seen as
-            # UnicodeDecodeError, std::bad_alloc, or committed rows silently lost). A
-            # reference can outlive this dict (an exception's traceback holds the statement),
-            # so each statement is cut from its native object, not only dropped.
-            for statement in self._prepared.values():
-                statement._prepared_statement = None
-            self._prepared.clear()
             with _registry_lock:
                 shared.users -= 1
-                try:
-                    self._conn.close()
-                except Exception:  # pragma: no cover - engine-specific
-                    pass
+                self._release()
                 if shared.users == 0:
                     _registry.pop(self._key, None)
                     try:

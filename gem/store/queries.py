@@ -10,16 +10,26 @@ lookup on the other, which is the difference between flat and linear cost in the
 """
 from __future__ import annotations
 
+import json
+
 from typing import Any, Iterable, Iterator, Sequence
 
 from .graph import GraphStore, Tx
-from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, ddl
+from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, ddl
 
-# Rows per UNWIND statement. Larger batches slow down super-linearly on Kuzu.
-BATCH = 200
-# Up to this many keys are read or written one prepared statement each: a plain key match is
-# an index lookup on both engines, while UNWIND into a key match and `IN` lists scan.
-FEW = 16
+# The forms below were measured on both engines at 10k, 100k and 1M rows (bench/engine_forms.py;
+# numbers in its report). In short: kuzu 0.11.3 uses the primary-key index only when the key
+# is a statement parameter (one prepared statement per key); a key taken from a row (UNWIND,
+# a list, IN) is a scan, cheapest as one hash join (`WITH r, r.id AS k MATCH (n {id: k})`).
+# LadybugDB 0.22 looks up row-driven keys by index (`UNWIND ... MATCH (n {id: r.id})`), but
+# not in IN lists, comma patterns or MERGE, which scan on both engines.
+CHUNK = 200          # rows per UNWIND write on ladybug
+READ_CHUNK = 1000    # keys per UNWIND read on ladybug
+JOIN_CHUNK = 5000    # rows per kuzu hash-join statement (each scans the table once)
+
+
+def _kuzu(tx: Tx) -> bool:
+    return tx.engine == "kuzu"
 
 
 # ---------------------------------------------------------------------- schema and meta
@@ -28,11 +38,29 @@ def ensure_schema(store: GraphStore) -> str:
     with store.transaction() as tx:
         for statement in ddl():
             tx.run(statement)
+        add_missing_columns(tx)
         version = meta_get(tx, "schema")
         if version is None:
             meta_put(tx, "schema", SCHEMA_VERSION)
             version = SCHEMA_VERSION
     return version
+
+
+def add_missing_columns(tx: Tx) -> None:
+    """Add the columns gem/store/schema.py declares that a database made by an earlier gem
+    lacks (labels, a retraction's reason, who cleared a flag): a new column is no new schema
+    version, and rows written before it read as an empty list or null."""
+    for table in TABLES.values():
+        have = {row[1] for row in tx.run(f"CALL table_info('{table.name}') RETURN *")}
+        for column in table.columns:
+            if column not in have:
+                tx.run(add_column(table.name, column))
+
+
+def create_tables(tx: Tx) -> None:
+    """The tables only, nothing in them (an import brings its own Meta rows)."""
+    for statement in ddl():
+        tx.run(statement)
 
 
 def meta_get(tx: Tx, key: str) -> str | None:
@@ -54,13 +82,38 @@ def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
     cols = spec.columns
     if not keys:
         return []
-    if len(keys) <= FEW:
-        text = f"MATCH (n:{table} {{{spec.key}: $k}}) RETURN {_returns('n', cols)}"
+    returns = _returns("n", cols)
+    if len(keys) == 1 or (_kuzu(tx) and len(keys) <= tx.size(table) // 500):
+        text = f"MATCH (n:{table} {{{spec.key}: $k}}) RETURN {returns}"
         found = [r for key in keys for r in tx.run(text, {"k": key})]
-    else:
-        text = f"MATCH (n:{table}) WHERE n.{spec.key} IN $keys RETURN {_returns('n', cols)}"
-        found = tx.run(text, {"keys": list(keys)})
+    else:  # kuzu: one hash join; ladybug: an index lookup per row
+        chunk = JOIN_CHUNK if _kuzu(tx) else READ_CHUNK
+        text = f"UNWIND $keys AS k MATCH (n:{table} {{{spec.key}: k}}) RETURN {returns}"
+        found = [r for i in range(0, len(keys), chunk)
+                 for r in tx.run(text, {"keys": list(keys[i:i + chunk])})]
     return [dict(zip(cols, values)) for values in found]
+
+
+def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
+             keys: Sequence[str]) -> list[list[Any]]:
+    """Rows `p.id, c.id, <returns>` of `(p:parent)<hop>` from many parents `p` (kuzu: an IN
+    scan for 4 or more, which only ever reads committed relationships; ladybug: per parent up
+    to 64, then index lookups of the parents and an OPTIONAL MATCH)."""
+    if not keys:
+        return []
+    columns = f"p.id AS parent_key, c.id AS child_key, {returns}"
+    arrow = f"(p:{parent}){hop}"
+    if (_kuzu(tx) and len(keys) < 4) or (not _kuzu(tx) and len(keys) <= 64):
+        text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
+        return [r for key in keys for r in tx.run(text, {"id": key})]
+    if _kuzu(tx):
+        return tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {columns} {order}", {"ids": list(keys)})
+    out = []
+    for i in range(0, len(keys), READ_CHUNK):
+        rows = tx.run(f"UNWIND $ids AS k MATCH (p:{parent} {{id: k}}) OPTIONAL MATCH (p){hop} "
+                      f"RETURN {columns} {order}", {"ids": list(keys[i:i + READ_CHUNK])})
+        out += [r for r in rows if r[1] is not None]
+    return out
 
 
 def read_children(tx: Tx, rel: str, parents: Sequence[str]) -> list[tuple[str, Row]]:
@@ -68,19 +121,10 @@ def read_children(tx: Tx, rel: str, parents: Sequence[str]) -> list[tuple[str, R
     spec = RELS[rel]
     parent, child = (spec.target, spec.source) if spec.child_first else (spec.source, spec.target)
     cols = TABLES[child].columns
-    arrow = f"(p:{parent})<-[:{rel}]-(c:{child})" if spec.child_first else \
-        f"(p:{parent})-[:{rel}]->(c:{child})"
+    hop = f"<-[:{rel}]-(c:{child})" if spec.child_first else f"-[:{rel}]->(c:{child})"
     order = "ORDER BY c.seq" if "seq" in cols else "ORDER BY c.created_at, c.id"
-    returns = "p.id, " + _returns("c", cols)
-    if not parents:
-        return []
-    if len(parents) <= FEW:
-        text = f"MATCH {arrow} WHERE p.id = $id RETURN {returns} {order}"
-        found = [r for key in parents for r in tx.run(text, {"id": key})]
-    else:
-        found = tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {returns} {order}",
-                       {"ids": list(parents)})
-    return [(values[0], dict(zip(cols, values[1:]))) for values in found]
+    found = _one_hop(tx, parent, hop, _returns("c", cols), order, parents)
+    return [(values[0], dict(zip(cols, values[2:]))) for values in found]
 
 
 def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]:
@@ -88,15 +132,11 @@ def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]
     out: list[tuple[str, str, str, Row]] = []
     for name in ("EXTENDS", "ASSOCIATES", "DERIVED_FROM"):
         cols = RELS[name].columns
-        returns = "a.id, b.id, " + _returns("r", cols)
-        for direction in ("a", "b"):
-            if len(topics) <= FEW:
-                text = f"MATCH (a:Topic)-[r:{name}]->(b:Topic) WHERE {direction}.id = $id RETURN {returns}"
-                rows = [r for key in topics for r in tx.run(text, {"id": key})]
-            else:
-                rows = tx.run(f"MATCH (a:Topic)-[r:{name}]->(b:Topic) WHERE {direction}.id IN $ids "
-                              f"RETURN {returns}", {"ids": list(topics)})
-            out += [(name, v[0], v[1], dict(zip(cols, v[2:]))) for v in rows]
+        props = _returns("r", cols) if cols else "1"
+        for hop, outgoing in ((f"-[r:{name}]->(c:Topic)", True), (f"<-[r:{name}]-(c:Topic)", False)):
+            for v in _one_hop(tx, "Topic", hop, props, "", topics):
+                source, target = (v[0], v[1]) if outgoing else (v[1], v[0])
+                out.append((name, source, target, dict(zip(cols, v[2:]))))
     # An edge between two of the topics is found from both ends.
     unique: dict[tuple[str, str, str], tuple[str, str, str, Row]] = {}
     for edge in out:
@@ -105,14 +145,14 @@ def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]
 
 
 # ---------------------------------------------------------------------- writes
-def _unwind(tx: Tx, statement: str, rows: list[Row]) -> None:
-    if len(rows) <= FEW and " MATCH " in statement:
-        single = statement.replace("UNWIND $rows AS r ", "").replace("r.", "$")
-        for row in rows:
-            tx.run(single, row)
-        return
-    for i in range(0, len(rows), BATCH):
-        tx.run(statement, {"rows": rows[i:i + BATCH]})
+def _per_row(tx: Tx, statement: str, rows: list[Row]) -> None:
+    for row in rows:
+        tx.run(statement, row)
+
+
+def _chunks(tx: Tx, statement: str, rows: list[Row], size: int) -> None:
+    for i in range(0, len(rows), size):
+        tx.run(statement, {"rows": rows[i:i + size]})
 
 
 def _by_null_columns(rows: Iterable[Row], columns: Sequence[str]) -> dict[tuple[str, ...], list[Row]]:
@@ -130,17 +170,29 @@ def create_rows(tx: Tx, table: str, rows: list[Row], owner: Rel | None = None,
     """Create rows; with `owner`, each row is created together with the relationship from its
     parent (`parent_of[row key]`), in the same statement."""
     spec = TABLES[table]
-    groups = _by_null_columns(rows, spec.columns)
-    for names, batch in groups.items():
-        node = f"(:{table} {{" + ", ".join(f"{c}: r.{c}" for c in names) + "})"
+    tx.grew(table, len(rows))
+    for names, batch in _by_null_columns(rows, spec.columns).items():
         if owner is None or parent_of is None:
-            _unwind(tx, f"UNWIND $rows AS r CREATE {node}", batch)
+            node = "(:" + table + " {" + ", ".join(f"{c}: r.{c}" for c in names) + "})"
+            _chunks(tx, f"UNWIND $rows AS r CREATE {node}", batch, CHUNK)
             continue
         parent = owner.target if owner.child_first else owner.source
         for row in batch:
             row["parent_id"] = parent_of[row[spec.key]]
-        edge = f"{node}-[:{owner.name}]->(p)" if owner.child_first else f"(p)-[:{owner.name}]->{node}"
-        _unwind(tx, f"UNWIND $rows AS r MATCH (p:{parent} {{id: r.parent_id}}) CREATE {edge}", batch)
+
+        def pattern(src: str) -> str:
+            node = "(:" + table + " {" + ", ".join(f"{c}: {src}{c}" for c in names) + "})"
+            return f"{node}-[:{owner.name}]->(p)" if owner.child_first else \
+                f"(p)-[:{owner.name}]->{node}"
+
+        if _kuzu(tx) and len(batch) <= max(4, tx.size(parent) // 10_000):
+            _per_row(tx, f"MATCH (p:{parent} {{id: $parent_id}}) CREATE {pattern('$')}", batch)
+        elif _kuzu(tx):
+            _chunks(tx, f"UNWIND $rows AS r WITH r, r.parent_id AS k MATCH (p:{parent} {{id: k}}) "
+                        f"CREATE {pattern('r.')}", batch, JOIN_CHUNK)
+        else:
+            _chunks(tx, f"UNWIND $rows AS r MATCH (p:{parent} {{id: r.parent_id}}) "
+                        f"CREATE {pattern('r.')}", batch, CHUNK)
 
 
 def update_rows(tx: Tx, table: str, updates: list[tuple[Any, Row]]) -> None:
@@ -152,9 +204,17 @@ def update_rows(tx: Tx, table: str, updates: list[tuple[Any, Row]]) -> None:
         nulls = tuple(sorted(p for p, v in props.items() if v is None))
         groups.setdefault((values, nulls), []).append({"key": key, **{p: props[p] for p in values}})
     for (values, nulls), rows in groups.items():
-        assignments = [f"n.{p} = r.{p}" for p in values] + [f"n.{p} = NULL" for p in nulls]
-        _unwind(tx, f"UNWIND $rows AS r MATCH (n:{table} {{{spec.key}: r.key}}) SET "
-                + ", ".join(assignments), rows)
+        def sets(src: str) -> str:
+            return ", ".join([f"n.{p} = {src}{p}" for p in values] + [f"n.{p} = NULL" for p in nulls])
+
+        if len(rows) == 1 or (_kuzu(tx) and len(rows) <= tx.size(table) // 1500):
+            _per_row(tx, f"MATCH (n:{table} {{{spec.key}: $key}}) SET {sets('$')}", rows)
+        elif _kuzu(tx):
+            _chunks(tx, f"UNWIND $rows AS r WITH r, r.key AS k MATCH (n:{table} {{{spec.key}: k}}) "
+                        f"SET {sets('r.')}", rows, JOIN_CHUNK)
+        else:
+            _chunks(tx, f"UNWIND $rows AS r MATCH (n:{table} {{{spec.key}: r.key}}) SET {sets('r.')}",
+                    rows, CHUNK)
 
 
 def create_rels(tx: Tx, rel: str, pairs: list[tuple[str, str, Row]]) -> None:
@@ -162,15 +222,34 @@ def create_rels(tx: Tx, rel: str, pairs: list[tuple[str, str, Row]]) -> None:
     rows = [{"a": a, "b": b, **props} for a, b, props in pairs]
     for names, batch in _by_null_columns(rows, ("a", "b", *spec.columns)).items():
         props = [c for c in names if c not in ("a", "b")]
-        body = " {" + ", ".join(f"{p}: r.{p}" for p in props) + "}" if props else ""
-        _unwind(tx, f"UNWIND $rows AS r MATCH (a:{spec.source} {{id: r.a}}), "
-                    f"(b:{spec.target} {{id: r.b}}) CREATE (a)-[:{rel}{body}]->(b)", batch)
+
+        def body(src: str) -> str:
+            return " {" + ", ".join(f"{p}: {src}{p}" for p in props) + "}" if props else ""
+
+        a, b = spec.source, spec.target
+        if _kuzu(tx) and len(batch) <= max(1, (tx.size(a) + tx.size(b)) // 4000):
+            _per_row(tx, f"MATCH (a:{a} {{id: $a}}), (b:{b} {{id: $b}}) CREATE (a)-[:{rel}{body('$')}]->(b)",
+                     batch)
+        elif _kuzu(tx):  # the key chain: one hash join per end (a comma pattern is a cross product)
+            _chunks(tx, f"UNWIND $rows AS r WITH r, r.a AS ka MATCH (a:{a} {{id: ka}}) "
+                        f"WITH r, a, r.b AS kb MATCH (b:{b} {{id: kb}}) "
+                        f"CREATE (a)-[:{rel}{body('r.')}]->(b)", batch, JOIN_CHUNK)
+        else:  # two MATCH clauses: ladybug looks each end up by index (the comma form scans)
+            _chunks(tx, f"UNWIND $rows AS r MATCH (a:{a} {{id: r.a}}) MATCH (b:{b} {{id: r.b}}) "
+                        f"CREATE (a)-[:{rel}{body('r.')}]->(b)", batch, CHUNK)
 
 
 def delete_rels(tx: Tx, rel: str, pairs: list[tuple[str, str]]) -> None:
+    """Delete relationships (merges re-point a few edges: one keyed statement each)."""
     spec = RELS[rel]
-    _unwind(tx, f"UNWIND $rows AS r MATCH (a:{spec.source} {{id: r.a}})-[x:{rel}]->"
-                f"(b:{spec.target} {{id: r.b}}) DELETE x", [{"a": a, "b": b} for a, b in pairs])
+    _per_row(tx, f"MATCH (a:{spec.source} {{id: $a}})-[x:{rel}]->(b:{spec.target} {{id: $b}}) DELETE x",
+             [{"a": a, "b": b} for a, b in pairs])
+
+
+def delete_rows(tx: Tx, table: str, keys: list[str]) -> None:
+    """Remove rows with every relationship they have (erasure: the one destructive write)."""
+    key = TABLES[table].key
+    _per_row(tx, f"MATCH (n:{table} {{{key}: $key}}) DETACH DELETE n", [{"key": k} for k in keys])
 
 
 def write_salience(tx: Tx, rows: list[tuple[str, str, float, Any]], seq: int) -> None:
@@ -197,15 +276,96 @@ def last_transition(tx: Tx) -> Row | None:
     return None if found is None else dict(zip(_LOG_COLUMNS, found))
 
 
-def transitions(tx: Tx, since: int = 0, until: int | None = None) -> list[Row]:
-    """Log records with since < seq <= until, in order."""
+def transitions(tx: Tx, since: int = 0, until: int | None = None,
+                scope: str | None = None) -> list[Row]:
+    """Log records with since < seq <= until (of one scope, if given), in order."""
     where = "x.seq > $s" + ("" if until is None else " AND x.seq <= $u")
     params: dict[str, Any] = {"s": since}
     if until is not None:
         params["u"] = until
+    if scope is not None:
+        where += " AND x.scope = $scope"
+        params["scope"] = scope
     rows = tx.run(f"MATCH (x:Transition) WHERE {where} RETURN {_returns('x', _LOG_COLUMNS)} "
                   "ORDER BY x.seq", params)
     return [dict(zip(_LOG_COLUMNS, r)) for r in rows]
+
+
+def latest_counters(tx: Tx) -> dict[str, dict[str, int]]:
+    """Each scope's id sequences and interaction count, from its latest log record."""
+    out: dict[str, dict[str, int]] = {}
+    for scope, counters in tx.stream("MATCH (x:Transition) RETURN x.scope, x.counters ORDER BY x.seq"):
+        out[scope] = json.loads(counters)
+    return out
+
+
+def highest_ids(tx: Tx) -> dict[tuple[str, str], int]:
+    """(scope, "topic") -> the highest topic sequence number in use in each scope, the same
+    for episodes, and
+    (scope, "entry") for the entry with the highest sequence number of all (one column scan)."""
+    out: dict[tuple[str, str], int] = {}
+    for scope, top in tx.run("MATCH (x:Topic) RETURN x.scope, max(x.seq)"):
+        out[(scope, "topic")] = int(top)
+    for scope, top in tx.run("MATCH (x:Episode) RETURN x.scope, max(x.seq)"):
+        out[(scope, "episode")] = int(top)
+    row = tx.one("MATCH (e:Entry) RETURN e.id, e.seq ORDER BY e.seq DESC LIMIT 1")
+    if row is not None:
+        head = row[0].split("/", 1)[0]
+        out[(head.split(":", 1)[0] if ":" in head else "default", "entry")] = int(row[1])
+    return out
+
+
+def episode_ids_from(tx: Tx, scope: str, source: str) -> list[str]:
+    """The ids of a scope's episodes recorded from `source` (erasure by source)."""
+    return [r[0] for r in tx.run("MATCH (x:Episode) WHERE x.scope = $scope AND x.source = $source "
+                                 "RETURN x.id ORDER BY x.seq", {"scope": scope, "source": source})]
+
+
+def touches(tx: Tx) -> Iterator[tuple[int, list[str]]]:
+    """(seq, units) of every log record not redacted, in order."""
+    for seq, units in tx.stream("MATCH (x:Transition) WHERE x.salt <> '' RETURN x.seq, x.units "
+                                "ORDER BY x.seq"):
+        yield int(seq), json.loads(units)
+
+
+def read_records(tx: Tx, seqs: Sequence[int]) -> list[Row]:
+    return sorted(read_rows(tx, "Transition", list(seqs)), key=lambda r: r["seq"])
+
+
+REDACTED = {"units": "", "policies": "", "detail": "", "salience": "", "writes": "", "salt": ""}
+
+
+def redact_records(tx: Tx, seqs: Sequence[int]) -> None:
+    """Drop the content parts and the salt of log records (their commitments stay)."""
+    update_rows(tx, "Transition", [(seq, dict(REDACTED)) for seq in seqs])
+
+
+def log_records(tx: Tx, *, before: int | None = None, limit: int | None = None,
+                mentioning: Sequence[str] = (), newest_first: bool = True,
+                columns: Sequence[str] | None = None) -> list[Row]:
+    """Log records with seq < before (all with None), newest first unless told otherwise, at
+    most `limit`, with these `columns` (all by default). With `mentioning`, only records whose
+    units or salience changes contain one of these strings (JSON-quoted unit ids, or an id's
+    quoted prefix such as '"t12/'): the log is searched where it is stored, not loaded to be
+    filtered."""
+    cols = tuple(columns or _LOG_COLUMNS)
+    where: list[str] = []
+    params: dict[str, Any] = {}
+    if before is not None:
+        where.append("x.seq < $before")
+        params["before"] = before
+    if mentioning:
+        alternatives = []
+        for i, needle in enumerate(mentioning):
+            params[f"n{i}"] = needle
+            alternatives += [f"x.units CONTAINS $n{i}", f"x.salience CONTAINS $n{i}"]
+        where.append("(" + " OR ".join(alternatives) + ")")
+    text = (f"MATCH (x:Transition) {('WHERE ' + ' AND '.join(where)) if where else ''} "
+            f"RETURN {_returns('x', cols)} ORDER BY x.seq {'DESC' if newest_first else ''}")
+    if limit is not None:
+        text += " LIMIT $limit"
+        params["limit"] = limit
+    return [dict(zip(cols, r)) for r in tx.run(text, params)]
 
 
 def transition_count(tx: Tx) -> int:
@@ -269,21 +429,35 @@ def count_rels(tx: Tx, rel: str) -> int:
     return int(tx.scalar(f"MATCH ()-[r:{rel}]->() RETURN count(*)") or 0)
 
 
-def status_counts(tx: Tx) -> dict[str, dict[str, int]]:
+def status_counts(tx: Tx, scope: str | None = None) -> dict[str, dict[str, int]]:
     """Topics by status, and fields by ladder level (a field of an archived topic counts as
-    archived)."""
-    topics = {r[0]: int(r[1]) for r in tx.run("MATCH (x:Topic) RETURN x.status, count(*)")}
+    archived), in one scope or in all."""
+    where, params = ("WHERE x.scope = $scope ", {"scope": scope}) if scope is not None else ("", None)
+    topics = {r[0]: int(r[1]) for r in tx.run(
+        f"MATCH (x:Topic) {where}RETURN x.status, count(*)", params)}
     fields = {r[0]: int(r[1]) for r in tx.run(
-        "MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) RETURN "
-        "CASE WHEN x.status = 'archived' THEN 'archived' ELSE f.status END, count(*)")}
-    episodes = {r[0]: int(r[1]) for r in tx.run("MATCH (x:Episode) RETURN x.status, count(*)")}
+        f"MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) {where}RETURN "
+        "CASE WHEN x.status = 'archived' THEN 'archived' ELSE f.status END, count(*)", params)}
+    episodes = {r[0]: int(r[1]) for r in tx.run(
+        f"MATCH (x:Episode) {where}RETURN x.status, count(*)", params)}
     return {"topics": topics, "fields": fields, "episodes": episodes}
 
 
-def entry_counts(tx: Tx) -> tuple[int, int]:
-    """(all entries, entries in the active history). kuzu 0.11.3 miscounts a bare boolean in
-    CASE, hence the explicit comparison."""
-    row = tx.one("MATCH (e:Entry) RETURN count(*), sum(CASE WHEN e.active = true THEN 1 ELSE 0 END)")
+def active_fields_by_scope(tx: Tx) -> dict[str, int]:
+    return {r[0]: int(r[1]) for r in tx.run(
+        "MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) WHERE x.status = 'active' AND "
+        "f.status = 'active' RETURN x.scope, count(*)")}
+
+
+def entry_counts(tx: Tx, scope: str | None = None) -> tuple[int, int]:
+    """(all entries, entries in the active history), in one scope or in all. kuzu 0.11.3
+    miscounts a bare boolean in CASE, hence the explicit comparison."""
+    counted = "sum(CASE WHEN e.active = true THEN 1 ELSE 0 END)"
+    if scope is None:
+        row = tx.one(f"MATCH (e:Entry) RETURN count(*), {counted}")
+    else:
+        row = tx.one(f"MATCH (x:Topic)-[:HAS_FIELD]->(:Field)-[:HAS_ENTRY]->(e:Entry) "
+                     f"WHERE x.scope = $scope RETURN count(*), {counted}", {"scope": scope})
     return (int(row[0]), int(row[1] or 0)) if row else (0, 0)
 
 
@@ -305,13 +479,15 @@ def flags_by_transition(tx: Tx) -> set[tuple[str, int]]:
     return {(r[0], int(r[1])) for r in tx.run("MATCH (g:Flag)-[:FLAGS]->(b:Topic) RETURN b.id, g.tx")}
 
 
-def conflicting_fields(tx: Tx) -> list[str]:
-    """Fields whose current value is contradicted by another source at the same valid time."""
+def conflicting_fields(tx: Tx, scope: str) -> list[str]:
+    """Fields of a scope whose current value is contradicted by another source at the same
+    valid time."""
     return [r[0] for r in tx.run(
-        "MATCH (f:Field)-[:HAS_ENTRY]->(a:Entry), (f)-[:HAS_ENTRY]->(b:Entry) "
-        "WHERE a.status = 'current' AND b.id <> a.id AND b.status <> 'retracted' "
-        "AND b.asserted_at = a.asserted_at AND b.value <> a.value AND b.source <> a.source "
-        "AND f.status <> 'hidden' RETURN DISTINCT f.id ORDER BY f.id")]
+        "MATCH (x:Topic)-[:HAS_FIELD]->(f:Field)-[:HAS_ENTRY]->(a:Entry), (f)-[:HAS_ENTRY]->(b:Entry) "
+        "WHERE x.scope = $scope AND a.status = 'current' AND b.id <> a.id "
+        "AND b.status <> 'retracted' AND b.asserted_at = a.asserted_at AND b.value <> a.value "
+        "AND b.source <> a.source AND f.status <> 'hidden' RETURN DISTINCT f.id ORDER BY f.id",
+        {"scope": scope})]
 
 
 def stream_histories(tx: Tx) -> Iterator[tuple[str, list[Row]]]:
@@ -335,6 +511,16 @@ def stream_rows(tx: Tx, table: str, order: str | None = None) -> Iterator[Row]:
     order_by = f" ORDER BY n.{order}" if order else ""
     for values in tx.stream(f"MATCH (n:{table}) RETURN {_returns('n', cols)}{order_by}"):
         yield dict(zip(cols, values))
+
+
+def stream_rels(tx: Tx, rel: str) -> Iterator[tuple[str, str, Row]]:
+    """(source key, target key, properties) of every relationship of one table."""
+    spec = RELS[rel]
+    cols = spec.columns
+    returns = "".join(f", r.{c}" for c in cols)
+    for a, b, *values in tx.stream(f"MATCH (a:{spec.source})-[r:{rel}]->(b:{spec.target}) "
+                                   f"RETURN a.id, b.id{returns}"):
+        yield a, b, dict(zip(cols, values))
 
 
 def count_owned(tx: Tx, rel: str) -> int:

@@ -52,16 +52,17 @@ def derived_disagreements(mem: Any) -> list[str]:
         rebuilt.refresh(engine.cache, engine.services.summarizer)
         rebuilt.refresh_units(engine.cache)
         have, want = derived.fingerprint(), rebuilt.fingerprint()
-    wrong = []
-    for key in want:
-        if have[key] != want[key]:
-            wrong.append(f"{key}: derived {_short(have[key], want[key])}")
-    return wrong
+    return differences(have, want)
 
 
-def _short(have: Any, want: Any) -> str:
+def differences(have: Any, want: Any, path: str = "", limit: int = 5) -> list[str]:
+    """Where two nested values differ (at most `limit` places), with short reprs."""
+    out: list[str] = []
     if isinstance(have, dict) and isinstance(want, dict):
-        keys = sorted(set(have) | set(want), key=str)
-        diff = {k: (have.get(k), want.get(k)) for k in keys if have.get(k) != want.get(k)}
-        return f"differs from a rebuild at {list(diff.items())[:3]}"
-    return f"{have!r:.300} but a rebuild gives {want!r:.300}"
+        for key in sorted(set(have) | set(want), key=str):
+            if len(out) >= limit:
+                break
+            if have.get(key) != want.get(key):
+                out += differences(have.get(key), want.get(key), f"{path}/{key}", limit - len(out))
+        return out
+    return [f"{path or '/'}: derived {have!r:.120} but a rebuild gives {want!r:.120}"]

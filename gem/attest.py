@@ -1,0 +1,65 @@
+"""What the log commits to: the content of every row a transition wrote, and its own parts.
+
+Tamper evidence. Each log record carries, in its `writes` part, the content hash of every row
+the transition wrote (entries, observations, fields, topics, flags, episodes, edges, stored policies and
+the policy files; null for a row it deleted). The record's content parts (units, policies,
+detail, salience, writes) are committed to by one salted hash, `commit`, and the hash chain
+runs over the record's metadata, counters and that commitment. So the audit can recompute
+every stored row's hash and compare it with what the last transition that wrote it attested,
+and a part can be redacted (erasure) while the chain still verifies: the commitment stays, the
+content and the salt go, and the erasure's tombstone names the redacted record.
+
+Salience columns are not part of a row's hash: they are written behind (gem/derived.py); the
+log's salience part is what they are checked against.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+from .store.schema import EDGE_TABLES, Row
+from .units import dumps
+
+PARTS = ("units", "policies", "detail", "salience", "writes")
+WRITTEN_BEHIND = frozenset({"strength", "last_access"})
+# Columns added to the schema after rows were first attested (gem/store/queries.py
+# `add_missing_columns`): a row written before one existed reads it back empty ([] or null), so
+# an empty value is left out of the hash and the rows of an older database still match what
+# its log attests.
+ADDED_LATER = ("labels", "reason", "cleared_by")
+
+
+def row_hash(table: str, row: Row) -> str:
+    """The content hash of a stored row (salience columns excepted: written behind)."""
+    body = {k: v for k, v in row.items() if k not in WRITTEN_BEHIND} \
+        if table in ("Topic", "Field", "Episode") else dict(row)
+    for column in ADDED_LATER:
+        if column in body and not body[column]:
+            del body[column]
+    return hashlib.sha256(f"{table}\n{dumps(body)}".encode("utf-8")).hexdigest()[:32]
+
+
+def edge_key(table: str, source: str, target: str) -> str:
+    return f"{table}|{source}|{target}"
+
+
+def edge_hash(table: str, props: Row) -> str:
+    return hashlib.sha256(f"{table}\n{dumps(props)}".encode("utf-8")).hexdigest()[:32]
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def new_salt() -> str:
+    return os.urandom(16).hex()
+
+
+def commitment(salt: str, parts: dict[str, Any]) -> str:
+    """The salted hash of a record's content parts."""
+    text = salt + "\n" + dumps({name: parts[name] for name in PARTS})
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+EDGE_KINDS = tuple(EDGE_TABLES.values())

@@ -1,0 +1,201 @@
+"""Erasure, the one destructive operator: what goes, what remains, the redacted log, the
+receipt, and the physical purge by compaction (crash-safe)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import gem
+from conftest import ENGINE, snapshot
+from gem.testing.consistency import cache_disagreements, derived_disagreements
+
+MARKER = "ZQX-7731-erase-me"
+
+
+@pytest.fixture
+def seeded(mem, clock):
+    mem.ingest([gem.Fact("Bob", "ssn", MARKER, source="hr"),
+                gem.Fact("Bob", "team", "blue", source="chat"),
+                gem.Fact("Alice", "team", "red"),
+                gem.Fact("Launch", "date", "May 1")])
+    mem.link("Bob", "Launch")
+    mem.link("Alice", "Bob", kind="association")
+    clock.advance(days=1)
+    mem.ingest(gem.Fact("Bob", "team", "green", source="hr"))   # flags Launch (Listing 1)
+    mem.retrieve("bob team")
+    return mem
+
+
+def consistent(mem: gem.Memory) -> None:
+    assert mem.audit(full=True).ok, mem.audit(full=True).violations
+    assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+
+
+def test_erasing_a_topic_removes_it_and_everything_that_came_from_it(seeded):
+    receipt = seeded.erase("Bob", reason="right to erasure, ticket 17")
+    assert seeded.inspect("Bob") is None
+    assert seeded.retrieve("bob ssn").topics == [] and seeded.retrieve(topic="Bob").topics == []
+    assert seeded.inspect("Launch").flags == []             # the flag Bob's change raised
+    assert seeded.inspect("Alice").fields["team"].value == "red"
+    assert receipt.topics == ["t1"] and len(receipt.entries) == 3 and receipt.redacted
+    assert seeded.verify_erasure(receipt).ok
+    for record in seeded.transitions():
+        if record["seq"] in receipt.redacted:
+            assert record["redacted"] and record["units"] is None and record["detail"] is None
+    assert MARKER not in repr(seeded.transitions())
+    consistent(seeded)
+
+
+def test_erasing_a_field_keeps_the_topic(seeded):
+    receipt = seeded.erase("Bob", "ssn", reason="GDPR")
+    bob = seeded.inspect("Bob")
+    assert set(bob.fields) == {"team"} and bob.fields["team"].value == "green"
+    assert MARKER not in bob.summary and "ssn" not in repr(receipt.model_dump())
+    assert seeded.verify_erasure(receipt).ok
+    consistent(seeded)
+
+
+def test_erasing_what_one_source_said_restores_the_history_rules(seeded, clock):
+    seeded.ingest(gem.Fact("Bob", "team", "green", source="chat"))  # corroborates green
+    receipt = seeded.erase("Bob", "team", source="hr", reason="hr system retracted")
+    view = seeded.inspect("Bob", "team")
+    assert view.value == "blue"                                     # hr's green is gone...
+    history = seeded.history("Bob", "team")
+    assert [(h.value, h.status) for h in history] == [("blue", "current")]
+    assert all(o.provenance.source != "hr" for h in history for o in h.observations)
+    assert seeded.inspect("Bob").fields.keys() == {"ssn", "team"}  # only the team field was asked
+    assert seeded.verify_erasure(receipt).ok
+    everywhere = seeded.erase("Bob", source="hr", reason="all of hr's")
+    assert seeded.inspect("Bob").fields.keys() == {"team"}          # ssn came only from hr
+    assert seeded.verify_erasure(everywhere).ok
+    consistent(seeded)
+
+
+def test_a_scope_erases_everything_it_holds_and_only_that(mem):
+    a, b = mem.scope("a"), mem.scope("b")
+    a.ingest([gem.Fact("Secret Project", "code", MARKER), gem.Fact("Plan", "x", 1)])
+    b.ingest(gem.Fact("Secret Project", "code", "kept"))
+    receipt = a.erase_all(reason="tenant a left")
+    assert a.inspect("Secret Project") is None and a.inspect("Plan") is None
+    assert b.inspect("Secret Project").fields["code"].value == "kept"
+    assert a.verify_erasure(receipt).ok
+    consistent(mem)
+
+
+def test_erasures_one_after_another_keep_the_log_consistent(mem, clock):
+    """A record redacted twice: erasing A's field re-attests B's units that the shared batch
+    wrote; erasing B's owner deletes them; erasing B's other field redacts that deletion too,
+    so its erasure record must say they are gone (found by the stateful machine)."""
+    mem.ingest([gem.Fact("Alpha", "deadline", "March 15", source="chat"),
+                gem.Fact("Delta", "owner", "Dana", source="chat")])
+    mem.ingest(gem.Fact("Delta", "deadline", "May 1", source="chat"))
+    mem.erase("Alpha", "deadline", reason="test")
+    mem.erase("Delta", "owner", reason="test")
+    assert mem.audit(full=True).ok
+    receipt = mem.erase("Delta", "deadline", reason="test")
+    assert mem.verify_erasure(receipt).ok
+    report = mem.audit(full=True)
+    assert report.ok, report.violations
+    consistent(mem)
+
+
+def test_erasing_keeps_the_salience_a_redacted_read_gave_other_topics(mem):
+    """A retrieval's record holds the salience it gave every unit it returned; redacting it
+    (it touched the erased topic) must not lose what it says about the others (found by the
+    stateful machine: the stored salience then disagreed with the log)."""
+    mem.ingest(gem.Fact("Alpha Project", "deadline", "March 15", source="chat"))
+    mem.ingest(gem.Fact("Beta Launch", "owner", "Dana", source="chat"))
+    returned = mem.retrieve("alpha project owner")
+    assert {t.title for t in returned.topics} == {"Alpha Project", "Beta Launch"}
+    before = mem.inspect("Beta Launch", "owner").salience
+    mem.erase("Alpha Project", "deadline", reason="test")
+    mem._engine.write_behind()  # the stored columns catch up: the audit compares them with the log
+    report = mem.audit(full=True)
+    assert report.ok, report.violations
+    assert mem.inspect("Beta Launch", "owner").salience == before
+    consistent(mem)
+
+
+def test_bad_erasures_change_nothing(seeded):
+    before = snapshot(seeded)
+    with pytest.raises(gem.UnknownUnit):
+        seeded.erase("Nobody", reason="x")
+    with pytest.raises(gem.UnknownUnit):
+        seeded.erase("Bob", "nothing", reason="x")
+    with pytest.raises(gem.UnknownUnit):
+        seeded.erase("Bob", source="never-heard-of", reason="x")
+    with pytest.raises(gem.InvalidInput):
+        seeded.erase("Bob", reason="  ")
+    assert snapshot(seeded) == before
+
+
+def test_a_receipt_that_matches_no_erasure_is_invalid(seeded):
+    receipt = seeded.erase("Bob", "ssn", reason="GDPR")
+    with pytest.raises(gem.InvalidInput):
+        seeded.verify_erasure(receipt.model_copy(update={"commitment": "0" * 64}))
+    with pytest.raises(gem.InvalidInput):
+        seeded.verify_erasure(receipt.model_copy(update={"transition": 2}))
+    with pytest.raises(gem.InvalidInput):
+        seeded.verify_erasure({"not": "a receipt"})
+
+
+def test_a_record_redacted_without_an_erasure_fails_the_audit(seeded):
+    with seeded._engine.store.transaction() as tx:
+        tx.run("MATCH (x:Transition {seq: 3}) SET x.units = '', x.policies = '', x.detail = '', "
+               "x.salience = '', x.writes = '', x.salt = ''")
+    report = seeded.audit(full=True)
+    assert not report.ok and any(v.condition == "log" and v.unit == "3" for v in report.violations)
+
+
+def _files_hold(folder: str, needle: bytes) -> list[str]:
+    hits = []
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as f:
+                if needle in f.read():
+                    hits.append(os.path.join(root, name))
+    return hits
+
+
+def test_after_erasure_and_compaction_no_byte_of_the_value_is_left(tmp_path, clock):
+    path = str(tmp_path / "db")
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact("Bob", "ssn", MARKER), gem.Fact("Alice", "team", "red")])
+        mem.retrieve(MARKER)                       # in the indexes, the summaries and the log
+    assert _files_hold(str(tmp_path), MARKER.encode())  # there, before
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        receipt = mem.erase("Bob", reason="GDPR")
+        assert _files_hold(str(tmp_path), MARKER.encode())  # deleted rows linger in pages
+        sizes = mem.compact()
+        assert sizes["bytes_after"] > 0
+        assert mem.verify_erasure(receipt).ok and mem.audit(full=True).ok
+        assert mem.inspect("Alice").fields["team"].value == "red"
+    assert _files_hold(str(tmp_path), MARKER.encode()) == []
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        assert mem.audit(full=True).ok and mem.verify_erasure(receipt).ok
+
+
+@pytest.mark.parametrize("step", ["exported", "imported", "ready", "moved old", "moved new"])
+def test_a_compaction_killed_at_any_step_leaves_a_whole_database(tmp_path, step):
+    """In a subprocess killed (os._exit) at each step of the swap: the next open finds either
+    the old or the new database, and the audit is clean."""
+    path = str(tmp_path / "db")
+    script = textwrap.dedent(f"""
+        import os, gem
+        from gem.store import compact
+        mem = gem.open({path!r}, engine={ENGINE!r})
+        mem.ingest([gem.Fact("Keep", "x", 1), gem.Fact("Gone", "y", {MARKER!r})])
+        mem.erase("Gone", reason="test")
+        compact.crash_point = lambda name: os._exit(9) if name == {step!r} else None
+        mem.compact()
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 9, done.stderr[-2000:]
+    with gem.open(path, engine=ENGINE) as mem:
+        assert mem.inspect("Keep").fields["x"].value == 1 and mem.inspect("Gone") is None
+        assert mem.audit(full=True).ok
+    assert not [n for n in os.listdir(tmp_path) if ".compact-" in n]

@@ -1,0 +1,178 @@
+"""Tamper evidence: direct edits of a closed database file are found by the audit.
+
+Each case copies one closed memory, edits the copy with raw queries (as someone with the file
+would), reopens it and audits the whole state against a log head kept outside the database.
+The 20 edits are the ones an earlier audit missed (issue 12)."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+import gem
+from conftest import ENGINE
+from gem.store import open_store
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    """A closed memory with history, observations, an extension edge, a flag, policies, and
+    salience written behind; and its head, kept outside the database."""
+    from conftest import Clock
+    folder = tmp_path_factory.mktemp("tamper")
+    path = str(folder / "db")
+    clock = Clock()
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15", source="chat:1"),
+                    gem.Fact("Website Redesign", "owner", "Alice"),
+                    gem.Fact("Launch Milestones", "launch", "March 20"),
+                    gem.Fact("Lunch", "preferences", "sushi", labels=["pii"])])
+        mem.link("Website Redesign", "Launch Milestones")
+        clock.advance(days=1)
+        mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20", source="chat:2"))
+        mem.ingest(gem.Fact("Website Redesign", "owner", "Alice", source="standup"))  # observation
+        assert mem.retract("Lunch", "preferences", "never said")  # the retraction is e6
+        mem.retrieve(topic="Website Redesign")
+        head = mem.head()
+        assert mem.audit(full=True, expected_head=head).ok
+    return path, head
+
+
+def copy_of(base_path: str, dest: str) -> str:
+    folder, name = os.path.split(base_path)
+    for entry in os.listdir(folder):
+        if entry.startswith(name):
+            src = os.path.join(folder, entry)
+            (shutil.copytree if os.path.isdir(src) else shutil.copy2)(src, os.path.join(dest, entry))
+    return os.path.join(dest, name)
+
+
+# name -> (raw statements, the unit a violation must name, or None for a log violation)
+EDITS = {
+    "an entry's value": (["MATCH (e:Entry {id: 'e4'}) SET e.value = '\"May 1\"'"], "e4"),
+    "a provenance source": (["MATCH (e:Entry {id: 'e4'}) SET e.source = 'forged'"], "e4"),
+    "a confidence within [0, 1]": (["MATCH (e:Entry {id: 'e1'}) SET e.confidence = 0.5"], "e1"),
+    "a valid time": (["MATCH (e:Entry {id: 'e4'}) SET e.valid_at = timestamp('2027-01-01 00:00:00')"], "e4"),
+    "an observation changed": (["MATCH (o:Observation {id: 'o1'}) SET o.source = 'forged'"], "o1"),
+    "an observation deleted": (["MATCH (o:Observation {id: 'o1'}) DETACH DELETE o"], "o1"),
+    "a superseded entry deleted": (["MATCH (e:Entry {id: 'e1'}) DETACH DELETE e"], "e1"),
+    "a whole field deleted": (["MATCH (f:Field {id: 't1/owner'})-[:HAS_ENTRY]->(e:Entry) "
+                               "OPTIONAL MATCH (e)<-[:CORROBORATES]-(o:Observation) DETACH DELETE o, e",
+                               "MATCH (f:Field {id: 't1/owner'}) DETACH DELETE f"], "t1/owner"),
+    "a whole topic deleted": (["MATCH (t:Topic {id: 't3'})-[:HAS_FIELD]->(f:Field)-[:HAS_ENTRY]->(e:Entry) "
+                               "DETACH DELETE e, f", "MATCH (t:Topic {id: 't3'}) DETACH DELETE t"], "t3"),
+    "an extension edge deleted": (["MATCH (:Topic {id: 't1'})-[r:EXTENDS]->(:Topic {id: 't2'}) DELETE r"],
+                                  "EXTENDS|t1|t2"),
+    "a topic renamed": (["MATCH (t:Topic {id: 't1'}) SET t.title = 'Site Revamp'"], "t1"),
+    "salience inflated": (["MATCH (f:Field {id: 't3/preferences'}) SET f.strength = 9.0"], "t3/preferences"),
+    "a field hidden": (["MATCH (f:Field {id: 't1/deadline'}) SET f.status = 'hidden'"], "t1/deadline"),
+    "a fabricated current entry": (
+        ["MATCH (e:Entry {id: 'e3'}) SET e.status = 'superseded', e.superseded_by = 'x1', e.superseded_tx = 9",
+         "MATCH (f:Field {id: 't2/launch'}) CREATE (f)-[:HAS_ENTRY]->(:Entry {id: 'x1', seq: 2, tx: 9, "
+         "field_id: 't2/launch', origin_field: 't2/launch', value: '\"June 1\"', "
+         "valid_at: timestamp('2026-03-04 00:00:00'), asserted_at: timestamp('2026-03-04 00:00:00'), "
+         "recorded_at: timestamp('2026-03-04 00:00:00'), source: 'x', actor: 'x', confidence: 1.0, "
+         "polarity: '+', status: 'current', active: true, annotations: '{}'})"], "x1"),
+    "a log record edited, chain recomputed": ("rechain", None),
+    "the last log record deleted": (["MATCH (x:Transition) WITH max(x.seq) AS m "
+                                     "MATCH (y:Transition {seq: m}) DELETE y"], None),
+    "a log record edited": (["MATCH (x:Transition {seq: 3}) SET x.actor = 'mallory'"], None),
+    "a label removed": (["MATCH (f:Field {id: 't3/preferences'}) SET f.labels = []"], "t3/preferences"),
+    "a retraction's reason edited": (["MATCH (e:Entry {id: 'e6'}) SET e.reason = 'forged'"], "e6"),
+    "a flag cleared by hand": (["MATCH (g:Flag {id: 'g1'}) SET g.status = 'cleared', "
+                                "g.cleared_by = 'reviser'"], "g1"),
+    "a stored policy source edited": (["MATCH (p:Policy {name: 'reinforce-on-retrieval'}) "
+                                       "SET p.source = 'POLICY reinforce-on-retrieval ON retrieved DO "
+                                       "reinforce(field, 0.01)'"], "Policy|reinforce-on-retrieval"),
+    "the policy files edited": (lambda tx: tx.run(
+        "MATCH (m:Meta {key: 'policy_sources'}) SET m.value = $v",
+        {"v": tx.scalar("MATCH (m:Meta {key: 'policy_sources'}) RETURN m.value")
+            .replace("half_life = 30d", "half_life = 300d")}), "Meta|policy_sources"),
+}
+
+
+def rechain(path: str) -> None:
+    """Edit record 3's actor and recompute every hash after it, as a careful forger would."""
+    from gem.audit import decode
+    from gem.pipeline import chain_hash
+    store = open_store(path, ENGINE)
+    with store.transaction() as tx:
+        rows = [r for r in tx.run("MATCH (x:Transition) RETURN x ORDER BY x.seq")]
+        records = [decode(dict(r[0])) for r in rows]
+        previous = records[0]["prev_hash"]
+        for record in records:
+            if record["seq"] == 3:
+                record["actor"] = "mallory"
+            body = {"seq": record["seq"], "scope": record["scope"], "op": record["op"],
+                    "event": record["event"], "at": record["at"].isoformat(),
+                    "actor": record["actor"], "counters": record["counters"],
+                    "tombstone": record["tombstone"], "commit": record["commit"]}
+            digest = chain_hash(previous, body)
+            tx.run("MATCH (x:Transition {seq: $s}) SET x.actor = $a, x.prev_hash = $p, x.hash = $h",
+                   {"s": record["seq"], "a": record["actor"], "p": previous, "h": digest})
+            previous = digest
+    store.close()
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_every_direct_edit_is_found(base, tmp_path, edit):
+    base_path, head = base
+    path = copy_of(base_path, str(tmp_path))
+    statements, unit = EDITS[edit]
+    if statements == "rechain":
+        rechain(path)
+    else:
+        store = open_store(path, ENGINE)
+        with store.transaction() as tx:
+            if callable(statements):
+                statements(tx)
+            else:
+                for statement in statements:
+                    tx.run(statement)
+        store.close()
+    with gem.open(path, engine=ENGINE) as mem:
+        report = mem.audit(full=True, expected_head=head)
+    assert not report.ok, edit
+    named = {v.unit for v in report.violations}
+    if unit is not None:
+        assert unit in named, (edit, report.violations)
+    else:
+        assert any(v.condition == "log" for v in report.violations), (edit, report.violations)
+
+
+@pytest.mark.parametrize("edit", ["the whole log deleted", "the id counters lowered"])
+def test_a_database_whose_log_cannot_be_its_history_refuses_to_open(base, tmp_path, edit):
+    base_path, _ = base
+    path = copy_of(base_path, str(tmp_path))
+    store = open_store(path, ENGINE)
+    with store.transaction() as tx:
+        if edit == "the whole log deleted":
+            tx.run("MATCH (x:Transition) DELETE x")
+        else:
+            tx.run("MATCH (x:Transition) SET x.counters = '{\"entry\": 1, \"flag\": 0, "
+                   "\"interactions\": 1, \"observation\": 0, \"topic\": 1}'")
+    store.close()
+    with pytest.raises(gem.GemError, match="log"):
+        gem.open(path, engine=ENGINE)
+
+
+def test_an_untouched_copy_audits_clean(base, tmp_path):
+    base_path, head = base
+    path = copy_of(base_path, str(tmp_path))
+    with gem.open(path, engine=ENGINE) as mem:
+        assert mem.audit(full=True, expected_head=head).ok
+
+
+def test_columns_added_later_leave_the_hash_of_older_rows_as_it_was():
+    """A database made before labels, a retraction's reason and who cleared a flag existed
+    reads them back empty once they are added (gem/store/queries.py add_missing_columns): its
+    rows must still match what its log attested."""
+    from gem.attest import row_hash
+    entry = {"id": "e1", "value": '"x"', "source": "s"}
+    assert row_hash("Entry", {**entry, "labels": [], "reason": None}) == row_hash("Entry", entry)
+    assert row_hash("Entry", {**entry, "labels": ["pii"]}) != row_hash("Entry", entry)
+    assert row_hash("Entry", {**entry, "reason": "wrong"}) != row_hash("Entry", entry)
+    flag = {"id": "g1", "status": "open"}
+    assert row_hash("Flag", {**flag, "cleared_by": None}) == row_hash("Flag", flag)
+    assert row_hash("Flag", {**flag, "cleared_by": "reviser"}) != row_hash("Flag", flag)
