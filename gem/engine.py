@@ -193,7 +193,8 @@ class Engine:
 
     def run(self, op: str, operator: Callable[[Transition], Any], *, actor: str = "api",
             interaction: bool = False, event: str | None = None,
-            scope: str = "default") -> tuple[Any, Transition]:
+            scope: str = "default",
+            progress: Callable[[str, int, int], None] | None = None) -> tuple[Any, Transition]:
         """Run one transition through the pipeline, in one scope; commit it or raise (nothing
         written). When policies drop facts, it runs again from the committed state without
         them, at the same time; each run drops at least one more fact, so this ends."""
@@ -207,6 +208,7 @@ class Engine:
                                     scope=scope)
                 t.operator = operator
                 t.event = event or op
+                t.progress = progress
                 t.dropped, t.skipping = dict(dropped), frozenset(dropped)
                 try:
                     with single_threaded():

@@ -56,6 +56,11 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
+def _callable(value: Any, what: str) -> None:
+    if value is not None and not callable(value):
+        raise InvalidInput(f"{what} must be a callable or None, got {type(value).__name__}")
+
+
 def _flag(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidInput(f"{what} must be True or False, got {type(value).__name__}")
@@ -150,15 +155,18 @@ class Memory:
         return self._engine.run(op, operator, scope=self._scope, **kw)
 
     # ------------------------------------------------------------------ operators
-    def ingest(self, facts: Fact | Episode | Iterable[Fact | Episode], *,
-               actor: str = "api") -> IngestResult:
+    def ingest(self, facts: Fact | Episode | Iterable[Fact | Episode], *, actor: str = "api",
+               progress: Progress | None = None) -> IngestResult:
         """Integrate facts and episodes (one, or a list mixing both), as one transition. The
         extractor given to `gem.open` is called with each episode first; the facts it returns
         are ingested in the same transition (numbered first in `IngestResult.dropped`). A fact
-        or episode dated after the transition's time is InvalidInput (nothing is written); a
-        fact a policy `drop`s is left out and listed in `IngestResult.dropped`; a topic name
-        that found a topic under another spelling is listed in `IngestResult.resolved`."""
+        dated after the transition's time is InvalidInput (nothing is written); a fact a policy
+        `drop`s is left out and listed in `IngestResult.dropped`; a topic name that found a
+        topic under another spelling is listed in `IngestResult.resolved`.
+        `progress(step, done, total)` hears the pipeline's stages ("ingest: policies", ...),
+        for batches big enough to wait on."""
         self._check_open()
+        _callable(progress, "progress")
         if isinstance(facts, (str, bytes, dict)) or not (isinstance(facts, (Fact, Episode))
                                                          or hasattr(facts, "__iter__")):
             raise InvalidInput(f"facts must be a gem.Fact, a gem.Episode or a list of them, got "
@@ -179,7 +187,8 @@ class Memory:
         else:
             def operator(t: Transition) -> dict[str, Any]:
                 return ingest_op.ingest(t, plain)
-        summary, t = self._run("ingest", operator, actor=actor, interaction=True)
+        summary, t = self._run("ingest", operator, actor=actor, interaction=True,
+                               progress=progress)
         return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
                             created_topics=summary["created_topics"], entries=summary["entries"],
                             corroborations=summary["corroborations"], denials=summary["denials"],
@@ -290,17 +299,22 @@ class Memory:
         created, _ = self._run("link", op, actor=actor)
         return created
 
-    def forget(self, *, actor: str = "maintenance") -> dict[str, Any]:
-        """A forgetting pass: the `tick` policies move faded units down the ladder."""
+    def forget(self, *, actor: str = "maintenance",
+               progress: Progress | None = None) -> dict[str, Any]:
+        """A forgetting pass: the `tick` policies move faded units down the ladder.
+        `progress(step, done, total)` hears the stages and, every 1000, the policy events."""
         self._check_open()
         _text(actor, "actor")
-        _, t = self._run("forget", forget_op.forget, actor=actor, event="tick")
+        _callable(progress, "progress")
+        _, t = self._run("forget", forget_op.forget, actor=actor, event="tick",
+                         progress=progress)
         done = t.detail.get("attenuated", [])
         return {"transition": self._engine.seq,
                 "attenuated": list(dict.fromkeys(unit for unit, _ in done)),
                 "levels": [tuple(x) for x in done]}
 
-    def revise(self, *, actor: str = "maintenance") -> dict[str, Any]:
+    def revise(self, *, actor: str = "maintenance",
+               progress: Progress | None = None) -> dict[str, Any]:
         """A revision pass; each repair (merge, conflicts, dependency repair) is its own
         transition, so one that is rejected does not undo the others.
 
@@ -309,9 +323,16 @@ class Memory:
         transition. A flag is cleared only by what handled it: `flags_cleared` lists
         (topic, by) with by "reviser" or "policy:<name>"; `flags_open` lists the topics still
         flagged (see `pending_revisions`). Without a reviser and a `revised` policy, flags
-        are left for the agent, and no transition is made for them."""
+        are left for the agent, and no transition is made for them. `progress(step, done,
+        total)` hears each repair: "revise: merge" (done of the pairs found), "revise:
+        conflicts", "revise: flags"."""
         self._check_open()
         _text(actor, "actor")
+        _callable(progress, "progress")
+
+        def step(name: str, done: int, total: int) -> None:
+            if progress is not None:
+                progress(f"revise: {name}", done, total)
         engine = self._engine
         report: dict[str, Any] = {"merged": [], "conflicts": [], "flags_evaluated": [],
                                   "flags_cleared": [], "flags_open": []}
@@ -319,26 +340,32 @@ class Memory:
             threshold, pairs = self._read(lambda t: (
                 t.settings["merge_similarity"],
                 revise_op.duplicate_pairs(t, t.settings["merge_similarity"])))
-            for keep, away in pairs:
+            for i, (keep, away) in enumerate(pairs):
+                step("merge", i, len(pairs))
                 self._run("revise", lambda t: revise_op.merge_topics(t, keep, away),
                            actor=actor, event="merge")
                 report["merged"].append((keep, away))
+            step("merge", len(pairs), len(pairs))
             scope = engine.derived.scope(self._scope)
             scope.unpaired.clear()
             scope.paired_at = threshold
             with engine.store.reading() as tx:
                 fids = queries.conflicting_fields(tx, self._scope)
             if fids:
+                step("conflicts", 0, len(fids))
                 self._run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
                            event="conflicts")
                 report["conflicts"] = fids
+                step("conflicts", len(fids), len(fids))
             tids = self._read(revise_op.open_flag_topics)
             if tids and (self.reviser is not None or engine.shared.policies_for("revised")):
                 answers: dict[str, Any] = {}  # asked once per topic, should the run restart
+                step("flags", 0, len(tids))
                 _, t = self._run("revise", lambda t: revise_op.evaluate_flags(
                     t, tids, run_policies, self.reviser, answers),
                     actor=actor, event="dependency_repair")
                 report["flags_evaluated"] = tids
+                step("flags", len(tids), len(tids))
                 report["flags_cleared"] = list(dict.fromkeys(
                     (c["topic"], c["by"]) for c in t.detail.get("flags_cleared", [])))
             report["flags_open"] = self._read(revise_op.open_flag_topics)
@@ -379,9 +406,11 @@ class Memory:
         """The callable `revise()` asks about flagged topics (gem.open(reviser=...))."""
         return self._engine.reviser
 
-    def maintain(self, *, actor: str = "maintenance") -> dict[str, Any]:
-        """One maintenance run: forget, then revise."""
-        return {"forget": self.forget(actor=actor), "revise": self.revise(actor=actor)}
+    def maintain(self, *, actor: str = "maintenance",
+                 progress: Progress | None = None) -> dict[str, Any]:
+        """One maintenance run: forget, then revise (`progress` as for those two)."""
+        return {"forget": self.forget(actor=actor, progress=progress),
+                "revise": self.revise(actor=actor, progress=progress)}
 
     def restore(self, topic: str, field: str | None = None, *, actor: str = "api") -> bool:
         """Reverse any forgetting level of a topic and of one of its fields, or, without

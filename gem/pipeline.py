@@ -67,8 +67,13 @@ class Pipeline:
         return Pipeline(s for s in self.stages if s.name != name)
 
     def run(self, t: Transition, engine: "Engine") -> None:
-        for stage in self.stages:
+        progress, total = t.progress, len(self.stages)
+        for i, stage in enumerate(self.stages):
+            if progress is not None:
+                progress(f"{t.op}: {stage.name}", i, total)
             stage.run(t, engine)
+        if progress is not None:
+            progress(f"{t.op}: committed", total, total)
 
 
 # ---------------------------------------------------------------------- the stages

@@ -225,6 +225,10 @@ class PolicyRuntime:
     # -------------------------------------------------------------- actions
     def act(self, action_name: str, args: list[Any], evidence: dict[str, Any], policy: str,
             span: Any = None) -> None:
+        t = self.t
+        if t.progress is not None and len(t.fired) % 1000 == 999:
+            # How many actions the policies will call is not known before they run: total 0.
+            t.progress(f"{t.op}: policy actions", len(t.fired) + 1, 0)
         event = self.t.current_event
         self.t.record_fired(Fired(policy, event.name if event else "", action_name,
                                   tuple(args), dict(evidence)))

@@ -123,7 +123,8 @@ def test_a_session_from_init_to_audit(tmp_path):
     dry = json.loads(gem("maintain", db, "--dry-run", "--json", *e).stdout)
     assert dry["dry_run"] and dry["revise"]["flags_open"] == ["Launch Milestones"]
     assert json.loads(gem_here("review", db, "--json", *e).stdout) == review  # the dry run changed nothing
-    assert "run 1" in gem_here("maintain", db, *e).stdout
+    ran = gem_here("maintain", db, "--progress", "always", *e)
+    assert "run 1" in ran.stdout and "forget: committed: 8/8" in ran.stderr
     assert "nothing was faded" in gem("restore", db, "Launch Milestones", *e).stdout
     assert json.loads(gem_here("restore", db, "Website Redesign", "deadline", "--json", *e).stdout)["changed"] is False
 

@@ -286,3 +286,39 @@ def test_explain_gives_the_evidence_chain(mem, clock):
     assert 0 < e.reliability <= 1 and abs(sum(e.states.values()) - 1) < 1e-9
     with pytest.raises(gem.UnknownUnit):
         mem.explain("Website Redesign", "nope")
+
+
+# ---------------------------------------------------------------------- progress
+def test_long_operations_report_progress_in_order(tmp_path, clock):
+    steps: list[tuple[str, int, int]] = []
+    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE) as mem:
+        facts = [gem.Fact(f"Topic {i}", f"field {j}", i * j) for i in range(150) for j in range(10)]
+        mem.ingest(facts, progress=lambda *a: steps.append(a))
+        stages = [s for s, _, _ in steps]
+        assert stages[0] == "ingest: operator" and stages[-1] == "ingest: committed"
+        assert "ingest: flush" in stages
+        staged = [d for s, d, _ in steps if s != "ingest: policy actions"]
+        assert staged == list(range(len(staged)))  # one report per stage, in order
+
+        steps.clear()
+        clock.advance(days=400)  # every field faded: the tick policies see each of them
+        report = mem.maintain(progress=lambda *a: steps.append(a))
+        assert report["forget"]["attenuated"]
+        forget = [s for s in steps if s[0].startswith("forget: ")]
+        actions = [s for s in forget if s[0] == "forget: policy actions"]
+        assert [done for _, done, _ in actions] == [1000 * (i + 1) for i in range(len(actions))]
+        assert actions and all(total == 0 for _, _, total in actions)  # not known in advance
+        assert forget[-1] == ("forget: committed", forget[-1][2], forget[-1][2])
+        revise = [s for s in steps if s[0].startswith("revise: ")]
+        assert revise and revise[-1][1] == revise[-1][2]  # the last repair reports it finished
+        assert steps.index(forget[-1]) < steps.index(revise[0])
+        assert mem.audit().ok
+
+
+def test_a_progress_that_is_not_callable_changes_nothing(mem):
+    before = mem.stats()
+    with pytest.raises(gem.InvalidInput, match="progress"):
+        mem.ingest(gem.Fact("A", "b", 1), progress="bar")
+    with pytest.raises(gem.InvalidInput, match="progress"):
+        mem.maintain(progress=5)
+    assert mem.stats() == before

@@ -242,13 +242,15 @@ def _maintain_report(namer: Namer, report: dict[str, Any], dry_run: bool) -> s.M
 
 
 def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",
-             clock: Callable[[], datetime] | None = None) -> s.MaintainResult:
+             clock: Callable[[], datetime] | None = None,
+             progress: Callable[[str, int, int], None] | None = None) -> s.MaintainResult:
     """One forget + revise run. `dry_run` runs it on a copy of the database (opened with
     the same engine, stored policies and `clock`) and reports what it did there: the
     real database is not touched. The copy is taken while no other call of this process
     runs (callers serialise calls, as AsyncMemory does), so it is a committed state."""
     if not dry_run:
-        return _maintain_report(Namer(mem), mem.maintain(actor=actor), dry_run=False)
+        return _maintain_report(Namer(mem), mem.maintain(actor=actor, progress=progress),
+                                dry_run=False)
     if not os.path.exists(mem.path):
         raise InvalidInput("a dry run needs a database on disk")
     scratch = tempfile.mkdtemp(prefix="gem-dry-run-")
@@ -259,7 +261,8 @@ def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",
                 shutil.copy2(mem.path + suffix, copy + suffix)
         with open_memory(copy, engine=mem.engine_name, clock=clock, create=False) as trial:
             # The copy has the same unit ids, so it names them the same way.
-            return _maintain_report(Namer(trial), trial.maintain(actor=actor), dry_run=True)
+            return _maintain_report(Namer(trial), trial.maintain(actor=actor, progress=progress),
+                                    dry_run=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

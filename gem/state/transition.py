@@ -148,6 +148,9 @@ class Transition:
         self.touched = Touched()
         self.fired: list[Fired] = []
         self.detail: dict[str, Any] = {}
+        # progress(step, done, total) for long transitions: the pipeline reports its stages
+        # and the policy runtime every 1000th action (a forgetting pass makes thousands).
+        self.progress: Callable[[str, int, int], None] | None = None
         self.output: Any = None
         self.log_record: Row | None = None
         self.directory: Any = None  # the resolver's view of names (gem/operators/resolution.py)
