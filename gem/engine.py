@@ -243,12 +243,15 @@ class Engine:
             self.store.shared_state = self.shared
             raise
 
-    def write_behind(self) -> None:
-        """Bring the stored salience columns up to date with the log (see gem/derived.py)."""
+    def write_behind(self, *, stamp: bool = False) -> None:
+        """Bring the stored salience columns up to date with the log (see gem/derived.py).
+        `stamp`: also when nothing is pending, so that the stored log position is the head's
+        (an export carries it, and its import must not replay what is already written)."""
         from .store import queries
         with self.store.lock:
             derived = self.derived
-            if not derived.pending_salience or self.store.closed:
+            if self.store.closed or not (derived.pending_salience or
+                                         (stamp and derived.salience_seq != derived.seq)):
                 return
             rows = [(table, key, s, last) for key, (table, s, last) in
                     sorted(derived.pending_salience.items())]

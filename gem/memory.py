@@ -514,11 +514,14 @@ class Memory:
     def export(self, dest: str | Path | IO[str], progress: Progress | None = None) -> TransferReport:
         """Write the whole database (every scope, the log included) as JSON Lines to `dest`, a
         path or a text stream (gem/transfer.py). `gem.import_jsonl` loads it into an empty
-        database, on either engine, with the same state. Changes nothing."""
+        database, on either engine, with the same state. Changes no state; salience pending to
+        be written behind is written first, so that the file carries it."""
         self._check_open()
         if self._root is not None:
             raise InvalidInput("export the memory, not a scope view: the file holds every scope")
-        return transfer.export_jsonl(self._engine.store, dest, progress)
+        with self._engine.store.lock:  # no commit between writing behind and reading
+            self._engine.write_behind(stamp=True)
+            return transfer.export_jsonl(self._engine.store, dest, progress)
 
     def start_maintenance(self, every: float | timedelta = 3600.0) -> None:
         """Run `maintain` in the background every `every` seconds (APScheduler). Runs are

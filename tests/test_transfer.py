@@ -243,3 +243,19 @@ def test_an_export_moves_a_database_to_the_other_engine(rich, tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [head, True, ["acme", "default"]]
     assert _records(str(tmp_path / "back.jsonl")) == _records(out)
+
+
+def test_a_memory_exported_while_open_imports_as_the_same_database(tmp_path):
+    """Salience is written behind (gem/derived.py): an export taken from a memory that was
+    never closed must still carry every unit's salience and the log position it reflects."""
+    clock = StoryClock()
+    out, copy = str(tmp_path / "open.jsonl"), str(tmp_path / "copy.db")
+    with gem.open(str(tmp_path / "open.db"), engine=ENGINE, clock=clock) as mem:
+        tell(mem, clock)
+        mem.retrieve("deadline")
+        mem.ingest(gem.Fact("Late Topic", "note", "created after the last write-behind"))
+        mem.export(out)
+        before = snapshot(mem)
+    gem.import_jsonl(out, copy, engine=ENGINE)
+    with gem.open(copy, engine=ENGINE, clock=clock, create=False) as mem:
+        assert _logical(snapshot(mem)) == _logical(before)
