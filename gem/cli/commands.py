@@ -229,8 +229,13 @@ def query_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topic", help="a topic title to read directly")
     p.add_argument("--field", action="append", dest="fields", metavar="FIELD",
                    help="only this field (repeatable; hidden fields included)")
+    p.add_argument("--all-fields", action="store_true",
+                   help="every visible field of each topic the query found")
     p.add_argument("--as-of", type=_time, help="answer as of this ISO 8601 time")
-    p.add_argument("-k", type=int, default=5, help="at most this many topics (default 5)")
+    p.add_argument("--between", type=_time, nargs=2, metavar=("START", "END"),
+                   help="only values and episodes whose time lies in this window (ISO 8601)")
+    p.add_argument("-k", type=int, default=5,
+                   help="at most this many results: fields and episodes (default 5)")
     p.add_argument("--history", action="store_true", help="include each field's history")
     p.add_argument("--include-archived", action="store_true")
 
@@ -238,9 +243,13 @@ def query_arguments(p: argparse.ArgumentParser) -> None:
 def query(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise InvalidInput("-k must be a positive integer")
-    request = s.RetrieveRequest(query=args.text, topic=args.topic, fields=args.fields,
+    if args.all_fields and args.fields:
+        raise InvalidInput("--all-fields and --field exclude each other")
+    request = s.RetrieveRequest(query=args.text, topic=args.topic,
+                                fields="all" if args.all_fields else args.fields,
                                 as_of=args.as_of, k=args.k, history=args.history,
-                                include_archived=args.include_archived, actor="cli")
+                                include_archived=args.include_archived, actor="cli",
+                                between=None if args.between is None else tuple(args.between))
     with opened(args) as mem:
         _emit(args, ops.recall(mem, request), render.recall)
     return 0
