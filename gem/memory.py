@@ -19,7 +19,7 @@ from .engine import Engine, embedder_for, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
 from .model import AuditReport, DroppedFact, Episode, ErasureCheck, ErasureReceipt, Explanation, \
     Fact, FieldView, HistoryEntry, IngestResult, Neighbourhood, PendingRevision, Resolution, \
-    RetrieveResult, SalienceHistory, TopicPage, TopicView, as_utc, checked_time
+    RetrieveResult, SalienceHistory, TopicPage, TopicView, as_utc, checked_time, returned_facts
 from .operators import erase as erase_op
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
@@ -212,16 +212,7 @@ class Memory:
     def _extract(self, i: int, episode: Episode) -> list[Fact]:
         if self.extractor is None:
             return []
-        found = self.extractor(episode)
-        if found is None or isinstance(found, (str, bytes, Fact)) or not isinstance(found, Iterable):
-            raise InvalidInput(f"the extractor must return a list of gem.Fact for facts[{i}], "
-                               f"got {type(found).__name__}")
-        facts = list(found)
-        for j, fact in enumerate(facts):
-            if not isinstance(fact, Fact):
-                raise InvalidInput(f"the extractor returned a {type(fact).__name__} for "
-                                   f"facts[{i}] (item {j}), not a gem.Fact")
-        return facts
+        return returned_facts(self.extractor(episode), f"the extractor (for facts[{i}])")
 
     def retrieve(self, query: str | None = None, topic: str | None = None,
                  fields: Sequence[str] | str | None = None, as_of: datetime | None = None,

@@ -195,6 +195,21 @@ EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
 LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
 
 
+def returned_facts(answer: Any, who: str, expected: str = "a list of gem.Fact") -> list[Fact]:
+    """The facts a caller's callable (the extractor, the reviser) returned: one gem.Fact or a
+    list of them; anything else is InvalidInput naming `who`."""
+    if isinstance(answer, Fact):
+        return [answer]
+    if answer is None or isinstance(answer, (str, bytes, dict)) or not hasattr(answer, "__iter__"):
+        raise InvalidInput(f"{who} must return {expected}, got {type(answer).__name__}")
+    facts = list(answer)
+    for i, fact in enumerate(facts):
+        if not isinstance(fact, Fact):
+            raise InvalidInput(f"{who} returned a {type(fact).__name__} as item {i}, "
+                               "not a gem.Fact")
+    return facts
+
+
 class Episode(BaseModel):
     """A raw observation, kept as said: a turn of a conversation, a message, a note.
 
