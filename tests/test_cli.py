@@ -226,3 +226,19 @@ def test_query_takes_a_time_window_and_all_fields(db):
     assert set(whole["topics"][0]["fields"]) == {"budget", "colour"}
     refused = gem_here("query", db, "budget", "--all-fields", "--field", "x", *e, ok=False)
     assert refused.returncode != 0 and "exclude each other" in refused.stderr
+
+
+def test_ingest_reads_episodes_beside_facts(db, tmp_path):
+    lines = tmp_path / "mixed.jsonl"
+    lines.write_text(jsonl([
+        {"topic": "Kitchen", "field": "budget", "value": "12k", "at": "2026-01-02T10:00:00+00:00"},
+        {"text": "the plumber comes on tuesday", "speaker": "Bo", "source": "chat:9",
+         "at": "2026-01-03T10:00:00+00:00"},
+        {"text": "no zone", "at": "2026-01-03T10:00:00"}]))
+    e = ("--engine", ENGINE)
+    refused = gem_here("ingest", db, str(lines), *e, ok=False)
+    assert refused.returncode == 1 and "mixed.jsonl:3: invalid Episode: at" in refused.stderr
+    ran = gem_here("ingest", db, str(lines), "--skip-bad", *e)
+    assert "ingested 2 lines (1 of them episodes)" in ran.stdout
+    found = json.loads(gem_here("query", db, "plumber", "--json", *e).stdout)
+    assert [(x["speaker"], x["source"]) for x in found["episodes"]] == [("Bo", "chat:9")]

@@ -153,10 +153,23 @@ def _parse_facts(lines: Iterator[str]) -> tuple[list[tuple[int, Any]], list[tupl
             bad.append((number, "not a JSON object"))
             continue
         try:
-            facts.append((number, gem.Fact.model_validate_json(line)))  # `at`: ISO 8601 text
+            if "text" in obj and "topic" not in obj:  # an episode: something said, kept as said
+                facts.append((number, _episode(obj)))
+            else:
+                facts.append((number, gem.Fact.model_validate_json(line)))  # `at`: ISO 8601 text
         except (InvalidInput, TypeError) as exc:
             bad.append((number, str(exc)))
     return facts, bad
+
+
+def _episode(obj: dict[str, Any]) -> Any:
+    import gem
+    if isinstance(obj.get("at"), str):
+        try:
+            obj["at"] = datetime.fromisoformat(obj["at"])
+        except ValueError:
+            raise InvalidInput(f"invalid Episode: at: not an ISO 8601 time: {obj['at']!r}") from None
+    return gem.Episode(**obj)
 
 
 def ingest(args: argparse.Namespace) -> int:
@@ -183,7 +196,7 @@ def ingest(args: argparse.Namespace) -> int:
         print(f"gem ingest: refused: {len(bad)} bad line(s); nothing was ingested "
               "(--skip-bad ingests the good ones)", file=sys.stderr)
         return 1
-    summary: dict[str, Any] = {"facts": 0, "batches": 0, "created_topics": 0, "new_values": 0,
+    summary: dict[str, Any] = {"facts": 0, "episodes": 0, "batches": 0, "created_topics": 0, "new_values": 0,
                                "corroborations": 0, "denials": 0, "flagged_topics": 0,
                                "skipped_lines": len(bad), "rejected": None}
     progress = Progress(len(facts), sys.stderr,
@@ -200,6 +213,7 @@ def ingest(args: argparse.Namespace) -> int:
                                        "error": ops.describe_rejection(mem, exc).message}
                 break
             summary["facts"] += len(chunk)
+            summary["episodes"] += len(result.episodes)
             summary["batches"] += 1
             summary["created_topics"] += len(result.created_topics)
             summary["new_values"] += len(result.entries)

@@ -114,7 +114,9 @@ def maintain(r: s.MaintainResult, run: int) -> str:
 
 def ingest_summary(summary: dict[str, Any]) -> str:
     rate = summary["facts"] / summary["seconds"] if summary["seconds"] else 0.0
-    return (f"ingested {summary['facts']} facts in {summary['batches']} transitions "
+    what = (f"lines ({summary['episodes']} of them episodes)" if summary.get("episodes")
+            else "facts")
+    return (f"ingested {summary['facts']} {what} in {summary['batches']} transitions "
             f"({summary['seconds']:.2f} s, {rate:,.0f} facts/s): "
             f"{summary['created_topics']} new topics, {summary['new_values']} new values, "
             f"{summary['corroborations']} corroborations, {summary['denials']} denials, "
