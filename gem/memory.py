@@ -17,7 +17,7 @@ from .derived import DEFAULT_SCOPE, Progress, Summarizer
 from .embed import Embedder
 from .engine import Engine, embedder_for, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
-from .model import AuditReport, DroppedFact, Episode, ErasureCheck, ErasureReceipt, Explanation, \
+from .model import AuditReport, DroppedFact, Episode, EpisodePage, ErasureCheck, ErasureReceipt, Explanation, \
     Fact, FieldView, HistoryEntry, IngestResult, Neighbourhood, PendingRevision, Resolution, \
     RetrieveResult, SalienceHistory, TopicPage, TopicView, as_utc, checked_time, returned_facts
 from .operators import erase as erase_op
@@ -683,6 +683,21 @@ class Memory:
         return self._read(lambda t: views.topic_listing(
             t, derived, status=status, flagged=flagged, text=text, order=order,
             offset=offset, limit=limit))
+
+    def episodes(self, *, text: str | None = None, status: str | None = None, offset: int = 0,
+                 limit: int = 50) -> EpisodePage:
+        """A page of this scope's episodes, newest first: `text` a part of what was said or of
+        the speaker, `status` active|hidden. An administrative read: nothing is reinforced."""
+        if status not in (None, "active", "hidden"):
+            raise InvalidInput(f"status must be 'active' or 'hidden', got {status!r}")
+        if text is not None and not isinstance(text, str):
+            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
+        for name, value, least in (("offset", offset, 0), ("limit", limit, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise InvalidInput(f"{name} must be an integer >= {least}")
+        derived = self._engine.derived.scope(self._scope)
+        return self._read(lambda t: views.episode_listing(
+            t, derived, text=text, status=status, offset=offset, limit=limit))
 
     def titles(self, topic_ids: Iterable[str]) -> dict[str, str]:
         """The titles of these topic ids (ids of no topic are left out), from the committed

@@ -496,6 +496,16 @@ class TopicSummary(BaseModel):
     open_flags: int
 
 
+class EpisodePage(BaseModel):
+    """A page of episodes, newest first (filtered by text and status), and the totals."""
+    model_config = ConfigDict(frozen=True)
+    episodes: list[EpisodeView]
+    matching: int                     # episodes that pass the filters (all pages)
+    offset: int
+    limit: int
+    counts: dict[str, int]            # every episode of the scope by status: active, hidden
+
+
 class TopicPage(BaseModel):
     """A page of topics (filtered and ordered) and the totals of the whole state."""
     model_config = ConfigDict(frozen=True)
