@@ -403,6 +403,14 @@ def scan(tx: Tx, table: str, where: str = "", params: dict[str, Any] | None = No
     return [dict(zip(cols, r)) for r in rows]
 
 
+def current_values(tx: Tx) -> list[tuple[str, str, str, str, Any]]:
+    """(field id, topic id, field name, value JSON, valid time) of every field's current
+    entry, in one scan: what the search documents of many fields are made of."""
+    return [tuple(r) for r in tx.run(  # type: ignore[misc]
+        "MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry) WHERE e.status = 'current' "
+        "RETURN f.id, f.topic_id, f.name, e.value, e.valid_at")]
+
+
 def scan_edges(tx: Tx, rel: str) -> list[tuple[str, str, Row]]:
     cols = RELS[rel].columns
     rows = tx.run(f"MATCH (a:Topic)-[r:{rel}]->(b:Topic) RETURN a.id, b.id, {_returns('r', cols)}"
