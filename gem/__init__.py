@@ -9,7 +9,8 @@ __version__ = "0.1.0"  # first: modules below read it while this package is impo
 
 from .embed import Embedder, HashingEmbedder
 from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, PolicySyntaxError,
-                     StoreError, StoreLocked, TransitionRejected, UnknownUnit)
+                     StoreError, StoreLocked, TransitionRejected, UnknownUnit,
+                     WriteConflict)
 from .aio import AsyncMemory
 from .memory import Memory, import_jsonl, open
 from .model import (AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult,
@@ -19,7 +20,7 @@ from .transfer import TransferReport
 
 __all__ = [
     "open", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact", "Embedder", "HashingEmbedder", "Resolver", "TieredResolver",
-    "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected",
+    "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected", "WriteConflict",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
     "RetrieveResult", "TopicView",

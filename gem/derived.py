@@ -481,6 +481,9 @@ class DerivedState:
             for key, (strength, last_access) in json.loads(record["salience"] or "{}").items():
                 table = "Field" if "/" in key else "Topic"
                 state.pending_salience[key] = (table, strength, datetime.fromisoformat(last_access))
+            for key, digest in json.loads(record["writes"] or "{}").items():
+                if digest is None:  # deleted later: nothing of it is pending (as after `apply`)
+                    state.pending_salience.pop(key, None)
         topics = [state.patch("Topic", r) for r in topics]
         fields = [state.patch("Field", r) for r in fields]
         if last is not None:
