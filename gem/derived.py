@@ -418,6 +418,9 @@ class DerivedState:
             row = t.rows[table][key]
             assert row is not None
             pending[key] = (table, row["strength"], row["last_access"])
+        for table in ("Topic", "Field"):  # rows this transition deletes get no write
+            for key in t.deleted[table]:
+                pending.pop(key, None)
         if len(pending) < self.WRITE_BEHIND_UNITS and not t.write_behind_now and \
                 t.seq - self.salience_seq < self.WRITE_BEHIND_TRANSITIONS:
             return []

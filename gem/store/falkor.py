@@ -33,6 +33,7 @@ unique constraint, as the embedded engines' primary keys.
 from __future__ import annotations
 
 import re
+import secrets
 import threading
 import time
 from contextlib import contextmanager
@@ -48,6 +49,7 @@ ENGINE = "falkordb"
 SCHEMES = ("redis", "rediss", "falkor", "falkors")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 PREFIX = "gem"
+TEMPORARY = "tmp-"  # the name of a temporary memory starts with it
 
 
 def graph_name(database: str, scope: str) -> str:
@@ -56,14 +58,16 @@ def graph_name(database: str, scope: str) -> str:
 
 
 def parse_url(url: str) -> tuple[str, str, str]:
-    """(the server's URL for the client, the memory's name, a URL to show: no password)."""
+    """(the server's URL for the client, the memory's name, a URL to show: no password). A
+    URL without a name is a temporary memory (a fresh name, its graphs deleted at close), as
+    `path=None` is for the embedded engines."""
     if not isinstance(url, str):
         raise InvalidInput(f"engine 'falkordb' needs a URL redis://HOST:PORT/NAME, got {url!r}")
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES or not parts.hostname:
         raise InvalidInput(f"engine 'falkordb' needs a URL {'|'.join(SCHEMES)}://HOST:PORT/NAME, "
                            f"got {url!r}")
-    name = parts.path.strip("/")
+    name = parts.path.strip("/") or f"{TEMPORARY}{secrets.token_hex(6)}"
     if not NAME.fullmatch(name):
         raise InvalidInput(f"the URL must end with the memory's name (/NAME: letters, digits, "
                            f"'_', '.', '-'), got {parts.path!r} in {url!r}")
@@ -207,6 +211,7 @@ class FalkorDatabase:
             server.users += 1
         self._server = server
         self._closed = False
+        self.temporary = urlsplit(url).path.strip("/") == ""
 
     @property
     def client(self) -> Any:
@@ -275,6 +280,12 @@ class FalkorDatabase:
             raise StoreError(f"the FalkorDB memory {self.url} is closed")
 
     def close(self) -> None:
+        """Release the connection (a temporary memory's graphs are deleted first)."""
+        if self.temporary and not self._closed:
+            try:
+                self.drop()
+            except StoreError:  # pragma: no cover - the server went away: nothing to keep
+                pass
         with _registry_lock:
             if self._closed:
                 return
