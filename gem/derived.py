@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import math
+import random
+import time
 from array import array
 import os
 from datetime import datetime, timedelta, timezone
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from .errors import StoreError
 from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
 from .store.schema import Row
@@ -384,6 +387,8 @@ class DerivedState:
     """What gem derives from one database, shared by every handle on it in a process: the log's
     head, salience written behind, the last clean audit, and a `ScopeState` per scope."""
 
+    REBUILD_ATTEMPTS = 50  # reads of a shared store's state that a commit overtook, at most
+
     def __init__(self, embedder: "Embedder") -> None:
         self.embedder = embedder
         self.seq = 0
@@ -468,18 +473,29 @@ class DerivedState:
         """Everything derived, from the database alone (summaries are left stale: the first
         reader refreshes them)."""
         state = cls(embedder)
-        with store.reading() as tx:
-            last = queries.last_transition(tx)
-            counters = queries.latest_counters(tx)
-            topics = queries.scan(tx, "Topic", columns=("id", "title", "aliases", "status",
-                                                        "strength", "last_access", "scope"),
-                                  order="seq")
-            fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
-                                                        "last_access"))
-            flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
-            state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
-            behind = queries.transitions(tx, state.salience_seq)
-            touches = queries.touches(tx)
+        attempt = 0
+        while True:
+            attempt += 1
+            with store.reading() as tx:
+                last = queries.last_transition(tx)
+                counters = queries.latest_counters(tx)
+                topics = queries.scan(tx, "Topic", columns=("id", "title", "aliases", "status",
+                                                            "strength", "last_access", "scope"),
+                                      order="seq")
+                fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
+                                                            "last_access"))
+                flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
+                state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
+                behind = queries.transitions(tx, state.salience_seq)
+                touches = queries.touches(tx)
+                # On a store other processes write, each read above is its own query: they
+                # describe one state only if no commit came between the first and the last.
+                if not store.shared_writers or _unmoved(tx, last):
+                    break
+            if attempt >= cls.REBUILD_ATTEMPTS:
+                raise StoreError(f"{store.path!r}: other processes kept committing while this "
+                                 f"one read the state ({attempt} times); open it again")
+            time.sleep(random.uniform(0, 0.002 * attempt))
         for record in behind:  # the salience the stored columns do not have yet
             for key, (strength, last_access) in json.loads(record["salience"] or "{}").items():
                 table = "Field" if "/" in key else "Topic"
@@ -514,6 +530,13 @@ class DerivedState:
             if progress is not None:
                 progress("index titles", min(i + step, total), total)
         return state
+
+
+def _unmoved(tx: Any, last: Row | None) -> bool:
+    """Whether the log's head is still `last` (no later record; its hash unchanged)."""
+    seq = 0 if last is None else last["seq"]
+    return queries.record_hash(tx, seq + 1) is None and \
+        (last is None or queries.record_hash(tx, seq) == last["hash"])
 
 
 def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summarizer) -> dict[str, str]:

@@ -85,6 +85,20 @@ def _import_client() -> Any:
     return falkordb
 
 
+def _client(falkordb: Any, server_url: str) -> Any:
+    """The client for a server or cluster URL. Not `FalkorDB.from_url`: for a cluster, falkordb
+    1.8 reads the username and password from the connection settings, which a URL without
+    them leaves out (KeyError 'username'), so the settings get both, None when not given."""
+    import redis
+    for ours, theirs in (("falkor://", "redis://"), ("falkors://", "rediss://")):
+        if server_url.startswith(ours):
+            server_url = theirs + server_url[len(ours):]
+    pool = redis.ConnectionPool.from_url(server_url, decode_responses=True)
+    pool.connection_kwargs.setdefault("username", None)
+    pool.connection_kwargs.setdefault("password", None)
+    return falkordb.FalkorDB(connection_pool=pool)
+
+
 def _errors() -> tuple[type[BaseException], ...]:
     import redis
     return (redis.exceptions.RedisError,)
@@ -203,7 +217,7 @@ class FalkorDatabase:
             server = _servers.get(self.server_url)
             if server is None:
                 try:
-                    client = falkordb.FalkorDB.from_url(self.server_url)
+                    client = _client(falkordb, self.server_url)
                     client.connection.ping()
                 except _errors() as exc:
                     raise StoreError(f"cannot reach FalkorDB at {self.url}: {exc}") from exc

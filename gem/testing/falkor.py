@@ -12,6 +12,7 @@ AOF) in its own temporary folder, and is stopped by its PID:
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -37,10 +38,26 @@ def _binaries() -> tuple[str, str]:
     return server, module
 
 
-def free_port() -> int:
+def free_port(cluster: bool = False) -> int:
+    """A free port of 127.0.0.1. A cluster node also listens on its port + 10000 (the cluster
+    bus), so its port must be at most 55535 with both free."""
+    if not cluster:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    for port in random.sample(range(20000, 55536), 200):
+        if _free(port) and _free(port + 10000):
+            return port
+    raise ServerUnavailable("no free pair of ports (PORT, PORT + 10000) for a cluster node")
+
+
+def _free(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _ping(port: int) -> bool:
@@ -57,7 +74,7 @@ class LocalServer:
 
     def __init__(self, port: int | None = None, *, cluster: bool = False,
                  threads: int = 2, folder: str | None = None) -> None:
-        self.port = port or free_port()
+        self.port = port or free_port(cluster)
         self.cluster = cluster
         self.threads = threads
         self._folder = folder
