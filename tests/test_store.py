@@ -139,3 +139,31 @@ def test_the_two_engines_cannot_share_a_process():
 def test_unknown_engine_is_invalid_input():
     with pytest.raises(gem.InvalidInput):
         gem.open(engine="sqlite")
+
+
+def test_a_small_max_db_size_lets_more_than_fifteen_databases_open_in_one_process(tmp_path):
+    """Each embedded database reserves max_db_size of address space (8 TiB by default, so the
+    16th of a process fails to map): with 1 GiB each, 18 are open at once and all work."""
+    mems = []
+    try:
+        for i in range(18):
+            mems.append(gem.open(tmp_path / f"db{i}", engine=ENGINE, buffer_pool_size=64 << 20,
+                                 max_db_size=1 << 30))
+            mems[-1].ingest(gem.Fact("Website Redesign", "owner", f"team {i}"))
+        assert [m.inspect("Website Redesign", "owner").value for m in mems] == \
+            [f"team {i}" for i in range(18)]
+    finally:
+        for m in mems:
+            m.close()
+
+
+@pytest.mark.parametrize("options, problem", [
+    ({"max_db_size": 3 << 29}, "power of 2"),
+    ({"max_db_size": 0}, "positive number of bytes"),
+    ({"buffer_pool_size": -1}, "positive number of bytes"),
+    ({"buffer_pool_size": "16MB"}, "positive number of bytes"),
+])
+def test_bad_database_sizes_are_invalid_input_and_create_nothing(tmp_path, options, problem):
+    with pytest.raises(gem.InvalidInput, match=problem):
+        gem.open(tmp_path / "db", engine=ENGINE, **options)
+    assert not (tmp_path / "db").exists()

@@ -350,4 +350,6 @@ def open_store(path: str | None = None, engine: str = "kuzu", *,
     for name, value in (("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
             raise InvalidInput(f"{name} must be a positive number of bytes, got {value!r}")
+    if max_db_size is not None and max_db_size & (max_db_size - 1):
+        raise InvalidInput(f"max_db_size must be a power of 2 (the engine requires it), got {max_db_size}")
     return GraphStore(path, engine, buffer_pool_size=buffer_pool_size, max_db_size=max_db_size)
