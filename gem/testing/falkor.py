@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from typing import Any
@@ -201,8 +202,11 @@ class LocalCluster:
 
 
 def main() -> None:  # pragma: no cover - a convenience for people trying gem out
+    # `kill` (SIGTERM) must stop the server too, as Ctrl-C does: leave through the `with`.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with LocalServer(port=int(os.environ.get("PORT", "0")) or None) as server:
-        print(f"FalkorDB at {server.url} (pid {server.pid}); Ctrl-C stops it", flush=True)
+        print(f"FalkorDB at {server.url} (pid {server.pid}); Ctrl-C or kill {os.getpid()} stops it",
+              flush=True)
         try:
             while server.process is not None and server.process.poll() is None:
                 time.sleep(1)
