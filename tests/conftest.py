@@ -54,12 +54,12 @@ def _falkordb_for_the_engine(request):
         request.getfixturevalue("falkordb_server")
 
 
-def memory_location(tmp_path) -> str:
+def memory_location(tmp_path, name: str = "memory.db") -> str:
     """Where a test's memory lives: a path in its temp dir, or on FalkorDB a new memory on the
-    session's server (dropped by `drop_location`)."""
+    session's server (dropped by `drop_location`, or with the session's server)."""
     if ENGINE == "falkordb":
         return f"{os.environ['GEM_TEST_FALKORDB_URL']}/t-{uuid.uuid4().hex[:12]}"
-    return str(tmp_path / "memory.db")
+    return os.path.join(str(tmp_path), name)
 
 
 def temporary_location() -> str | None:
@@ -75,6 +75,16 @@ def drop_location(location: str) -> None:
             database.drop()
         finally:
             database.close()
+
+
+def raw_write(m: gem.Memory, statement: str) -> None:
+    """An edit straight to the database, as someone with access to it would make, past gem."""
+    store = m._engine.store
+    if ENGINE == "falkordb":  # a transaction's statements there are gem's guarded write set
+        store.query(statement, None, read_only=False)
+    else:
+        with store.transaction() as tx:
+            tx.run(statement)
 
 
 class Clock:

@@ -112,6 +112,30 @@ def test_eight_writer_processes_lose_nothing_and_the_audit_is_clean(memory_url, 
             assert sorted(ledger.fields) == sorted(f"w{i}" for i in mine)
 
 
+# ------------------------------------------------------------------ one write set, one query
+def test_a_write_set_lands_whole_or_not_at_all_and_values_stay_parameters(memory_url):
+    from gem.store import falkor_database
+    database = falkor_database(memory_url)
+    store = database.graph("default")
+    nasty = "x'}) DETACH DELETE (n) //"
+    try:
+        with store.transaction() as tx:
+            tx.write("CREATE (:Meta {key: $k, value: $v})", {"k": nasty, "v": nasty})
+        with pytest.raises(gem.StoreError):  # the second statement breaks the key's unique constraint
+            with store.transaction() as tx:
+                tx.write("CREATE (:Meta {key: $k, value: $v})", {"k": "b", "v": "2"})
+                tx.write("CREATE (:Meta {key: $k, value: $v})", {"k": nasty, "v": "dup"})
+        with pytest.raises(gem.StoreError):  # the second statement reaches no row, not the one it must
+            with store.transaction() as tx:
+                tx.write("CREATE (:Meta {key: $k, value: $v})", {"k": "c", "v": "3"})
+                tx.write("MATCH (m:Meta {key: $k}) SET m.value = $v", {"k": "missing", "v": "4"})
+        with store.reading() as tx:
+            assert tx.run("MATCH (m:Meta) RETURN m.key, m.value") == [[nasty, nasty]]
+    finally:
+        store.close()
+        database.close()
+
+
 # ------------------------------------------------------------------ a lost race, in one process
 def _second_client(url: str) -> gem.Memory:
     """Another client of the same memory with its own engine state, as another process would
@@ -229,12 +253,12 @@ def _alive(pid: int) -> bool:
 
 
 # ------------------------------------------------------------------ the same suites, on FalkorDB
-# The other store-facing files (test_store, test_transition, test_integrity, test_snapshot,
-# test_scopes, test_tamper, test_erasure, test_transfer) still test the embedded engines only:
-# they open databases at paths of their own, check file locks, snapshot files and compaction,
-# or edit the database directly through a read transaction, none of which FalkorDB has.
-FILES = ["test_ingest.py", "test_retrieve.py", "test_views.py", "test_dashboard_pages.py",
-         "test_conformance.py", "test_stateful.py", "test_trajectory.py"]
+# Not here: test_snapshot (the snapshot files beside an embedded database: FalkorDB keeps none,
+# each process derives a scope when it opens it), test_tamper (it copies a closed database's
+# files and edits the copy) and test_transfer (import builds an embedded database).
+FILES = ["test_store.py", "test_ingest.py", "test_retrieve.py", "test_transition.py",
+         "test_integrity.py", "test_scopes.py", "test_erasure.py", "test_views.py",
+         "test_dashboard_pages.py", "test_conformance.py", "test_stateful.py", "test_trajectory.py"]
 
 
 @pytest.mark.skipif(ENGINE != "kuzu", reason="runs once, from the default-engine session")
