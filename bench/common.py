@@ -114,14 +114,24 @@ def disk_bytes(path: str) -> int:
 
 
 def side_by_side(script: str, args: list[str], engines: tuple[str, ...] = ("kuzu", "ladybug"),
-                 timeout: float = 3600) -> dict[str, dict[str, Any]]:
+                 timeout: float | None = None) -> dict[str, dict[str, Any]]:
     """Run `script --child ENGINE *args` once per engine, one after the other; each child
-    prints its results as one JSON object on its last line."""
+    prints its results as one JSON object on its last line, and its progress on stderr (passed
+    through, so a long run shows where it is). A child that fails is reported and skipped: the
+    others' results still print."""
     out = {}
     for engine in engines:
-        done = subprocess.run([sys.executable, script, "--child", engine, *args], env=ENV,
-                              capture_output=True, text=True, timeout=timeout)
+        try:
+            done = subprocess.run([sys.executable, script, "--child", engine, *args], env=ENV,
+                                  stdout=subprocess.PIPE, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(f"{engine} run exceeded {timeout:g} s; left out", file=sys.stderr)
+            continue
         if done.returncode != 0:
-            raise SystemExit(f"{engine} run failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+            print(f"{engine} run failed (exit {done.returncode}); left out:\n{done.stdout[-2000:]}",
+                  file=sys.stderr)
+            continue
         out[engine] = json.loads(done.stdout.strip().splitlines()[-1])
+    if not out:
+        raise SystemExit("every engine's run failed")
     return out

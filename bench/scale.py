@@ -162,7 +162,7 @@ def main() -> int:
         print(json.dumps(child(args.child, sizes, args.fields)))
         return 0
     results = side_by_side(__file__, ["--sizes", args.sizes, "--fields", str(args.fields)],
-                           tuple(args.engines.split(",")), timeout=7200)
+                           tuple(args.engines.split(",")))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

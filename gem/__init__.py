@@ -13,15 +13,18 @@ from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, Poli
                      WriteConflict)
 from .aio import AsyncMemory
 from .memory import Memory, import_jsonl, open
-from .model import (AuditReport, Explanation, Fact, FieldView, HistoryEntry, IngestResult,
-                    Provenance, RetrieveResult, TopicView)
+from .model import (AuditReport, DroppedFact, Explanation, Fact, FieldView, FlagView,
+                    HistoryEntry, IngestResult, PendingRevision, Provenance, Resolution,
+                    RetrieveResult, TopicView)
 from .resolve import Resolver, TieredResolver
 from .transfer import TransferReport
+from .units import TopicId
 
 __all__ = [
     "open", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact", "Embedder", "HashingEmbedder", "Resolver", "TieredResolver",
     "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected", "WriteConflict",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
-    "RetrieveResult", "TopicView",
+    "RetrieveResult", "TopicView", "TopicId", "PendingRevision", "FlagView", "DroppedFact",
+    "Resolution",
 ]

@@ -33,6 +33,7 @@ T = TypeVar("T")
 # _NOT_DELEGATED, so a method added to Memory cannot be forgotten.
 DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "restore",
              "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies",
+             "retract", "pending_revisions",
              "scopes", "head", "erase", "erase_all", "verify_erasure", "compact", "export",
              "topics", "titles", "graph", "salience_history", "recent_transitions")
 # Lifecycle, scheduling and views, written out below: they manage the worker itself.
@@ -102,6 +103,8 @@ class AsyncMemory:
     transitions = _delegate("transitions")
     audit = _delegate("audit")
     load_policies = _delegate("load_policies")
+    retract = _delegate("retract")
+    pending_revisions = _delegate("pending_revisions")
     topics = _delegate("topics")
     titles = _delegate("titles")
     graph = _delegate("graph")
@@ -143,8 +146,10 @@ class AsyncMemory:
         """Run `maintain` every `every` seconds as a task of the running loop, on the same
         worker thread as every other call (Memory.start_maintenance uses a thread of its
         own instead). A failing run is logged and retried at the next interval."""
+        if not isinstance(every, (int, float, timedelta)) or isinstance(every, bool):
+            raise InvalidInput(f"every must be seconds or a timedelta, got {type(every).__name__}")
         seconds = every.total_seconds() if isinstance(every, timedelta) else float(every)
-        if seconds <= 0:
+        if not seconds > 0:
             raise InvalidInput("every must be a positive number of seconds")
         if self._closed:
             raise GemError("this memory is closed")

@@ -23,12 +23,20 @@ from .units import dumps
 
 PARTS = ("units", "policies", "detail", "salience", "writes")
 WRITTEN_BEHIND = frozenset({"strength", "last_access"})
+# Columns added to the schema after rows were first attested (gem/store/queries.py
+# `add_missing_columns`): a row written before one existed reads it back empty ([] or null), so
+# an empty value is left out of the hash and the rows of an older database still match what
+# its log attests.
+ADDED_LATER = ("labels", "reason", "cleared_by")
 
 
 def row_hash(table: str, row: Row) -> str:
     """The content hash of a stored row (salience columns excepted: written behind)."""
     body = {k: v for k, v in row.items() if k not in WRITTEN_BEHIND} \
-        if table in ("Topic", "Field") else row
+        if table in ("Topic", "Field") else dict(row)
+    for column in ADDED_LATER:
+        if column in body and not body[column]:
+            del body[column]
     return hashlib.sha256(f"{table}\n{dumps(body)}".encode("utf-8")).hexdigest()[:32]
 
 

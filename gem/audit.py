@@ -7,6 +7,7 @@ memory stays bounded by one field's history, and reports every violation it find
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable
 
 from . import attest, conditions
@@ -133,10 +134,14 @@ def _check_history(fid: str, history: list[Row]) -> list[tuple[str, str | None, 
 
 class LogScan:
     """One pass over the log: the chain, what each unit's last writer attested, the salience
-    the stored columns must hold, and which records were redacted by which erasure."""
+    the stored columns must hold, which records were redacted by which erasure, and that its
+    times never decrease."""
 
-    def __init__(self, start: str = GENESIS, salience_seq: int = 0) -> None:
+    def __init__(self, start: str = GENESIS, salience_seq: int = 0,
+                 start_at: datetime | None = None) -> None:
         self.previous = start
+        self.previous_at = start_at  # the time of the record before the first
+        self.backwards: list[tuple[int, datetime, datetime]] = []
         self.broken: int | None = None
         self.checked = 0
         self.salience_seq = salience_seq
@@ -153,6 +158,11 @@ class LogScan:
         if self.broken is None and record_problem(self.previous, record) is not None:
             self.broken = seq
         self.previous = record["hash"]
+        # The engine never goes back in time (it takes the later of its clock and the last
+        # transition's time), so a record earlier than the one before it was written otherwise.
+        if self.previous_at is not None and record["at"] < self.previous_at:
+            self.backwards.append((seq, record["at"], self.previous_at))
+        self.previous_at = record["at"]
         self.head = (seq, record["hash"])
         self.hashes[seq] = record["hash"]
         if record["tombstone"]:
@@ -167,8 +177,12 @@ class LogScan:
                 self.salience[key] = (seq, value)
 
     def violations(self) -> list[tuple[str, str | None, str]]:
-        return [("log", str(seq), "record redacted without an erasure that names it")
-                for seq in sorted(self.redacted - self.tombstoned)]
+        found: list[tuple[str, str | None, str]] = [
+            ("log", str(seq), "record redacted without an erasure that names it")
+            for seq in sorted(self.redacted - self.tombstoned)]
+        found += [("log", str(seq), f"recorded at {at.isoformat()}, before the transition before "
+                                    f"it ({before.isoformat()})") for seq, at, before in self.backwards]
+        return found
 
 
 def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None) -> list[tuple[str, str | None, str]]:
@@ -294,7 +308,7 @@ def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | N
     with engine.store.reading() as tx:
         anchor = queries.transitions(tx, seq - 1, seq) if seq else []
         records = [decode(r) for r in queries.transitions(tx, seq)]
-        scan = LogScan(start=head if seq else GENESIS)
+        scan = LogScan(start=head if seq else GENESIS, start_at=anchor[0]["at"] if anchor else None)
         for record in records:
             scan.add(record)
         if seq and (not anchor or anchor[0]["hash"] != head):

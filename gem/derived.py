@@ -1,15 +1,20 @@
 """Derived state: everything gem computes from the database to answer quickly.
 
-The database is the single source of truth. Derived from it, and kept here:
+The database is the single source of truth. Derived from it, and kept here, per scope
+(`ScopeState`; `DerivedState` holds one per scope and what is global: the log head, the
+salience written behind, the last clean audit):
 
-- the name directory (exact and normalised titles and aliases -> topic) and title vectors,
+- the name directory (titles and aliases, exact and by canonical key -> topics) and title vectors,
   which the resolver reads to choose a fact's host topic;
 - topic summaries (title and current visible values, by the summariser) and the lexical
   (BM25) and vector indexes over them, which free-text retrieval searches;
 - salience columns (strength, last access, status) of every topic and field, which answer the
   global questions no key lookup can: which units faded below a salience, which topics are the
-  most salient, how many fields are active (C5);
-- the topics with open revision flags, and the log head (sequence number, hash, counters).
+  most salient, how many fields are active (C5); and the labels of the fields that have any,
+  which give them their own half-life (`label_half_life`);
+- the topics with open revision flags, the id counters, and which log records touched each
+  topic (an erasure redacts them);
+- globally, the log head (sequence number, hash, and time: no transition is earlier).
 
 It changes only after a commit (`apply`), from the committed transition's rows, so a rejected
 transition leaves no trace here. Summaries and their index entries are refreshed lazily: a
@@ -32,10 +37,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .errors import StoreError
+from .history import is_retraction
 from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
 from .store.schema import Row
-from .text import normalise, value_text
+from .text import name_key, value_text
 
 if TYPE_CHECKING:
     from .embed import Embedder
@@ -111,43 +117,82 @@ class SalienceTable:
             self.ids[row] = ""
             self.status[row] = len(self.names)
 
-    def salience(self, now: datetime, half_life: timedelta) -> np.ndarray:
-        """Salience now of every row: s = 1 - exp(-x), decayed by 2^(-age / half_life)."""
+    def salience(self, now: datetime, half_life: timedelta,
+                 per_row: np.ndarray | None = None) -> np.ndarray:
+        """Salience now of every row: s = 1 - exp(-x), decayed by 2^(-age / half_life), with
+        `per_row` half-lives in seconds where given (inf: no decay)."""
         n = len(self.ids)
         s = -np.expm1(-np.maximum(self.strength[:n], 0.0))
         age = np.maximum(_seconds(now) - self.last[:n], 0.0)
         age = np.where(np.isnan(age), 0.0, age)
-        return s * np.exp2(-age / half_life.total_seconds())
+        return s * np.exp2(-age / (half_life.total_seconds() if per_row is None else per_row))
 
     def mask(self, statuses: Iterable[str]) -> np.ndarray:
         codes = [self.codes[s] for s in statuses]
         return np.isin(self.status[:len(self.ids)], codes)
 
 
+def topic_seq(tid: str) -> int:
+    """A topic's creation order in its scope, from its id ("t<seq>", after the scope's prefix)."""
+    digits = tid.rsplit(":", 1)[-1][1:]
+    return int(digits) if digits.isdigit() else -1
+
+
 class NameDirectory:
-    """Titles and aliases -> topic: the exact name, and its normalised form."""
+    """Titles and aliases -> the topics that hold them, by exact name and by canonical key
+    (gem.text.name_key). A name may have several holders: a merged-away topic keeps its title,
+    which its survivor holds as an alias. Holders are kept in creation order; which one a lookup
+    finds is decided by the reader (`choose`), who knows the topics' statuses."""
 
     def __init__(self) -> None:
-        self.by_name: dict[str, str] = {}
-        self.by_norm: dict[str, str] = {}
+        self.by_name: dict[str, list[str]] = {}
+        self.by_key: dict[str, list[str]] = {}
         self.names_of: dict[str, list[str]] = {}
         self.title_of: dict[str, str] = {}
 
+    @staticmethod
+    def _drop(index: dict[str, list[str]], key: str, tid: str) -> None:
+        holders = index.get(key)
+        if holders and tid in holders:
+            holders.remove(tid)
+            if not holders:
+                del index[key]
+
+    @staticmethod
+    def _add(index: dict[str, list[str]], key: str, tid: str) -> None:
+        holders = index.setdefault(key, [])
+        if tid not in holders:
+            holders.append(tid)
+            holders.sort(key=topic_seq)
+
     def drop(self, tid: str) -> None:
+        """Forget every name of `tid` (it is renamed, or erased)."""
         for name in self.names_of.pop(tid, ()):
-            if self.by_name.get(name) == tid:
-                del self.by_name[name]
-            if self.by_norm.get(normalise(name)) == tid:
-                del self.by_norm[normalise(name)]
+            self._drop(self.by_name, name, tid)
+            self._drop(self.by_key, name_key(name), tid)
         self.title_of.pop(tid, None)
 
     def set(self, tid: str, title: str, aliases: Sequence[str]) -> None:
         self.drop(tid)
         self.names_of[tid] = [title, *aliases]
         for name in self.names_of[tid]:
-            self.by_name.setdefault(name, tid)
-            self.by_norm.setdefault(normalise(name), tid)
+            self._add(self.by_name, name, tid)
+            self._add(self.by_key, name_key(name), tid)
         self.title_of[tid] = title
+
+    def holders(self, name: str) -> list[str]:
+        return self.by_name.get(name, [])
+
+    def key_holders(self, key: str) -> list[str]:
+        return self.by_key.get(key, [])
+
+
+def choose(holders: Iterable[str], status: Callable[[str], str | None]) -> str | None:
+    """The topic a name finds among its holders: an active one before an archived one (the
+    survivor of a merge, not the copy it archived), then the oldest."""
+    found = [(status(tid) != "active", topic_seq(tid), tid) for tid in holders
+             if status(tid) is not None]
+    return min(found)[2] if found else None
 
 
 class ScopeState:
@@ -169,6 +214,10 @@ class ScopeState:
         self.topics = SalienceTable(TOPIC_STATUS)
         self.fields = SalienceTable(FIELD_STATUS)
         self.fields_by_topic: dict[str, list[str]] = {}
+        # Labels of the fields that have any (field id -> labels), and for each label the rows
+        # of the field table that carry it: a label's half-life applies to all of them at once.
+        self.field_labels: dict[str, tuple[str, ...]] = {}
+        self._label_rows: dict[str, np.ndarray] | None = None
         self.open_flags: dict[str, int] = {}
         self._active_fields: int | None = None
         # Duplicate detection compares only titles that changed since its last pass, unless its
@@ -197,11 +246,43 @@ class ScopeState:
         active[known] = self.topics.status[owner[known]] == 0
         return active
 
+    def field_half_lives(self, half_life: timedelta,
+                         by_label: dict[str, timedelta | None] | None) -> np.ndarray | None:
+        """Each field row's half-life in seconds (inf: it does not fade) under the setting
+        `label_half_life`, one vectorised step per label it names (gem/salience.py has the
+        rule); None when no field's half-life differs from `half_life`."""
+        if not by_label or not self.field_labels:
+            return None
+        if self._label_rows is None:
+            rows: dict[str, list[int]] = {}
+            for fid, labels in self.field_labels.items():
+                for label in labels:
+                    rows.setdefault(label, []).append(self.fields.row_of[fid])
+            self._label_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
+        n = len(self.fields)
+        shortest = np.full(n, np.inf)
+        kept = np.zeros(n, dtype=bool)
+        for label, duration in by_label.items():
+            rows_of = self._label_rows.get(label)
+            if rows_of is None:
+                continue
+            if duration is None:
+                kept[rows_of] = True
+            else:
+                shortest[rows_of] = np.minimum(shortest[rows_of], duration.total_seconds())
+        return np.where(np.isfinite(shortest), shortest,
+                        np.where(kept, np.inf, half_life.total_seconds()))
+
+    def field_salience(self, now: datetime, half_life: timedelta,
+                       by_label: dict[str, timedelta | None] | None = None) -> np.ndarray:
+        return self.fields.salience(now, half_life, self.field_half_lives(half_life, by_label))
+
     def field_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
-                        half_life: timedelta) -> list[str]:
+                        half_life: timedelta,
+                        by_label: dict[str, timedelta | None] | None = None) -> list[str]:
         keep = self.fields.mask(statuses) & self._topic_active()
         if below is not None:
-            keep &= self.fields.salience(now, half_life) < below
+            keep &= self.field_salience(now, half_life, by_label) < below
         return [self.fields.ids[i] for i in np.flatnonzero(keep).tolist()]
 
     def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
@@ -221,7 +302,9 @@ class ScopeState:
         return [tid for tid, n in self.open_flags.items() if n > 0]
 
     def least_relevant_fields(self, n: int, exclude: set[str], now: datetime,
-                              half_life: timedelta) -> list[tuple[float, str]]:
+                              half_life: timedelta,
+                              by_label: dict[str, timedelta | None] | None = None
+                              ) -> list[tuple[float, str]]:
         """The n active fields of active topics with the lowest relevance (the mean of field
         and topic salience), skipping `exclude`, as (relevance, field id)."""
         if n <= 0 or not len(self.fields):
@@ -235,7 +318,7 @@ class ScopeState:
         if rows.shape[0] == 0:
             return []
         nf = len(self.fields)
-        fs = self.fields.salience(now, half_life)[rows]
+        fs = self.field_salience(now, half_life, by_label)[rows]
         ts = self.topics.salience(now, half_life)[self.fields.owner[:nf][rows]]
         relevance = (fs + ts) / 2
         if rows.shape[0] > n:
@@ -262,6 +345,13 @@ class ScopeState:
     def _put_field(self, row: Row) -> None:
         owner = self.topics.row_of.get(row["topic_id"], -1)
         self.fields.put(row["id"], row["strength"], row["last_access"], row["status"], owner)
+        labels = tuple(row.get("labels") or ())
+        if labels != self.field_labels.get(row["id"], ()):
+            if labels:
+                self.field_labels[row["id"]] = labels
+            else:
+                del self.field_labels[row["id"]]
+            self._label_rows = None
         fids = self.fields_by_topic.setdefault(row["topic_id"], [])
         if row["id"] not in fids:
             fids.append(row["id"])
@@ -316,14 +406,14 @@ class ScopeState:
         """Remove erased topics and fields from everything derived (their index entries, names,
         summaries, salience, flags, and the record of what touched them)."""
         for fid in fields:
-            self.fields.remove(fid)
+            self._forget_field(fid)
             tid = fid.split("/", 1)[0]
             if fid in self.fields_by_topic.get(tid, ()):
                 self.fields_by_topic[tid].remove(fid)
         for tid in topics:
             self.topics.remove(tid)
             for fid in self.fields_by_topic.pop(tid, []):
-                self.fields.remove(fid)
+                self._forget_field(fid)
             self.names.drop(tid)
             self.title_vectors.remove(tid)
             self.lexical.remove(tid)
@@ -331,6 +421,11 @@ class ScopeState:
             for mapping in (self.summaries, self.stale, self.open_flags, self.unpaired,
                             self.touched_by):
                 mapping.pop(tid, None)  # type: ignore[attr-defined]
+
+    def _forget_field(self, fid: str) -> None:
+        self.fields.remove(fid)
+        if self.field_labels.pop(fid, None) is not None:
+            self._label_rows = None
 
     # ------------------------------------------------------------------ summaries, lazily
     def refresh(self, cache: "CommittedCache", summarizer: Summarizer,
@@ -371,12 +466,13 @@ class ScopeState:
 
         return {
             "counters": dict(self.counters),
-            "names": sorted(self.names.by_name.items()), "norms": sorted(self.names.by_norm.items()),
+            "names": sorted(self.names.by_name.items()), "keys": sorted(self.names.by_key.items()),
             "titles": sorted(self.names.title_of.items()),
             "title_vectors": vectors(self.title_vectors), "vectors": vectors(self.vectors),
             "lexical": sorted(self.lexical), "summaries": dict(sorted(self.summaries.items())),
             "stale": sorted(self.stale), "topics": table(self.topics), "fields": table(self.fields),
             "fields_by_topic": {k: sorted(v) for k, v in sorted(self.fields_by_topic.items()) if v},
+            "field_labels": dict(sorted(self.field_labels.items())),
             "open_flags": {k: v for k, v in sorted(self.open_flags.items()) if v},
             "touched_by": {k: list(v) for k, v in sorted(self.touched_by.items()) if v},
         }
@@ -393,6 +489,7 @@ class DerivedState:
         self.embedder = embedder
         self.seq = 0
         self.hash = GENESIS
+        self.at: datetime | None = None  # the time of the log head: no transition is earlier
         self.scopes: dict[str, ScopeState] = {}
         self.audit_checkpoint: tuple[int, str] | None = None  # the log head of the last clean audit
         # Salience written behind: unit -> (table, strength, last access) changed since the
@@ -454,6 +551,7 @@ class DerivedState:
                 self.pending_salience.pop(key, None)
         self.scope(t.scope).take(t, title_vectors)
         self.seq = t.seq
+        self.at = t.now
         self.hash = t.log_record["hash"] if t.log_record else self.hash
 
     def refresh(self, cache: "CommittedCache", summarizer: Summarizer) -> None:
@@ -462,7 +560,7 @@ class DerivedState:
             scope.refresh(cache, summarizer)
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"seq": self.seq, "hash": self.hash,
+        return {"seq": self.seq, "hash": self.hash, "at": self.at,
                 "scopes": {name: s.fingerprint() for name, s in sorted(self.scopes.items())
                            if s.topics.ids or s.counters}}
 
@@ -483,7 +581,7 @@ class DerivedState:
                                                             "strength", "last_access", "scope"),
                                       order="seq")
                 fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
-                                                            "last_access"))
+                                                            "last_access", "labels"))
                 flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
                 state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
                 behind = queries.transitions(tx, state.salience_seq)
@@ -506,7 +604,7 @@ class DerivedState:
         topics = [state.patch("Topic", r) for r in topics]
         fields = [state.patch("Field", r) for r in fields]
         if last is not None:
-            state.seq, state.hash = last["seq"], last["hash"]
+            state.seq, state.hash, state.at = last["seq"], last["hash"], last["at"]
         for name, values in counters.items():
             state.scope(name).counters = values
         total = len(topics)
@@ -558,7 +656,8 @@ def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summa
             for eid in reversed(cache.children["HAS_ENTRY"][fid]):
                 e = cache.rows["Entry"][eid]
                 if e is not None and e["status"] == "current":
-                    values[f["name"]] = json.loads(e["value"])
+                    if not is_retraction(e):  # a retracted value says nothing any more
+                        values[f["name"]] = json.loads(e["value"])
                     break
         out[tid] = summarizer(row["title"], values)
     return out
@@ -575,6 +674,7 @@ def snapshot_dir(db_path: str) -> str:
     return db_path + ".gem-derived"
 
 
-__all__ = ["DerivedState", "ScopeState", "NameDirectory", "SalienceTable", "scope_of", "default_summary", "snapshot_dir",
+__all__ = ["DerivedState", "ScopeState", "NameDirectory", "SalienceTable", "choose", "topic_seq",
+           "scope_of", "default_summary", "snapshot_dir",
            "summaries_of", "GENESIS"]
 _ = os

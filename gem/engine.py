@@ -23,7 +23,7 @@ from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
 from .policy import PolicySet, catalogue, load_sources
 from .resolve import Resolver
-from .runtime import PolicyRuntime, available_actions
+from .runtime import FactsDropped, PolicyRuntime, available_actions
 from .state.cache import CommittedCache
 from .state.transition import Counters, Services, Transition
 from .store import GraphStore, queries
@@ -133,6 +133,7 @@ class Engine:
         self.pipeline: Pipeline = DEFAULT
         self.policy_home = policy_home
         self.conflicts = 0  # transitions run again because another process committed first
+        self.reviser: Callable[[Any], Any] | None = None  # asked by revise() (gem/memory.py)
         with store.lock:
             shared = store.shared_state
             if shared is None:
@@ -176,7 +177,7 @@ class Engine:
         if interaction:
             counters.interactions += 1
         t = Transition(self.cache, self.derived.scope(scope), self.services, op=op, actor=actor,
-                       now=now or self.clock(), counters=counters, seq=self.derived.seq + 1,
+                       now=now or self.now(), counters=counters, seq=self.derived.seq + 1,
                        scope=scope)
         governance = self.shared.governance
         policies, by_event = governance.policies, governance.by_event
@@ -184,12 +185,23 @@ class Engine:
         t.settings = self.evaluate_settings(t, policies)
         return t
 
+    def now(self) -> datetime:
+        """The time of the next transition: the clock's, or the last transition's if the clock
+        went back (an NTP step, another process's clock): time in the log never decreases, so
+        the newest statement is never filed as a late fact."""
+        now = self.clock()
+        last = self.derived.at
+        return now if last is None or now >= last else last
+
     def evaluate_settings(self, t: Transition, policies: PolicySet | None) -> dict[str, Any]:
         """Every setting's value for this transition. A value out of its range (a half-life
         computed as 0, a negative merge similarity) rejects the transition: the engine never
         computes with it."""
         values = dict(DEFAULT_SETTINGS)
         if policies is not None:
+            # A setting may read the state (`count(active_topics)`), whose reads decay salience
+            # with `half_life`: while the settings are evaluated, they see the defaults.
+            t.settings = dict(DEFAULT_SETTINGS)
             rt = PolicyRuntime(t)
             for name, expr in policies.settings.items():
                 value = expr(rt)
@@ -201,20 +213,27 @@ class Engine:
 
     def run(self, op: str, operator: Callable[[Transition], Any], *, actor: str = "api",
             interaction: bool = False, event: str | None = None,
-            scope: str = "default") -> tuple[Any, Transition]:
-        """Run one transition through the pipeline; commit it or raise (nothing written). On a
+            scope: str = "default",
+            progress: Callable[[str, int, int], None] | None = None) -> tuple[Any, Transition]:
+        """Run one transition through the pipeline, in one scope; commit it or raise (nothing
+        written). When policies drop facts, it runs again from the committed state without
+        them, at the same time; each run drops at least one more fact, so this ends. On a
         store other processes write, it runs on the state caught up with their commits, and
         again (whole) if one of them committed to the same scope before its flush."""
         with self.store.lock:
             self.store.check_open()
             started = time.perf_counter()
+            dropped: dict[int, dict[str, Any]] = {}
+            now = None
             attempt = 0
             while True:
-                attempt += 1
                 self.follow()
-                t = self.transition(op, actor=actor, interaction=interaction, scope=scope)
+                t = self.transition(op, actor=actor, interaction=interaction, now=now,
+                                    scope=scope)
                 t.operator = operator
                 t.event = event or op
+                t.progress = progress
+                t.dropped, t.skipping = dict(dropped), frozenset(dropped)
                 try:
                     with single_threaded():
                         self.pipeline.run(t, self)
@@ -223,18 +242,24 @@ class Engine:
                     lost: Exception = exc
                 except Exception as exc:
                     # Its reads may have seen another process's commit that came after the
-                    # state it follows: then neither a rejection nor an error is its verdict.
+                    # state it follows: then neither a rejection, a drop nor an error is its
+                    # verdict, and it runs again from the start.
                     if not self._overtaken():
+                        if isinstance(exc, FactsDropped):
+                            dropped, now = exc.dropped, t.now
+                            continue
                         if isinstance(exc, TransitionRejected):
                             log.warning("gem transition %s (%s) rejected by %s on %s: %s", t.seq,
                                         op, exc.condition, exc.unit, exc.detail)
                         raise
                     lost = exc
+                attempt += 1
                 self.conflicts += 1
                 if attempt >= self.MAX_ATTEMPTS:
                     raise WriteConflict(f"{op}: other processes committed to scope {scope!r} "
                                         f"first {attempt} times in a row; nothing was written "
                                         f"({lost})") from lost
+                dropped, now = {}, None
                 time.sleep(random.uniform(0, min(self.MAX_PAUSE, 0.001 * 2 ** attempt)))
             self._after_commit(t)
             if log.isEnabledFor(logging.DEBUG):

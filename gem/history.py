@@ -31,6 +31,15 @@ Entry = dict[str, Any]
 Observations = Callable[[str], Sequence[dict[str, Any]]]
 
 
+# A retraction (mem.retract) is a statement that the field has no value from its time on: an
+# entry holding JSON null, which no fact can hold (Fact refuses a null value).
+NO_VALUE = "null"
+
+
+def is_retraction(entry: Entry) -> bool:
+    return bool(entry["value"] == NO_VALUE)
+
+
 def order_key(entry: Entry) -> tuple[datetime, datetime, int]:
     """Precedence in a history: the latest statement wins, ties go to the latest recording."""
     return (entry["asserted_at"], entry["recorded_at"], entry["seq"])

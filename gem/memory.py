@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
-import logging
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -18,16 +18,17 @@ from .derived import DEFAULT_SCOPE, Progress, Summarizer
 from .embed import Embedder, default_embedder
 from .engine import Engine, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
-from .model import AuditReport, ErasureCheck, ErasureReceipt, Explanation, Fact, FieldView, \
-    HistoryEntry, IngestResult, Neighbourhood, RetrieveResult, SalienceHistory, TopicPage, \
-    TopicView, as_utc
+from .model import AuditReport, DroppedFact, ErasureCheck, ErasureReceipt, Explanation, Fact, \
+    FieldView, HistoryEntry, IngestResult, Neighbourhood, PendingRevision, Resolution, \
+    RetrieveResult, SalienceHistory, TopicPage, TopicView, as_utc
 from .operators import erase as erase_op
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
+from .operators import retract as retract_op
 from .operators import revise as revise_op
 from .operators import retrieve as retrieve_op
 from .operators import views
-from .operators.common import add_edge, field_evidence
+from .operators.common import add_edge, field_evidence, field_named
 from .operators.resolution import Directory
 from .pipeline import run_policies
 from .policy import PolicySet, load_sources, read_sources
@@ -37,9 +38,29 @@ from .runtime import available_actions
 from .state.transition import Transition
 from .store import falkor_database, open_store, queries
 from .transfer import TransferReport
-from .units import field_id
 
 log = logging.getLogger("gem")
+
+Reviser = Callable[[PendingRevision], "Iterable[Fact] | None"]
+
+
+def _text(value: Any, what: str) -> str:
+    """A non-empty string argument, or InvalidInput naming it (before any transition)."""
+    if not isinstance(value, str) or not value.strip():
+        got = repr(value) if isinstance(value, str) else type(value).__name__
+        raise InvalidInput(f"{what} must be a non-empty string, got {got}")
+    return value
+
+
+def _callable(value: Any, what: str) -> None:
+    if value is not None and not callable(value):
+        raise InvalidInput(f"{what} must be a callable or None, got {type(value).__name__}")
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{what} must be True or False, got {type(value).__name__}")
+    return value
 
 
 SCOPE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -75,6 +96,7 @@ class ScopeEngines:
                 except BaseException:
                     store.close()
                     raise
+                engine.reviser = self.root.reviser
                 self.engines[scope] = engine
             return engine
 
@@ -178,9 +200,20 @@ class Memory:
         return self._engine.run(op, operator, scope=self._scope, **kw)
 
     # ------------------------------------------------------------------ operators
-    def ingest(self, facts: Fact | Iterable[Fact], *, actor: str = "api") -> IngestResult:
-        """Integrate one fact or a list of facts, as one transition."""
+    def ingest(self, facts: Fact | Iterable[Fact], *, actor: str = "api",
+               progress: Progress | None = None) -> IngestResult:
+        """Integrate one fact or a list of facts, as one transition. A fact dated after the
+        transition's time is InvalidInput (nothing is written); a fact a policy `drop`s is left
+        out and listed in `IngestResult.dropped`; a topic name that found a topic under another
+        spelling is listed in `IngestResult.resolved`. `progress(step, done, total)` hears the
+        pipeline's stages ("ingest: policies", ...), for batches big enough to wait on."""
         self._check_open()
+        _callable(progress, "progress")
+        if isinstance(facts, (str, bytes, dict)) or not (isinstance(facts, Fact)
+                                                        or hasattr(facts, "__iter__")):
+            raise InvalidInput(f"facts must be a gem.Fact or a list of them, got "
+                               f"{type(facts).__name__}")
+        _text(actor, "actor")
         batch = [facts] if isinstance(facts, Fact) else list(facts)
         for i, fact in enumerate(batch):
             if not isinstance(fact, Fact):
@@ -188,11 +221,13 @@ class Memory:
         if not batch:
             raise InvalidInput("ingest needs at least one fact")
         summary, t = self._run("ingest", lambda t: ingest_op.ingest(t, batch),
-                                      actor=actor, interaction=True)
+                               actor=actor, interaction=True, progress=progress)
         return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
                             created_topics=summary["created_topics"], entries=summary["entries"],
                             corroborations=summary["corroborations"], denials=summary["denials"],
-                            flagged=list(t.touched.flagged))
+                            flagged=list(t.touched.flagged),
+                            dropped=[DroppedFact(**d) for d in summary["dropped"]],
+                            resolved=[Resolution(**r) for r in summary["resolved"]])
 
     def retrieve(self, query: str | None = None, topic: str | None = None,
                  fields: Sequence[str] | None = None, as_of: datetime | None = None,
@@ -201,18 +236,25 @@ class Memory:
         """Read the memory. A transition: everything returned is reinforced (C6)."""
         self._check_open()
         if query is not None and not isinstance(query, str):
-            raise InvalidInput("query must be a string")
-        if topic is not None and (not isinstance(topic, str) or not topic.strip()):
-            raise InvalidInput("topic must be a non-empty string")
-        if isinstance(fields, str):
-            raise InvalidInput("fields must be a list of field names, not a string")
+            raise InvalidInput(f"query must be a string, got {type(query).__name__}")
+        if topic is not None:
+            _text(topic, "topic")
+        if fields is not None:
+            if isinstance(fields, (str, bytes)) or not isinstance(fields, (list, tuple)):
+                raise InvalidInput(f"fields must be a list of field names, got "
+                                   f"{type(fields).__name__}")
+            for i, name in enumerate(fields):
+                _text(name, f"fields[{i}]")
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInput("k must be a positive integer")
+        _flag(history, "history")
+        _flag(include_archived, "include_archived")
+        _text(actor, "actor")
         request = retrieve_op.Request(
             query=query.strip() if query else None, topic=topic,
             fields=None if fields is None else tuple(fields),
             as_of=None if as_of is None else as_utc(as_of, "as_of"),
-            history=bool(history), include_archived=bool(include_archived), k=k)
+            history=history, include_archived=include_archived, k=k)
         result, _ = self._run("retrieve", lambda t: retrieve_op.retrieve(t, request),
                                      actor=actor, interaction=True)
         return result.model_copy(update={"transition": self._engine.seq})
@@ -221,6 +263,9 @@ class Memory:
         """Add a typed edge: `extension` (a change on src may entail one on dst) or
         `association` (retrieval context only). Returns False if it already existed."""
         self._check_open()
+        _text(src, "src")
+        _text(dst, "dst")
+        _text(actor, "actor")
         if kind not in ("extension", "association"):
             raise InvalidInput(f"kind must be 'extension' or 'association', got {kind!r}")
 
@@ -234,62 +279,133 @@ class Memory:
         created, _ = self._run("link", op, actor=actor)
         return created
 
-    def forget(self, *, actor: str = "maintenance") -> dict[str, Any]:
-        """A forgetting pass: the `tick` policies move faded units down the ladder."""
+    def forget(self, *, actor: str = "maintenance",
+               progress: Progress | None = None) -> dict[str, Any]:
+        """A forgetting pass: the `tick` policies move faded units down the ladder.
+        `progress(step, done, total)` hears the stages and, every 1000, the policy events."""
         self._check_open()
-        _, t = self._run("forget", forget_op.forget, actor=actor, event="tick")
+        _text(actor, "actor")
+        _callable(progress, "progress")
+        _, t = self._run("forget", forget_op.forget, actor=actor, event="tick",
+                         progress=progress)
         done = t.detail.get("attenuated", [])
         return {"transition": self._engine.seq,
                 "attenuated": list(dict.fromkeys(unit for unit, _ in done)),
                 "levels": [tuple(x) for x in done]}
 
-    def revise(self, *, actor: str = "maintenance") -> dict[str, Any]:
+    def revise(self, *, actor: str = "maintenance",
+               progress: Progress | None = None) -> dict[str, Any]:
         """A revision pass; each repair (merge, conflicts, dependency repair) is its own
-        transition, so one that is rejected does not undo the others."""
+        transition, so one that is rejected does not undo the others.
+
+        Dependency repair puts each topic with open revision flags to the `revised` policies
+        and then to the reviser given to `gem.open`, whose facts are applied in the same
+        transition. A flag is cleared only by what handled it: `flags_cleared` lists
+        (topic, by) with by "reviser" or "policy:<name>"; `flags_open` lists the topics still
+        flagged (see `pending_revisions`). Without a reviser and a `revised` policy, flags
+        are left for the agent, and no transition is made for them. `progress(step, done,
+        total)` hears each repair: "revise: merge" (done of the pairs found), "revise:
+        conflicts", "revise: flags"."""
         self._check_open()
+        _text(actor, "actor")
+        _callable(progress, "progress")
+
+        def step(name: str, done: int, total: int) -> None:
+            if progress is not None:
+                progress(f"revise: {name}", done, total)
         engine = self._engine
-        report: dict[str, Any] = {"merged": [], "conflicts": [], "flags_evaluated": []}
+        report: dict[str, Any] = {"merged": [], "conflicts": [], "flags_evaluated": [],
+                                  "flags_cleared": [], "flags_open": []}
         with engine.store.lock:  # no other commit between finding and repairing
             threshold, pairs = self._read(lambda t: (
                 t.settings["merge_similarity"],
                 revise_op.duplicate_pairs(t, t.settings["merge_similarity"])))
-            for keep, away in pairs:
+            for i, (keep, away) in enumerate(pairs):
+                step("merge", i, len(pairs))
                 self._run("revise", lambda t: revise_op.merge_topics(t, keep, away),
                            actor=actor, event="merge")
                 report["merged"].append((keep, away))
+            step("merge", len(pairs), len(pairs))
             scope = engine.derived.scope(self._scope)
             scope.unpaired.clear()
             scope.paired_at = threshold
             with engine.store.reading() as tx:
                 fids = queries.conflicting_fields(tx, self._scope)
             if fids:
+                step("conflicts", 0, len(fids))
                 self._run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
                            event="conflicts")
                 report["conflicts"] = fids
+                step("conflicts", len(fids), len(fids))
             tids = self._read(revise_op.open_flag_topics)
-            if tids:
-                self._run("revise", lambda t: revise_op.evaluate_flags(t, tids, run_policies),
-                           actor=actor, event="dependency_repair")
+            if tids and (self.reviser is not None or engine.shared.policies_for("revised")):
+                answers: dict[str, Any] = {}  # asked once per topic, should the run restart
+                step("flags", 0, len(tids))
+                _, t = self._run("revise", lambda t: revise_op.evaluate_flags(
+                    t, tids, run_policies, self.reviser, answers),
+                    actor=actor, event="dependency_repair")
                 report["flags_evaluated"] = tids
+                step("flags", len(tids), len(tids))
+                report["flags_cleared"] = list(dict.fromkeys(
+                    (c["topic"], c["by"]) for c in t.detail.get("flags_cleared", [])))
+            report["flags_open"] = self._read(revise_op.open_flag_topics)
         return report
 
-    def maintain(self, *, actor: str = "maintenance") -> dict[str, Any]:
-        """One maintenance run: forget, then revise."""
-        return {"forget": self.forget(actor=actor), "revise": self.revise(actor=actor)}
+    def pending_revisions(self) -> list[PendingRevision]:
+        """Topics with open revision flags, oldest flag first: each with its flags (origin,
+        policy, evidence), its current values and those of the topics whose change flagged
+        it. An administrative read: nothing is reinforced."""
+        return self._read(lambda t: [revise_op.pending_revision(t, tid)
+                                     for tid in revise_op.open_flag_topics(t)])
+
+    def retract(self, topic: str, field: str, reason: str, *, source: str = "api",
+                actor: str = "api") -> bool:
+        """Say that the field's current value was wrong, with no replacement: from now on the
+        field has no current value (in retrieval, `as_of` now, `inspect` and `explain`), the
+        retracted entry is kept in the history as retracted, with `reason`, and the topic's
+        dependents are flagged like for any update. A later statement gives it a value again.
+        Returns False when the field has no current value to retract."""
+        self._check_open()
+        _text(topic, "topic")
+        _text(field, "field")
+        _text(reason, "reason")
+        _text(source, "source")
+        _text(actor, "actor")
+        provenance = {"source": source, "actor": actor, "ref": None, "confidence": 1.0,
+                      "polarity": "+"}
+
+        def op(t: Transition) -> bool:
+            fid = self._require_field(t, topic, field)
+            return retract_op.retract(t, fid, reason.strip(), provenance)
+
+        changed, _ = self._run("retract", op, actor=actor)
+        return bool(changed)
+
+    @property
+    def reviser(self) -> Reviser | None:
+        """The callable `revise()` asks about flagged topics (gem.open(reviser=...))."""
+        return self._engine.reviser
+
+    def maintain(self, *, actor: str = "maintenance",
+                 progress: Progress | None = None) -> dict[str, Any]:
+        """One maintenance run: forget, then revise (`progress` as for those two)."""
+        return {"forget": self.forget(actor=actor, progress=progress),
+                "revise": self.revise(actor=actor, progress=progress)}
 
     def restore(self, topic: str, field: str | None = None, *, actor: str = "api") -> bool:
-        """Reverse any forgetting level of a topic (and one of its fields)."""
+        """Reverse any forgetting level of a topic and of one of its fields, or, without
+        `field`, of every field of it: a restored topic is back in default retrieval whole."""
         self._check_open()
+        _text(topic, "topic")
+        if field is not None:
+            _text(field, "field")
+        _text(actor, "actor")
 
         def op(t: Transition) -> bool:
             tid = self._topic_id(t, topic)
             if tid is None:
                 raise UnknownUnit(f"no topic named {topic!r}")
-            fid = None
-            if field is not None:
-                fid = field_id(tid, field)
-                if t.field_row(fid) is None:
-                    raise UnknownUnit(f"topic {topic!r} has no field {field!r}")
+            fid = None if field is None else self._require_field(t, topic, field)
             return forget_op.restore(t, tid, fid)
 
         changed, _ = self._run("restore", op, actor=actor)
@@ -305,12 +421,14 @@ class Memory:
         touched the topic and writes a tombstone. The bytes leave the database files with
         `compact()`. Nothing to erase: UnknownUnit."""
         self._check_open()
+        _text(topic, "topic")
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInput("reason must be a non-empty string (it is kept in the tombstone: "
                                "never put the erased content in it)")
         for name, value in (("field", field), ("source", source)):
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise InvalidInput(f"{name} must be a non-empty string")
+            if value is not None:
+                _text(value, name)
+        _text(actor, "actor")
 
         def op(t: Transition) -> dict[str, Any]:
             tid = self._topic_id(t, topic)
@@ -323,8 +441,8 @@ class Memory:
     def erase_all(self, reason: str, *, actor: str = "api") -> ErasureReceipt:
         """Erase every topic of this memory's scope (a tenant leaving), as one transition."""
         self._check_open()
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidInput("reason must be a non-empty string")
+        _text(reason, "reason")
+        _text(actor, "actor")
 
         def op(t: Transition) -> dict[str, Any]:
             tids = t.topic_ids_where(frozenset({"active", "archived"}))
@@ -387,8 +505,10 @@ class Memory:
         logged and retried at the next interval, never half-applied."""
         from apscheduler.schedulers.background import BackgroundScheduler
         self._check_open()
+        if not isinstance(every, (int, float, timedelta)) or isinstance(every, bool):
+            raise InvalidInput(f"every must be seconds or a timedelta, got {type(every).__name__}")
         seconds = every.total_seconds() if isinstance(every, timedelta) else float(every)
-        if seconds <= 0:
+        if not seconds > 0:  # NaN too
             raise InvalidInput("every must be a positive number of seconds")
         if self._scheduler is not None:
             raise GemError("maintenance is already running; stop it first")
@@ -420,8 +540,9 @@ class Memory:
         return self._engine.read(fn, self._scope)
 
     def _topic_id(self, t: Transition, topic: str) -> str | None:
-        if not isinstance(topic, str) or not topic.strip():
-            raise InvalidInput("topic must be a non-empty string")
+        """A topic named by title or alias (exactly, then by canonical key), or by id with a
+        `gem.TopicId`: titles and ids never share a namespace."""
+        _text(topic, "topic")
         return Directory.of(t).lookup(topic)
 
     @overload
@@ -439,8 +560,8 @@ class Memory:
                 return None
             if field is None:
                 return retrieve_op.topic_view(t, tid, flags=True)
-            fid = field_id(tid, field)
-            return None if t.field_row(fid) is None else retrieve_op.field_view(t, fid)
+            fid = field_named(t, tid, _text(field, "field"))
+            return None if fid is None else retrieve_op.field_view(t, fid)
         return self._read(read)
 
     def history(self, topic: str, field: str) -> list[HistoryEntry]:
@@ -457,9 +578,11 @@ class Memory:
             decay = t.settings["reliability_decay"]
             states = evidence_states(field_evidence(t, fid), decay)
             current = t.current_entry(fid)
+            if current is not None and history_rules.is_retraction(current):
+                current = None  # retracted: no current value
             entries = history_rules.chronological(t.entries(fid))
             return Explanation(
-                topic=t.field_row(fid)["topic_id"], field=field,  # type: ignore[index]
+                topic=t.get("Field", fid)["topic_id"], field=t.get("Field", fid)["name"],
                 value=None if current is None else json.loads(current["value"]),
                 entries=[retrieve_op.history_entry(t, e) for e in entries],
                 reliability=states.reliability, decay=decay,
@@ -471,9 +594,10 @@ class Memory:
         tid = self._topic_id(t, topic)
         if tid is None:
             raise UnknownUnit(f"no topic named {topic!r}")
-        if not isinstance(field, str) or t.field_row(field_id(tid, field)) is None:
+        fid = field_named(t, tid, _text(field, "field"))
+        if fid is None:
             raise UnknownUnit(f"topic {topic!r} has no field {field!r}")
-        return field_id(tid, field)
+        return fid
 
     def stats(self) -> dict[str, Any]:
         """Sizes of the state: the active footprint (C5) and everything kept behind it."""
@@ -494,6 +618,8 @@ class Memory:
         """The transition log from `since` on: op, time, actor, units, policies fired, hashes
         (a scope view: only its own scope's records)."""
         self._check_open()
+        if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+            raise InvalidInput(f"since must be an integer >= 0, got {since!r}")
         with self._engine.store.reading() as tx:
             rows = queries.transitions(tx, since, scope=self._scope if self._root else None)
         return [audit_mod.log_entry(r) for r in rows]
@@ -506,6 +632,7 @@ class Memory:
         which was done. `expected_head` is a `head()` kept outside the database: a log cut
         short of it or rewritten up to it fails the audit."""
         self._check_open()
+        _flag(full, "full")
         if expected_head is not None and not (isinstance(expected_head, dict)
                                               and {"seq", "hash"} <= set(expected_head)):
             raise InvalidInput("expected_head must be a head() record: {'seq': ..., 'hash': ...}")
@@ -538,6 +665,9 @@ class Memory:
         flags, `text`: a part of the title; `order` salience|title|recent|flags."""
         if status not in (None, "active", "archived"):
             raise InvalidInput(f"status must be 'active' or 'archived', got {status!r}")
+        _flag(flagged, "flagged")
+        if text is not None and not isinstance(text, str):
+            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
         if order not in views.ORDERS:
             raise InvalidInput(f"order must be one of {', '.join(views.ORDERS)}, got {order!r}")
         for name, value, least in (("offset", offset, 0), ("limit", limit, 1)):
@@ -545,13 +675,19 @@ class Memory:
                 raise InvalidInput(f"{name} must be an integer >= {least}")
         derived = self._engine.derived.scope(self._scope)
         return self._read(lambda t: views.topic_listing(
-            t, derived, status=status, flagged=bool(flagged), text=text, order=order,
+            t, derived, status=status, flagged=flagged, text=text, order=order,
             offset=offset, limit=limit))
 
     def titles(self, topic_ids: Iterable[str]) -> dict[str, str]:
         """The titles of these topic ids (ids of no topic are left out), from the committed
         name directory: one dictionary lookup each."""
         self._check_open()
+        if isinstance(topic_ids, (str, bytes, dict)) or not hasattr(topic_ids, "__iter__"):
+            raise InvalidInput(f"topic_ids must be a list of topic ids, got {type(topic_ids).__name__}")
+        topic_ids = list(topic_ids)
+        for i, tid in enumerate(topic_ids):
+            if not isinstance(tid, str):
+                raise InvalidInput(f"topic_ids[{i}] must be a string, got {type(tid).__name__}")
         with self._engine.store.lock:
             title_of = self._engine.derived.scope(self._scope).names.title_of
             return {tid: title_of[tid] for tid in topic_ids if tid in title_of}
@@ -597,6 +733,7 @@ class Memory:
             raise InvalidInput("limit must be a positive integer")
         if before is not None and (not isinstance(before, int) or isinstance(before, bool)):
             raise InvalidInput("before must be an integer")
+        _flag(details, "details")
 
         def read(t: Transition) -> list[dict[str, Any]]:
             needles: tuple[str, ...] = ()
@@ -627,6 +764,8 @@ class Memory:
         only `paths` with `defaults=False`. A set with any error is refused whole
         (PolicySyntaxError / PolicyCheckError) and the previous set stays in force."""
         self._check_open()
+        _flag(defaults, "defaults")
+        _text(actor, "actor")
         if self._root is not None:
             raise InvalidInput("policies govern every scope: load them on the memory, not on a "
                                f"view of scope {self._scope!r}")
@@ -728,7 +867,8 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
          clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
          summarizer: Summarizer | None = None, create: bool = True,
          progress: Progress | None = None, *, defaults: bool = True,
-         buffer_pool_size: int | None = None, max_db_size: int | None = None) -> Memory:
+         reviser: Reviser | None = None, buffer_pool_size: int | None = None,
+         max_db_size: int | None = None) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
     `engine`: "kuzu" (default) or "ladybug", embedded databases at `path`; or "falkordb", a
@@ -744,8 +884,30 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     stored one is a policy transition, logged, and reported in `Memory.policy_change`.
     `create=False` refuses a path where no database exists (a mistyped path would otherwise
     make a new one). `progress(step, done, total)` is told about long work (rebuilding what is
-    derived from a database).
+    derived from a database). `clock()` must return timezone-aware datetimes; a time earlier
+    than the last transition's is taken as the last transition's (time in the log never goes
+    back). `reviser(PendingRevision)` is asked by `revise()` about each flagged topic and
+    returns facts to apply (or None to leave its flags open).
     """
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise InvalidInput(f"path must be a str, an os.PathLike or None, got {type(path).__name__}")
+    if path is not None and not os.fspath(path):
+        raise InvalidInput("path is empty (use path=None for a temporary database)")
+    _text(engine, "engine")
+    _flag(create, "create")
+    _flag(defaults, "defaults")
+    for name, fn in (("clock", clock), ("summarizer", summarizer), ("progress", progress),
+                     ("reviser", reviser)):
+        if fn is not None and not callable(fn):
+            raise InvalidInput(f"{name} must be callable, got {type(fn).__name__}")
+    if resolver is not None and not callable(getattr(resolver, "resolve", None)):
+        raise InvalidInput(f"resolver must have a resolve(name, topics) method, got "
+                           f"{type(resolver).__name__}")
+    if embedder is not None and not (callable(getattr(embedder, "embed", None))
+                                     and isinstance(getattr(embedder, "dim", None), int)
+                                     and isinstance(getattr(embedder, "name", None), str)):
+        raise InvalidInput(f"embedder must have embed(texts), an int dim and a str name, got "
+                           f"{type(embedder).__name__}")
     falkor = engine == "falkordb"
     if falkor and (buffer_pool_size is not None or max_db_size is not None):
         raise InvalidInput("buffer_pool_size and max_db_size size an embedded database; the "
@@ -783,6 +945,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
 
         core = Engine(store, embedder or default_embedder(), resolver or TieredResolver(),
                       checked_clock, summarizer, progress)
+        core.reviser = reviser
         memory = Memory(core, engines=ScopeEngines(core, database))
         stored = core.policies
         if stored is None:
@@ -801,4 +964,4 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         raise
 
 
-__all__ = ["Memory", "open", "Fact", "TransitionRejected"]
+__all__ = ["Memory", "open", "Fact", "TransitionRejected", "Reviser"]

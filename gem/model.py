@@ -15,27 +15,80 @@ from pydantic import BaseModel, ConfigDict, Field as PydField, ValidationError, 
 from .errors import InvalidInput
 
 
+# Limits on one fact's value: deeper nesting is refused before anything walks it recursively
+# (json, the summariser), and a value is a fact about a topic, not a document store.
+MAX_VALUE_DEPTH = 64
+MAX_VALUE_BYTES = 256 * 1024   # of its canonical JSON, UTF-8
+MAX_LABELS = 32
+MAX_LABEL_LENGTH = 64
+
+
+def json_problem(value: Any) -> str | None:
+    """Why `value` is not a JSON value gem stores exactly as given, or None when it is.
+
+    Only the JSON types themselves are accepted (dict with str keys, list, str, int, float,
+    bool), nothing that would come back as something else: no tuple (a list), no int or bool
+    key (a string), no subclass such as an Enum, no NaN or infinity, nothing nested deeper than
+    MAX_VALUE_DEPTH. Walked without recursion, so no value can exhaust the stack.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind in (str, int, bool) or item is None:
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                return f"{item!r} is not a JSON number"
+            continue
+        if kind not in (list, dict):
+            return f"{kind.__name__} is not a JSON type (use a list, a dict with str keys, a " \
+                   "str, an int, a float or a bool)"
+        if depth > MAX_VALUE_DEPTH:
+            return f"it is nested deeper than {MAX_VALUE_DEPTH} levels"
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return f"object key {key!r} is a {type(key).__name__}, not a string"
+            stack.extend((v, depth + 1) for v in item.values())
+        else:
+            stack.extend((v, depth + 1) for v in item)
+    return None
+
+
 def _json_value(value: Any) -> Any:
-    try:
-        text = json.dumps(value, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"value must be JSON-serialisable: {exc}") from exc
+    problem = json_problem(value)
+    if problem is not None:
+        raise ValueError(f"must be a JSON value: {problem}")
+    text = json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
+    if len(text.encode("utf-8")) > MAX_VALUE_BYTES:
+        raise ValueError(f"must be at most {MAX_VALUE_BYTES} bytes as JSON")
     return json.loads(text)
 
 
 def as_utc(value: datetime, what: str = "time") -> datetime:
-    """Aware datetimes are converted to UTC; naive ones are taken to be UTC already."""
+    """An aware datetime, converted to UTC. A naive one is refused: which zone it meant is
+    exactly what gem cannot know (`datetime.now()` is local time), and guessing UTC would
+    shift it silently."""
     if not isinstance(value, datetime):
         raise InvalidInput(f"{what} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(f"{what} must be timezone-aware (a naive datetime could be any "
+                           f"zone): use datetime.now(timezone.utc) or .replace(tzinfo=...), "
+                           f"got {value.isoformat()}")
     return value.astimezone(timezone.utc)
 
 
 class Fact(BaseModel):
-    """One observation: `topic`'s `field` has `value`, as of `at`, according to `source`."""
+    """One observation: `topic`'s `field` has `value`, as of `at`, according to `source`.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Nothing is coerced (strict): `confidence` is an int or float, `at` an aware datetime, the
+    names are str, and `value` a JSON value that reads back exactly as given. `labels` say
+    what kind of value it is ("pii", "secret"): they stay with the entry and its field, and
+    policies read them (`entry.labels`, `field.labels`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     topic: str
     field: str
@@ -46,6 +99,7 @@ class Fact(BaseModel):
     ref: str | None = None
     confidence: float = 1.0
     polarity: Literal["+", "-"] = "+"
+    labels: tuple[str, ...] = ()
 
     def __init__(self, topic: str | None = None, field: str | None = None, value: Any = None,
                  **kwargs: Any) -> None:
@@ -54,12 +108,36 @@ class Fact(BaseModel):
         except ValidationError as exc:
             raise InvalidInput(_describe(exc, "Fact")) from None
 
-    @field_validator("topic", "field", "source", "actor")
     @classmethod
-    def _non_empty(cls, v: str) -> str:
-        if not isinstance(v, str) or not v.strip():
-            raise ValueError("must be a non-empty string")
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> "Fact":
+        """A Fact from its JSON (`model_dump(mode="json")`): JSON has no datetime, so `at` is
+        ISO 8601 text there, with its offset; everything else is checked as always."""
+        try:
+            data = json.loads(json_data)
+        except ValueError as exc:
+            raise InvalidInput(f"invalid Fact JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise InvalidInput(f"a Fact's JSON is an object, got {type(data).__name__}")
+        if isinstance(data.get("at"), str):
+            try:
+                data["at"] = datetime.fromisoformat(data["at"])
+            except ValueError:
+                raise InvalidInput(f"invalid Fact: at: not an ISO 8601 time: {data['at']!r}") from None
+        return cls(**data)
+
+    @field_validator("topic", "field", "source", "actor", mode="before")
+    @classmethod
+    def _non_empty(cls, v: Any) -> str:
+        if type(v) is not str or not v.strip():
+            raise ValueError(f"must be a non-empty string, got {_kind(v)}")
         return v.strip()
+
+    @field_validator("ref", mode="before")
+    @classmethod
+    def _text_or_none(cls, v: Any) -> str | None:
+        if v is not None and type(v) is not str:
+            raise ValueError(f"must be a string or None, got {type(v).__name__}")
+        return v
 
     @field_validator("value")
     @classmethod
@@ -68,24 +146,54 @@ class Fact(BaseModel):
             raise ValueError("must not be null (use polarity '-' to deny a value)")
         return _json_value(v)
 
-    @field_validator("confidence")
+    @field_validator("confidence", mode="before")
     @classmethod
-    def _unit_interval(cls, v: float) -> float:
+    def _unit_interval(cls, v: Any) -> float:
+        if type(v) not in (int, float):
+            raise ValueError(f"must be an int or a float, got {type(v).__name__}")
         if math.isnan(v) or not 0.0 <= v <= 1.0:
             raise ValueError("must be within [0, 1]")
         return float(v)
 
-    @field_validator("at")
+    @field_validator("at", mode="before")
     @classmethod
-    def _utc(cls, v: datetime | None) -> datetime | None:
-        return None if v is None else as_utc(v, "at")
+    def _utc(cls, v: Any) -> datetime | None:
+        if v is None:
+            return None
+        if not isinstance(v, datetime):
+            raise ValueError(f"must be a datetime, got {type(v).__name__}")
+        if v.tzinfo is None or v.utcoffset() is None:
+            raise ValueError("must be timezone-aware (a naive datetime could be any zone)")
+        return v.astimezone(timezone.utc)
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels(cls, v: Any) -> tuple[str, ...]:
+        if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+            raise ValueError(f"must be a list of strings, got {type(v).__name__}")
+        out: list[str] = []
+        for x in v:
+            if type(x) is not str or not x.strip():
+                raise ValueError(f"each label must be a non-empty string, got {x!r}")
+            label = x.strip()
+            if len(label) > MAX_LABEL_LENGTH:
+                raise ValueError(f"a label is at most {MAX_LABEL_LENGTH} characters")
+            if label not in out:
+                out.append(label)
+        if len(out) > MAX_LABELS:
+            raise ValueError(f"at most {MAX_LABELS} labels")
+        return tuple(out)
+
+
+def _kind(v: Any) -> str:
+    return repr(v) if isinstance(v, str) else type(v).__name__
 
 
 def _describe(exc: ValidationError, what: str) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or what
-        parts.append(f"{loc}: {err['msg']}")
+        parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
     return f"invalid {what}: " + "; ".join(parts)
 
 
@@ -118,6 +226,8 @@ class HistoryEntry(BaseModel):
     superseded_by: str | None = None
     active: bool = True  # False once compression moved it out of the active history
     observations: list[Observation] = PydField(default_factory=list)
+    labels: list[str] = PydField(default_factory=list)
+    reason: str | None = None   # why it was retracted; for a retraction (value None), why
 
 
 class Candidate(BaseModel):
@@ -143,6 +253,8 @@ class FieldView(BaseModel):
     candidates: list[Candidate] | None = None
     summary: str | None = None
     history: list[HistoryEntry] | None = None
+    labels: list[str] = PydField(default_factory=list)   # of every entry of its history
+    retracted: str | None = None   # the reason, when its value was retracted (value is None)
 
 
 class FlagView(BaseModel):
@@ -152,6 +264,19 @@ class FlagView(BaseModel):
     policy: str | None
     evidence: dict[str, Any]
     created_at: datetime
+    origin_title: str | None = None
+
+
+class PendingRevision(BaseModel):
+    """A topic with open revision flags: why (each flag's origin, policy and evidence) and
+    what it holds now. `mem.pending_revisions()` lists them, and a reviser is called with one
+    per flagged topic."""
+    model_config = ConfigDict(frozen=True)
+    topic: str                          # the topic's id
+    title: str
+    flags: list[FlagView]
+    values: dict[str, Any]              # the current value of each visible field
+    origins: dict[str, dict[str, Any]]  # each origin topic's title -> its current values
 
 
 class TopicView(BaseModel):
@@ -176,14 +301,46 @@ class RetrieveResult(BaseModel):
     topics: list[TopicView]
 
     def value(self, topic: str, field: str) -> Any:
-        """The current value of `field` on the topic titled (or aliased) `topic`, else None."""
-        from .text import normalise
-        want = normalise(topic)
+        """The current value of `field` on the topic titled (or aliased) `topic` (names as
+        the memory matches them: exactly or by canonical key; a `gem.TopicId` by id), else
+        None."""
+        from .text import name_key
+        from .units import TopicId
         for t in self.topics:
-            if t.id == topic or normalise(t.title) == want or want in (normalise(a) for a in t.aliases):
+            if isinstance(topic, TopicId):
+                found = t.id == topic
+            else:
+                want = name_key(topic)
+                found = any(name_key(n) == want for n in (t.title, *t.aliases))
+            if found:
                 f = t.fields.get(field)
+                if f is None:
+                    key = name_key(field)
+                    f = next((v for k, v in t.fields.items() if name_key(k) == key), None)
                 return None if f is None else f.value
         return None
+
+
+class DroppedFact(BaseModel):
+    """A fact a policy left out of an ingest (`drop`), and why. Its value is not repeated."""
+    model_config = ConfigDict(frozen=True)
+    fact: int                         # its index in the batch
+    topic: str
+    field: str
+    reason: str
+    policy: str
+
+
+class Resolution(BaseModel):
+    """A topic name that found a topic under another spelling: by canonical key
+    (`normalised`), or by similarity of titles or a caller's resolver, which also made it an
+    alias of that topic (`alias_added`)."""
+    model_config = ConfigDict(frozen=True)
+    name: str
+    topic: str                        # the topic's id
+    tier: Literal["normalised", "similarity", "resolver"]
+    score: float | None               # cosine of the name and the title, when both embed
+    alias_added: bool
 
 
 class IngestResult(BaseModel):
@@ -195,6 +352,8 @@ class IngestResult(BaseModel):
     corroborations: int               # re-statements added to an existing entry
     denials: int = 0                  # denials (polarity "-") added to an existing entry
     flagged: list[str]                # topics flagged for revision by policies
+    dropped: list[DroppedFact] = PydField(default_factory=list)
+    resolved: list[Resolution] = PydField(default_factory=list)
 
 
 class Explanation(BaseModel):
@@ -289,6 +448,8 @@ class UnitHistory(BaseModel):
     salience: float                   # now, decayed
     points: list[SaliencePoint]
     ladder: list[LadderChange]
+    half_life_seconds: float | None = None  # its own (a field's labels, `label_half_life`);
+                                            # None: it does not fade
 
 
 class SalienceHistory(BaseModel):

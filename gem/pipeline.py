@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from . import attest, conditions
 from .errors import InvalidInput, TransitionRejected
 from .operators.forget import enforce_bound
-from .runtime import PolicyRuntime
+from .runtime import FactsDropped, PolicyRuntime
 from .state.transition import Transition
 from .store import queries
 from .store.schema import TABLES, Row, owning_rel
@@ -67,8 +67,13 @@ class Pipeline:
         return Pipeline(s for s in self.stages if s.name != name)
 
     def run(self, t: Transition, engine: "Engine") -> None:
-        for stage in self.stages:
+        progress, total = t.progress, len(self.stages)
+        for i, stage in enumerate(self.stages):
+            if progress is not None:
+                progress(f"{t.op}: {stage.name}", i, total)
             stage.run(t, engine)
+        if progress is not None:
+            progress(f"{t.op}: committed", total, total)
 
 
 # ---------------------------------------------------------------------- the stages
@@ -93,6 +98,10 @@ def run_policies(t: Transition, engine: "Engine | None" = None) -> None:
                 policy.fire(event.bindings, PolicyRuntime(t))
             finally:
                 t.current_event, t.depth = None, 0
+    if t.dropped.keys() - t.skipping:
+        # Facts this run recorded were dropped: what they caused must not be decided on, so
+        # the transition starts again without them (gem/engine.py).
+        raise FactsDropped(t.dropped)
 
 
 def bound(t: Transition, engine: "Engine") -> None:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import InvalidInput, TransitionRejected
+from .history import is_retraction
 from .operators.common import (add_edge, entry_value, field_evidence, field_ref, provenance_of,
                                settle_current)
 from .reliability import evidence_states
@@ -26,6 +27,19 @@ from .units import EdgeRef, EntryRef, FieldRef, TopicRef, dumps
 
 ActionFn = Callable[["PolicyRuntime", list[Any], dict[str, Any], str], None]
 ACTIONS: dict[str, ActionFn] = {}
+
+# The event binding naming the fact an ingest event is about. Not a name a policy can write,
+# so no policy sees it; `drop` reads it to leave out exactly the fact the event is about.
+FACT = "#fact"
+
+
+class FactsDropped(Exception):
+    """Policies dropped facts of this transition: the engine runs it again without them (not
+    an error: nothing of the first run is kept, and the log records the drops)."""
+
+    def __init__(self, dropped: dict[int, dict[str, Any]]) -> None:
+        super().__init__(f"facts dropped: {sorted(dropped)}")
+        self.dropped = dict(dropped)
 
 ACTIVE = frozenset({"active"})
 VISIBLE = frozenset({"active", "compressed"})
@@ -50,7 +64,8 @@ def topic_summary(t: Transition, tid: str) -> str:
     for fid in t.field_ids(tid):
         f = t.field_row(fid)
         current = t.current_entry(fid)
-        if f is not None and f["status"] != "hidden" and current is not None:
+        if f is not None and f["status"] != "hidden" and current is not None \
+                and not is_retraction(current):
             values[f["name"]] = entry_value(current)
     return t.services.summarizer(row["title"], values)
 
@@ -199,6 +214,10 @@ class PolicyRuntime:
     # -------------------------------------------------------------- actions
     def act(self, action_name: str, args: list[Any], evidence: dict[str, Any], policy: str,
             span: Any = None) -> None:
+        t = self.t
+        if t.progress is not None and len(t.fired) % 1000 == 999:
+            # How many actions the policies will call is not known before they run: total 0.
+            t.progress(f"{t.op}: policy actions", len(t.fired) + 1, 0)
         event = self.t.current_event
         self.t.record_fired(Fired(policy, event.name if event else "", action_name,
                                   tuple(args), dict(evidence)))
@@ -288,6 +307,23 @@ def _annotate(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], poli
     notes = json.loads(row["annotations"] or "{}")
     notes[str(key)] = json.loads(dumps({"v": value}))["v"]
     rt.t.update(table, target.id, annotations=dumps(notes))
+
+
+@action("drop")
+def _drop(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: str) -> None:
+    """Leave out the fact that recorded `entry` in this transition (the one the event is about,
+    when it stated that entry; else every fact of this transition that did). An entry no fact
+    of this transition stated (a committed one, or a tick's) has nothing to drop."""
+    entry, reason = args
+    if not isinstance(entry, EntryRef):
+        return
+    t = rt.t
+    facts = t.detail.get("_fact_of_entry", {}).get(entry.id, [])
+    event = t.current_event
+    about = event.bindings.get(FACT) if event is not None else None
+    for n in [about] if isinstance(about, int) and about in facts else facts:
+        t.dropped.setdefault(n, {"reason": "dropped by policy" if reason is None else str(reason),
+                                 "policy": policy})
 
 
 @action("reject")

@@ -1,12 +1,15 @@
 """The derived state, saved beside the database so that opening does not rebuild it.
 
     <database>.gem-derived/
-        meta.json              the stamp: log position and hash it reflects, embedder, files
-        state-<gen>.json       names, summaries, stale topics, flags, counters, pending salience
-        tables-<gen>.npz       salience columns of every topic and field
-        lexical-<gen>.snap     the BM25 index over summaries            (gem/index.py)
-        vectors-<gen>.snap     the vector index over summaries          (gem/index.py)
-        titles-<gen>.snap      the title vectors the resolver matches   (gem/index.py)
+        meta.json                  the stamp: log position and hash it reflects, embedder, files
+        state-<gen>.json           pending salience, the last clean audit, the log head's time,
+                                   and per scope: names, summaries, stale topics, flags,
+                                   counters, field labels
+        tables-<scope>-<gen>.npz   salience columns of every topic and field of a scope, and
+                                   the log records that touched each topic
+        lexical-<scope>-<gen>.snap the BM25 index over a scope's summaries    (gem/index.py)
+        vectors-<scope>-<gen>.snap the vector index over a scope's summaries  (gem/index.py)
+        titles-<scope>-<gen>.snap  the title vectors the resolver matches     (gem/index.py)
 
 Files of a new generation are written (and synced) first, then `meta.json` is replaced
 atomically, then the old generation is removed: a crash at any point leaves a `meta.json` that
@@ -35,7 +38,10 @@ from .store import GraphStore, queries
 if TYPE_CHECKING:
     from .embed import Embedder
 
-FORMAT = 1
+# 1: one state per scope; 2 (an earlier layout, without scopes): the log head's time and field
+# labels; 3: per scope, with the log head's time and each scope's field labels. A snapshot of
+# any other format is rebuilt from the database, never read.
+FORMAT = 3
 
 
 def save(state: DerivedState, db_path: str) -> None:
@@ -48,7 +54,9 @@ def save(state: DerivedState, db_path: str) -> None:
     scopes = {name: s for name, s in sorted(state.scopes.items()) if s.topics.ids or s.counters}
     files: dict[str, Any] = {"state": f"state-{gen}.json", "scopes": {}}
     body: dict[str, Any] = {"salience_seq": state.salience_seq,
-                            "audit_checkpoint": state.audit_checkpoint, "scopes": {}}
+                            "audit_checkpoint": state.audit_checkpoint,
+                            "at": None if state.at is None else state.at.isoformat(),
+                            "scopes": {}}
     for name, scope in scopes.items():
         files["scopes"][name] = {kind: f"{kind}-{name}-{gen}.{ext}" for kind, ext in
                                  (("tables", "npz"), ("lexical", "snap"), ("vectors", "snap"),
@@ -58,6 +66,7 @@ def save(state: DerivedState, db_path: str) -> None:
             "summaries": scope.summaries, "stale": list(scope.stale),
             "open_flags": scope.open_flags, "counters": scope.counters,
             "fields_by_topic": scope.fields_by_topic,
+            "field_labels": scope.field_labels,
             "unpaired": list(scope.unpaired), "paired_at": scope.paired_at,
         }
         _save_scope(scope, folder, files["scopes"][name], stamp)
@@ -128,6 +137,7 @@ def _read(db_path: str, embedder: "Embedder") -> DerivedState:
         state = DerivedState(embedder)
         state.seq, state.hash = int(meta["seq"]), str(meta["hash"])
         state.salience_seq = int(body["salience_seq"])
+        state.at = None if body["at"] is None else datetime.fromisoformat(body["at"])
         checkpoint = body["audit_checkpoint"]
         state.audit_checkpoint = None if checkpoint is None else (int(checkpoint[0]), str(checkpoint[1]))
         if set(body["scopes"]) != set(files["scopes"]):
@@ -161,6 +171,7 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
     scope.open_flags = {k: int(v) for k, v in part["open_flags"].items()}
     scope.counters = {k: int(v) for k, v in part["counters"].items()}
     scope.fields_by_topic = {k: list(v) for k, v in part["fields_by_topic"].items()}
+    scope.field_labels = {k: tuple(v) for k, v in part["field_labels"].items()}
     scope.topics = _table(tables, "topics", SalienceTable(scope.topics.names))
     scope.fields = _table(tables, "fields", SalienceTable(scope.fields.names))
     scope.unpaired = dict.fromkeys(part["unpaired"])
@@ -255,7 +266,7 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
                                        sorted(f for f in gone_fields if scope_of(f) == name))
         state.scope(name)._active_fields = None
     if later:
-        state.seq, state.hash = later[-1]["seq"], later[-1]["hash"]
+        state.seq, state.hash, state.at = later[-1]["seq"], later[-1]["hash"], later[-1]["at"]
     if progress is not None and later:
         progress("catch up from the log", len(later), len(later))
 

@@ -1,7 +1,11 @@
-"""Text normalisation shared by the resolver, the lexical index and the default embedder.
+"""Text normalisation: the words of a text (the lexical index and the default embedder) and
+the canonical key of a name (the resolver and the name directory).
 
-One definition of "the same words" keeps the three consistent: a title that the resolver
-treats as equal to another also produces the same BM25 terms and the same hashed features.
+Two definitions, because they answer two questions. `tokens` says which words a text has:
+punctuation and symbols separate words, so "website-redesign!" is the words "website
+redesign" for BM25 and the embedder. `name_key` says whether two spellings name the same
+thing: case, width, spacing and word separators do not count, but a symbol does, so "C#" and
+"C++", "🚀" and "🎉", "Launch 🚀" and "Launch" are different names whose words are the same.
 """
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from typing import Any
 
 from gem.errors import InvalidInput
 
-__all__ = ["normalise", "tokens", "value_text"]
+__all__ = ["normalise", "tokens", "name_key", "value_text"]
 
 # Zero width space is a format character (Cf) like the soft hyphen, but it marks a word
 # boundary rather than sitting inside a word, so it separates instead of vanishing.
@@ -64,6 +68,48 @@ def normalise(s: str) -> str:
         # so normalise again: the Unicode definition of compatibility caseless matching.
         s = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", s).casefold())
     return " ".join(s.translate(_TABLE).split())
+
+
+class _NameTable(dict):
+    """The str.translate table of `name_key`, filled on first sight like `_SeparatorTable`."""
+
+    def __missing__(self, cp: int) -> str | None:
+        cat = unicodedata.category(chr(cp))
+        if cp == _ZERO_WIDTH_SPACE or cat[0] == "Z" or cat in ("Cc", "Pd", "Pc"):
+            # Spaces, line breaks, dashes and underscores only separate words:
+            # "website-redesign", "website_redesign" and "website  redesign" are one name.
+            out: str | None = " "
+        elif cat == "Cf":
+            out = None  # invisible, inside words (soft hyphens, joiners)
+        else:
+            out = chr(cp)  # letters, marks, digits, symbols and other punctuation all count
+        self[cp] = out
+        return out
+
+
+_NAME_TABLE = _NameTable()
+# Sentence punctuation and quotes around a name are how it was written, not what it names:
+# "Website Redesign!" and "'Website Redesign'" are "website redesign". Inside a name they count.
+_NAME_ENDS = " .,;:!?¡¿…'\"‘’“”«»"
+
+
+def name_key(s: str) -> str:
+    """The canonical key of a name (a topic title or alias, a field name).
+
+    NFKC and casefold; whitespace, dashes and underscores are word separators, collapsed to one
+    space; sentence punctuation and quotes at either end are dropped, unless nothing else is
+    left; every other character counts. So "Website Redesign", " website-redesign! " and
+    "WEBSITE_REDESIGN" share a key, while "C#" and "C++", "🚀" and "🎉", "???" and "★",
+    "Launch 🚀" and "Launch" do not. Idempotent: name_key(name_key(s)) == name_key(s).
+    """
+    if not isinstance(s, str):
+        raise InvalidInput(f"name_key expects a str, got {type(s).__name__}")
+    if s.isascii():
+        folded = s.lower()
+    else:
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", s).casefold())
+    spaced = " ".join(folded.translate(_NAME_TABLE).split())
+    return spaced.strip(_NAME_ENDS) or spaced or folded
 
 
 def tokens(s: str) -> list[str]:

@@ -11,6 +11,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 
+class TopicId(str):
+    """A topic named by its id ("t3") rather than by its title. Titles and ids never share a
+    namespace: `mem.inspect("t3")` looks for a topic titled "t3", and
+    `mem.inspect(gem.TopicId("t3"))` for the topic whose id is t3."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"TopicId({str.__repr__(self)})"
+
+
 @dataclass(frozen=True)
 class TopicRef:
     id: str

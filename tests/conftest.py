@@ -90,9 +90,10 @@ def raw_write(m: gem.Memory, statement: str) -> None:
 class Clock:
     def __init__(self, start: datetime = T0) -> None:
         self.now = start
+        self.naive = False  # return the same instant without its zone (which gem refuses)
 
     def __call__(self) -> datetime:
-        return self.now
+        return self.now.replace(tzinfo=None) if self.naive else self.now
 
     def advance(self, **delta: float) -> datetime:
         self.now += timedelta(**delta)

@@ -121,9 +121,10 @@ def test_a_session_from_init_to_audit(tmp_path):
     assert "link" in gem_here("log", db, *e).stdout
 
     dry = json.loads(gem("maintain", db, "--dry-run", "--json", *e).stdout)
-    assert dry["dry_run"] and dry["revise"]["flags_evaluated"] == ["Launch Milestones"]
+    assert dry["dry_run"] and dry["revise"]["flags_open"] == ["Launch Milestones"]
     assert json.loads(gem_here("review", db, "--json", *e).stdout) == review  # the dry run changed nothing
-    assert "run 1" in gem_here("maintain", db, *e).stdout
+    ran = gem_here("maintain", db, "--progress", "always", *e)
+    assert "run 1" in ran.stdout and "forget: committed: 8/8" in ran.stderr
     assert "nothing was faded" in gem("restore", db, "Launch Milestones", *e).stdout
     assert json.loads(gem_here("restore", db, "Website Redesign", "deadline", "--json", *e).stdout)["changed"] is False
 
@@ -146,6 +147,18 @@ def test_bad_lines_refuse_the_run_or_are_skipped(db, tmp_path):
     assert summary["facts"] == 2 and summary["skipped_lines"] == 3
     assert "-:2: not JSON" in r.stderr
     assert json.loads(gem_here("stats", db, "--json", *e).stdout)["entries"] == 2
+
+
+def test_fact_lines_give_times_as_iso_text_with_an_offset_and_may_carry_labels(db):
+    e = ("--engine", ENGINE)
+    lines = [{"topic": "Ada", "field": "phone", "value": "+44 20 0000", "labels": ["pii"],
+              "at": "2026-01-01T09:00:00+01:00"},
+             {"topic": "Ada", "field": "role", "value": "analyst", "at": "2026-01-01T09:00:00"}]
+    r = gem_here("ingest", db, "-", "--create", "--skip-bad", *e, stdin=jsonl(lines))
+    assert "-:2: invalid Fact: at: must be timezone-aware" in r.stderr   # a naive time is refused
+    phone = json.loads(gem_here("inspect", db, "Ada", "phone", "--json", *e).stdout)
+    assert phone["fields"]["phone"]["labels"] == ["pii"]
+    assert phone["fields"]["phone"]["valid_at"] == "2026-01-01T08:00:00Z"
 
 
 def test_a_rejected_batch_stops_the_run_and_keeps_earlier_batches(tmp_path):

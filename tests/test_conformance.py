@@ -60,8 +60,9 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping
 
 # ---------------------------------------------------------------------- the format
 CASE_KEYS = {"note", "policies", "replace_default", "start", "resolver", "ops", "want", "wip",
-             "reason"}
-FACT_KEYS = {"topic", "field", "value", "at", "source", "actor", "ref", "confidence", "polarity"}
+             "reason", "reviser"}
+FACT_KEYS = {"topic", "field", "value", "at", "source", "actor", "ref", "confidence", "polarity",
+             "labels"}
 RETRIEVE_KEYS = {"query", "topic", "fields", "as_of", "history", "include_archived", "k"}
 ADVANCE_KEYS = {"weeks", "days", "hours", "minutes", "seconds", "to"}
 STEP_EXTRA = {"want", "want_error_code", "want_error_match", "raises_salience", "keeps_salience",
@@ -69,12 +70,14 @@ STEP_EXTRA = {"want", "want_error_code", "want_error_match", "raises_salience", 
 # op -> (argument check, allowed keys of its step `want`; None: `want` is a partial matcher)
 NO_ARGS = "none"
 OPS: dict[str, tuple[Any, set[str] | None]] = {
-    "ingest": ("facts", {"entries", "corroborations", "denials", "created_topics", "flagged"}),
+    "ingest": ("facts", {"entries", "corroborations", "denials", "created_topics", "flagged",
+                         "dropped", "resolved"}),
     "retrieve": (RETRIEVE_KEYS, {"titles", "values", "fields", "match"}),
-    "revise": (NO_ARGS, {"merged", "conflicts", "flags_evaluated"}),
+    "revise": (NO_ARGS, {"merged", "conflicts", "flags_evaluated", "flags_cleared", "flags_open"}),
     "forget": (NO_ARGS, {"attenuated"}),
     "tick": (NO_ARGS, {"attenuated"}),
-    "maintain": (NO_ARGS, {"attenuated", "merged", "conflicts", "flags_evaluated"}),
+    "maintain": (NO_ARGS, {"attenuated", "merged", "conflicts", "flags_evaluated",
+                           "flags_cleared", "flags_open"}),
     "restore": ({"topic", "field"}, {"returns"}),
     "link": ({"src", "dst", "kind"}, {"returns"}),
     "advance": (ADVANCE_KEYS, set()),
@@ -84,14 +87,19 @@ OPS: dict[str, tuple[Any, set[str] | None]] = {
     "explain": ({"topic", "field"}, None),
     "stats": (NO_ARGS, None),
     "audit": (NO_ARGS, None),
-    "reopen": (NO_ARGS, set()),
+    "reopen": ({"naive_clock"}, set()),
+    "retract": ({"topic", "field", "reason"}, {"returns"}),
+    "pending_revisions": (NO_ARGS, None),
+    "log": ({"last"}, None),
+    "call": ({"method", "args", "kwargs"}, None),
+    "cli": ("argv", None),
     "erase": ({"topic", "field", "source", "reason"}, None),
     "erase_all": ({"reason"}, None),
     "compact": (NO_ARGS, set()),
 }
 CASE_WANT_KEYS = {"values", "history", "superseded_by", "status", "flags", "salience_order",
                   "stats", "inspect", "explain", "absent", "fired", "not_fired", "annotations",
-                  "policies", "audit"}
+                  "policies", "audit", "reviser_calls"}
 FLAG_KEYS = {"policy", "origin", "evidence", "evidence_keys"}
 FIRED_KEYS = {"policy", "event", "action", "evidence", "op"}
 CONDITIONS = {"C1", "C2", "C3", "C4", "C5", "C6", "policy", "cascade"}
@@ -132,8 +140,21 @@ def validate_case(case: Any, where: str) -> None:
             _fail(where, "`replace_default` needs `policies`")
     if "start" in case:
         parse_time(case["start"], f"{where}.start")
-    if case.get("resolver", "tiered") not in ("tiered", "exact"):
-        _fail(where, "`resolver` must be 'tiered' or 'exact'")
+    resolver = case.get("resolver", "tiered")
+    if isinstance(resolver, dict):
+        _keys(f"{where}.resolver", resolver, {"similarity_threshold"}, {"similarity_threshold"})
+    elif resolver not in ("tiered", "exact"):
+        _fail(where, "`resolver` must be 'tiered', 'exact' or {similarity_threshold: x}")
+    if "reviser" in case:
+        answers = case["reviser"]
+        if not isinstance(answers, dict) or not answers:
+            _fail(where, "`reviser` maps topic titles to a list of facts or null")
+        for title, facts in answers.items():
+            if facts is not None:
+                if not isinstance(facts, list):
+                    _fail(where, f"`reviser[{title!r}]` must be a list of facts or null")
+                for j, fact in enumerate(facts):
+                    _keys(f"{where}.reviser[{title!r}][{j}]", fact, FACT_KEYS)
     if "wip" in case:
         if case["wip"] is not True:
             _fail(where, "`wip` must be true (remove it otherwise)")
@@ -176,6 +197,9 @@ def validate_step(step: Any, where: str) -> None:
             _keys(f"{where}[{j}]", fact, FACT_KEYS)
             if "at" in fact:
                 parse_time(fact["at"], f"{where}[{j}].at")
+    elif spec == "argv":
+        if not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args):
+            _fail(where, "needs the command line, a list of strings")
     elif spec == "policy_text":
         if isinstance(args, dict):
             _keys(where, args, {"text", "replace_default"}, {"text"})
@@ -188,7 +212,7 @@ def validate_step(step: Any, where: str) -> None:
             _fail(where, "needs policy source text")
     elif op == "retrieve" and isinstance(args, str):
         pass  # shorthand: the query text
-    elif op == "retrieve" and args in (None, {}):
+    elif op in ("retrieve", "reopen", "log") and args in (None, {}):
         pass
     else:
         _keys(where, args, spec)
@@ -205,6 +229,10 @@ def validate_step(step: Any, where: str) -> None:
             _fail(where, "needs `topic` and `field`")
         if op in ("restore", "inspect", "history", "explain") and "topic" not in args:
             _fail(where, "needs `topic`")
+        if op == "retract" and set(args) != {"topic", "field", "reason"}:
+            _fail(where, "needs `topic`, `field` and `reason`")
+        if op == "call" and not _is_text(args.get("method")):
+            _fail(where, "needs the `method` of the memory to call")
         if op == "link" and not {"src", "dst"} <= set(args):
             _fail(where, "needs `src` and `dst`")
     if "want_error_code" in step:
@@ -266,7 +294,7 @@ def validate_case_want(want: Any, where: str) -> None:
                 _fail(f"{where}.salience_order", "must alternate units and one of > >= < <= =")
     if "absent" in want and not isinstance(want["absent"], list):
         _fail(f"{where}.absent", "must be a list of topic names")
-    for key in ("stats", "audit"):
+    for key in ("stats", "audit", "reviser_calls"):
         if key in want:
             validate_matcher(want[key], f"{where}.{key}")
     for key in ("inspect", "explain", "annotations"):
@@ -465,12 +493,23 @@ class Runner:
         self.defaults = not case.get("replace_default", False)
         if "policies" in case:
             paths = self.policy_paths(case["policies"])
+        self.reviser_calls: list[Any] = []
         self.mem = self.open(paths)
 
     def open(self, paths: list[str] | None) -> gem.Memory:
+        resolver = self.case.get("resolver")
         return gem.open(path=self.location, policies=paths, clock=self.clock,
                         engine=ENGINE, defaults=self.defaults if paths else True,
-                        resolver=ExactOnly() if self.case.get("resolver") == "exact" else None)
+                        resolver=ExactOnly() if resolver == "exact" else
+                        gem.TieredResolver(**resolver) if isinstance(resolver, dict) else None,
+                        reviser=self.reviser if "reviser" in self.case else None)
+
+    def reviser(self, revision: gem.PendingRevision) -> list[gem.Fact] | None:
+        """The case's reviser: its answer for the topic's title (a title it does not name, or
+        null: it declines, and the flags stay open)."""
+        self.reviser_calls.append(revision.model_dump())
+        answer = self.case["reviser"].get(revision.title)
+        return None if answer is None else [self.fact(f) for f in answer]
 
     def policy_paths(self, text: str) -> list[str]:
         """A case's policy text as a file; it extends the default governance unless the case
@@ -488,7 +527,7 @@ class Runner:
 
     def title(self, tid: str) -> str:
         scope = scope_of(tid)
-        view = (self.mem if scope == "default" else self.mem.scope(scope)).inspect(tid)
+        view = (self.mem if scope == "default" else self.mem.scope(scope)).inspect(gem.TopicId(tid))
         assert view is not None, f"no topic with id {tid!r}"
         return view.title
 
@@ -618,8 +657,22 @@ class Runner:
             # Close and open the same database without `policies`: the stored set governs it,
             # and every index is rebuilt from the database.
             self.mem.close()
+            self.clock.naive = bool(args.get("naive_clock", False))
             self.mem = self.open(None)
             return None
+        if op == "retract":
+            return mem.retract(args["topic"], args["field"], args["reason"], **who)
+        if op == "pending_revisions":
+            return mem.pending_revisions()
+        if op == "log":
+            return mem.transitions()[-int(args.get("last", 1)):]
+        if op == "call":
+            # The memory's method with the YAML values as they are: how bad input is refused.
+            call_args = [self.raw(a) for a in args.get("args", [])]
+            call_kwargs = {k: self.raw(v) for k, v in args.get("kwargs", {}).items()}
+            return getattr(mem, args["method"])(*call_args, **call_kwargs)
+        if op == "cli":
+            return self.cli(args)
         if op == "erase":
             receipt = mem.erase(args["topic"], args.get("field"), source=args.get("source"),
                                 reason=args.get("reason", "conformance"), **who)
@@ -637,6 +690,25 @@ class Runner:
             mem.compact()
             return None
         raise AssertionError(op)  # pragma: no cover - validate_step refuses unknown ops
+
+    def raw(self, value: Any) -> Any:
+        return raw(value, self.tmp)
+
+    def cli(self, argv: list[str]) -> dict:
+        """`gem ARGV` as a subprocess ("{tmp}" is the case's directory): its exit code, output,
+        and whether each path it was given exists afterwards."""
+        import subprocess
+        import sys
+        args = [a.replace("{tmp}", str(self.tmp)) for a in argv]
+        # The command line takes embedded databases only: on FalkorDB it runs on the default.
+        if args[0] in ("demo", "maintain", "init", "audit", "stats") and "--engine" not in args \
+                and ENGINE != "falkordb":
+            args += ["--engine", ENGINE]
+        done = subprocess.run([sys.executable, "-m", "gem", *args], capture_output=True,
+                              text=True, timeout=300)
+        return {"exit": done.returncode, "stdout": done.stdout, "stderr": done.stderr,
+                "exists": {a.replace(str(self.tmp), "{tmp}"): os.path.exists(a)
+                           for a in args if str(self.tmp) in a}}
 
     def fact(self, spec: dict) -> gem.Fact:
         kwargs = dict(spec)
@@ -661,6 +733,9 @@ class Runner:
                     got = sorted(self.title(t) for t in getattr(result, key))
                     if got != sorted(want[key]):
                         errors.append(f"{key}: expected {sorted(want[key])}, got {got}")
+            for key in ("dropped", "resolved"):
+                if key in want:
+                    errors += match(dump(getattr(result, key)), want[key], key)
         elif op == "retrieve":
             titles = [t.title for t in result.topics]
             if "titles" in want and titles != want["titles"]:
@@ -687,17 +762,22 @@ class Runner:
                 got = sorted(self.unit_name(f) for f in report["conflicts"])
                 if got != sorted(want["conflicts"]):
                     errors.append(f"conflicts: expected {sorted(want['conflicts'])}, got {got}")
-            if "flags_evaluated" in want:
-                got = sorted(self.title(t) for t in report["flags_evaluated"])
-                if got != sorted(want["flags_evaluated"]):
-                    errors.append(f"flags_evaluated: expected {sorted(want['flags_evaluated'])}, "
+            for key in ("flags_evaluated", "flags_open"):
+                if key in want:
+                    got = sorted(self.title(t) for t in report[key])
+                    if got != sorted(want[key]):
+                        errors.append(f"{key}: expected {sorted(want[key])}, got {got}")
+            if "flags_cleared" in want:
+                got = sorted([self.title(t), by] for t, by in report["flags_cleared"])
+                if got != sorted(want["flags_cleared"]):
+                    errors.append(f"flags_cleared: expected {sorted(want['flags_cleared'])}, "
                                   f"got {got}")
             if "attenuated" in want:
                 forgot = result["forget"] if op == "maintain" else result
                 got = sorted(self.unit_name(u) for u in forgot["attenuated"])
                 if got != sorted(want["attenuated"]):
                     errors.append(f"attenuated: expected {sorted(want['attenuated'])}, got {got}")
-        elif op in ("restore", "link"):
+        elif op in ("restore", "link", "retract"):
             if result is not want["returns"]:
                 errors.append(f"returns: expected {want['returns']}, got {result}")
         elif op == "load_policies":
@@ -789,6 +869,8 @@ class Runner:
             got = sorted(p.name for p in mem.policies.policies)
             if got != sorted(want["policies"]):
                 errors.append(f"policies: expected {sorted(want['policies'])}, got {got}")
+        if "reviser_calls" in want:
+            errors += match(self.reviser_calls, want["reviser_calls"], "reviser_calls")
         if "audit" in want:
             errors += match(dump(mem.audit(full=True)), want["audit"], "audit")
         check(errors, "want")
@@ -808,6 +890,48 @@ class Runner:
         row = self.mem._read(lambda t: t.row(table, key))
         assert row is not None, f"no {table} {key} for {unit}"
         return json.loads(row["annotations"] or "{}")
+
+
+def raw(value: Any, tmp: Path | None = None) -> Any:
+    """A YAML value for `call`, as it is, except the `$`-forms that YAML cannot write: a
+    datetime without offset stays naive ({$datetime: ...}), {$date: ...}, {$decimal: ...},
+    {$bytes: ...} (UTF-8), {$tuple: [...]}, {$nested: N} (a list N levels deep),
+    {$topic_id: ...} (a gem.TopicId), {$fact: {...}} (a gem.Fact of raw values) and
+    {$file: {name, text, encoding}} (the path of a file written in the case's directory)."""
+    import decimal
+    from datetime import date
+    if isinstance(value, list):
+        return [raw(v, tmp) for v in value]
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)).startswith("$"):
+        (form, arg), = value.items()
+        if form == "$datetime":
+            return datetime.fromisoformat(arg)
+        if form == "$date":
+            return date.fromisoformat(arg)
+        if form == "$decimal":
+            return decimal.Decimal(arg)
+        if form == "$bytes":
+            return arg.encode("utf-8")
+        if form == "$tuple":
+            return tuple(raw(v) for v in arg)
+        if form == "$nested":
+            nested: list = []
+            for _ in range(int(arg)):
+                nested = [nested]
+            return nested
+        if form == "$topic_id":
+            return gem.TopicId(arg)
+        if form == "$fact":
+            return gem.Fact(**{k: raw(v, tmp) for k, v in arg.items()})
+        if form == "$file":
+            assert tmp is not None
+            path = tmp / arg["name"]
+            path.write_bytes(arg["text"].encode(arg.get("encoding", "utf-8")))
+            return str(path)
+        raise FormatError(f"unknown raw form {form!r}")
+    if isinstance(value, dict):
+        return {k: raw(v, tmp) for k, v in value.items()}
+    return value
 
 
 class ExactOnly:

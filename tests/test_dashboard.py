@@ -109,7 +109,7 @@ def test_topic_page_shows_fields_history_evidence_and_salience(client):
     assert "Open revision flags" not in page
     launch = get(client, "/topic", topic="Launch Milestones")
     assert "Open revision flags" in launch and "propagate-on-change" in launch
-    assert "updated_field" in launch and 'href="/topic?topic=t2"' in launch  # because of: named
+    assert "updated_field" in launch and 'href="/topic?id=t2"' in launch  # because of: named
     vendor = get(client, "/topic", topic="vendor choice")
     assert "Contested: the candidates" in vendor and "Acme" in vendor and "Apex" in vendor
     assert vendor.count('class="reliability"') >= 3  # R of each candidate, and of the field
@@ -119,7 +119,9 @@ def test_topic_page_shows_fields_history_evidence_and_salience(client):
     assert '<span class="badge archived">archived</span>' in topic_steps
     assert venue_steps.index("compressed") < venue_steps.index("hidden")
     assert "Not found" in get(client, "/topic", 404, topic="Nothing Like It")
-    assert get(client, "/topic", topic="t2").count("Website Redesign") > 3  # by id too
+    assert get(client, "/topic", id="t2").count("Website Redesign") > 3  # by id too
+    # ids and titles never share a namespace: "t2" as a title names no topic here
+    assert "Not found" in get(client, "/topic", 404, topic="t2")
 
 
 def test_graph_page_draws_typed_edges_as_links(client):
@@ -225,7 +227,7 @@ def test_a_tour_of_every_page_changes_nothing(tmp_path, reports_dir):
         before, log = snapshot(mem), mem.transitions()
     server = start(path, "--engine", ENGINE, "--reports", str(reports_dir))
     try:
-        seen = crawl(server.url, ["/", "/audit?full=1", "/graph?topic=t2&depth=3"])
+        seen = crawl(server.url, ["/", "/audit?full=1", "/graph?id=t2&depth=3"])
         assert {status for status in seen.values()} == {200}, \
             {u: s for u, s in seen.items() if s != 200}
         kinds = {urlsplit(u).path for u in seen}
@@ -261,9 +263,9 @@ def test_a_scope_is_viewed_on_its_own_and_links_stay_in_it(tmp_path):
                      and not h.startswith("/docs")]
             assert links and [h for h in links if "scope=acme" not in h] == [], links
             assert 'name="scope" value="acme"' in page  # the filter form keeps the scope
-            topic = get(c, "/topic", scope="acme", topic=acme_launch)
+            topic = get(c, "/topic", scope="acme", id=acme_launch)
             assert "May 2" in topic
-            get(c, "/topic", 404, topic=acme_launch)  # not in the default scope
+            get(c, "/topic", 404, id=acme_launch)  # not in the default scope
             drawn = get(c, "/graph", scope="acme", topic="Acme Launch")
             assert "Acme Budget" in drawn
             assert [h for h in HREF.findall(drawn) if h.startswith("/graph")

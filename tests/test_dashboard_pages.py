@@ -56,6 +56,25 @@ def test_every_page_function_changes_nothing(mem, clock):
     assert snapshot(mem) == before
 
 
+def test_a_topic_page_shows_labels_retractions_and_links_by_id(mem, clock):
+    """Governance on the page: a field's labels, a retracted value with its reason; and a topic
+    titled like an id is its own page, never the topic with that id."""
+    mem.ingest([gem.Fact("Ada", "email", "ada@example.org", labels=["pii"]),
+                gem.Fact("Ada", "phone", "555-0100"), gem.Fact("t1", "x", "titled t1")])
+    clock.advance(days=1)
+    assert mem.retract("Ada", "phone", "a wrong number")
+    page = pages.topic(mem, "Ada")
+    email = page.split('id="field-email"', 1)[1].split("</section>", 1)[0]
+    assert '<span class="badge label">pii</span>' in email
+    phone = page.split('id="field-phone"', 1)[1].split("</section>", 1)[0]
+    assert "retracted: a wrong number" in phone
+    assert 'href="/graph?id=t1"' in page and 'href="/log?id=t1"' in page  # Ada is t1
+    titled = pages.topic(mem, "t1")  # the title
+    assert "titled t1" in titled and "ada@example.org" not in titled
+    assert "ada@example.org" in pages.topic(mem, gem.TopicId("t1"))  # the id
+    assert 'href="/log?id=t1&amp;before=' in pages.log(mem, gem.TopicId("t1"), None, limit=1)
+
+
 def test_ticks_and_scales_survive_empty_and_odd_ranges():
     assert svg.nice_ticks(0, 1, 5) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert svg.nice_ticks(3, 3) == [3]

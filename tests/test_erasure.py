@@ -103,6 +103,23 @@ def test_erasures_one_after_another_keep_the_log_consistent(mem, clock):
     consistent(mem)
 
 
+def test_erasing_keeps_the_salience_a_redacted_read_gave_other_topics(mem):
+    """A retrieval's record holds the salience it gave every unit it returned; redacting it
+    (it touched the erased topic) must not lose what it says about the others (found by the
+    stateful machine: the stored salience then disagreed with the log)."""
+    mem.ingest(gem.Fact("Alpha Project", "deadline", "March 15", source="chat"))
+    mem.ingest(gem.Fact("Beta Launch", "owner", "Dana", source="chat"))
+    returned = mem.retrieve("alpha project owner")
+    assert {t.title for t in returned.topics} == {"Alpha Project", "Beta Launch"}
+    before = mem.inspect("Beta Launch", "owner").salience
+    mem.erase("Alpha Project", "deadline", reason="test")
+    mem._engine.write_behind()  # the stored columns catch up: the audit compares them with the log
+    report = mem.audit(full=True)
+    assert report.ok, report.violations
+    assert mem.inspect("Beta Launch", "owner").salience == before
+    consistent(mem)
+
+
 def test_bad_erasures_change_nothing(seeded):
     before = snapshot(seeded)
     with pytest.raises(gem.UnknownUnit):

@@ -18,7 +18,9 @@ def _results(mem, clock) -> list[pydantic.BaseModel]:
                     gem.Fact("Budget", "amount", 1200.75, ref="doc:7", confidence=0.4)])]
     mem.link("Website Redesign", "Launch Milestones", kind="extension")
     clock.advance(minutes=1)
-    out.append(mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20", source="chat:2")))
+    out.append(mem.ingest(gem.Fact("website-redesign", "deadline", "April 20", source="chat:2",
+                                   labels=["schedule"])))   # resolved by its canonical key
+    out += mem.pending_revisions()                          # Launch Milestones, flagged
     out.append(mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20", source="chat:3",
                                    polarity="-")))
     # two sources, one valid time, weak evidence: a contested field with candidates
@@ -41,6 +43,8 @@ def _results(mem, clock) -> list[pydantic.BaseModel]:
     # a clean store has no violations to show: build the report a broken one gives
     out.append(gem.AuditReport(ok=False, checked={"C3": 1}, transitions=4, chain_ok=True,
                                violations=[model.Violation(condition="C3", unit="t2", detail="x")]))
+    out.append(gem.DroppedFact(fact=1, topic="Account", field="password", reason="no secrets",
+                               policy="no-passwords"))
     return out
 
 

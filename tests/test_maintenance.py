@@ -30,7 +30,8 @@ def test_duplicate_topics_merge_losslessly(tmp_path, clock):
         clock.advance(days=1)
         mem.ingest([gem.Fact("website redesign", "deadline", "April 20", at=clock.now, source="b"),
                     gem.Fact("website redesign", "owner", "Alice", source="b")])
-        first, second = [t for t in mem._engine.derived.scope("default").topics.ids if mem.inspect(t).title.lower() == "website redesign"]
+        first, second = [gem.TopicId(t) for t in mem._engine.derived.scope("default").topics.ids
+                         if mem.inspect(gem.TopicId(t)).title.lower() == "website redesign"]
         mem.link(second, "Launch")
         entries_before = mem.stats()["entries"]
         sources_before = sorted(h.provenance.source for t in (first, second)
@@ -80,7 +81,31 @@ def test_a_reliable_value_settles_the_conflict(tmp_path, clock):
 
 
 # ---------------------------------------------------------------------- dependency repair
-def test_revision_evaluates_and_clears_flags_along_extension_edges_only(mem, clock):
+def test_revision_leaves_flags_open_until_something_handles_them(mem, clock):
+    mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15"),
+                gem.Fact("Launch Milestones", "launch", "March 20")])
+    mem.link("Website Redesign", "Launch Milestones")
+    clock.advance(days=1)
+    mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
+    seq = mem.stats()["transitions"]
+    report = mem.revise()
+    launch = mem.inspect("Launch Milestones").id
+    assert report["flags_evaluated"] == [] and report["flags_open"] == [launch]
+    assert mem.stats()["transitions"] == seq            # nothing could handle them: no transition
+    (pending,) = mem.pending_revisions()
+    assert (pending.title, pending.values) == ("Launch Milestones", {"launch": "March 20"})
+    assert pending.origins == {"Website Redesign": {"deadline": "April 20"}}
+    assert pending.flags[0].evidence["updated_field"] == "deadline"
+
+
+def test_revision_asks_the_reviser_along_extension_edges_only(tmp_path, clock):
+    asked = []
+
+    def reviser(revision):
+        asked.append(revision.title)
+        return []  # "its values still hold": handled, its flags are cleared
+
+    mem = gem.open(tmp_path / "db", clock=clock, engine=ENGINE, reviser=reviser)
     mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15"),
                 gem.Fact("Launch Milestones", "launch", "March 20"),
                 gem.Fact("Press Release", "date", "March 22"),
@@ -94,10 +119,12 @@ def test_revision_evaluates_and_clears_flags_along_extension_edges_only(mem, clo
     assert mem.inspect("Press Release").flags == [] and mem.inspect("Brand Colors").flags == []
     report = mem.revise()
     launch = mem.inspect("Launch Milestones").id
-    assert report["flags_evaluated"] == [launch]
+    assert report["flags_evaluated"] == [launch] and asked == ["Launch Milestones"]
+    assert report["flags_cleared"] == [(launch, "reviser")]
     assert mem.inspect("Launch Milestones").flags == []
     assert mem.revise()["flags_evaluated"] == []
     assert mem.audit().ok
+    mem.close()
 
 
 def test_promotion_moves_fields_into_a_new_linked_topic(tmp_path, clock):
@@ -259,3 +286,39 @@ def test_explain_gives_the_evidence_chain(mem, clock):
     assert 0 < e.reliability <= 1 and abs(sum(e.states.values()) - 1) < 1e-9
     with pytest.raises(gem.UnknownUnit):
         mem.explain("Website Redesign", "nope")
+
+
+# ---------------------------------------------------------------------- progress
+def test_long_operations_report_progress_in_order(tmp_path, clock):
+    steps: list[tuple[str, int, int]] = []
+    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE) as mem:
+        facts = [gem.Fact(f"Topic {i}", f"field {j}", i * j) for i in range(150) for j in range(10)]
+        mem.ingest(facts, progress=lambda *a: steps.append(a))
+        stages = [s for s, _, _ in steps]
+        assert stages[0] == "ingest: operator" and stages[-1] == "ingest: committed"
+        assert "ingest: flush" in stages
+        staged = [d for s, d, _ in steps if s != "ingest: policy actions"]
+        assert staged == list(range(len(staged)))  # one report per stage, in order
+
+        steps.clear()
+        clock.advance(days=400)  # every field faded: the tick policies see each of them
+        report = mem.maintain(progress=lambda *a: steps.append(a))
+        assert report["forget"]["attenuated"]
+        forget = [s for s in steps if s[0].startswith("forget: ")]
+        actions = [s for s in forget if s[0] == "forget: policy actions"]
+        assert [done for _, done, _ in actions] == [1000 * (i + 1) for i in range(len(actions))]
+        assert actions and all(total == 0 for _, _, total in actions)  # not known in advance
+        assert forget[-1] == ("forget: committed", forget[-1][2], forget[-1][2])
+        revise = [s for s in steps if s[0].startswith("revise: ")]
+        assert revise and revise[-1][1] == revise[-1][2]  # the last repair reports it finished
+        assert steps.index(forget[-1]) < steps.index(revise[0])
+        assert mem.audit().ok
+
+
+def test_a_progress_that_is_not_callable_changes_nothing(mem):
+    before = mem.stats()
+    with pytest.raises(gem.InvalidInput, match="progress"):
+        mem.ingest(gem.Fact("A", "b", 1), progress="bar")
+    with pytest.raises(gem.InvalidInput, match="progress"):
+        mem.maintain(progress=5)
+    assert mem.stats() == before

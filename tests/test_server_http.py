@@ -56,7 +56,7 @@ def test_every_route(served):
         assert r.json()["value"] == "April 20"
         assert [f["topic"] for f in c.get("/review").json()["flags"]] == ["Launch Milestones"]
         dry = c.post("/maintain", json={"dry_run": True}).json()
-        assert dry["dry_run"] and dry["revise"]["flags_evaluated"] == ["Launch Milestones"]
+        assert dry["dry_run"] and dry["revise"]["flags_open"] == ["Launch Milestones"]
         assert c.get("/review").json()["flags"]  # still open: the dry run changed nothing
         done = c.post("/maintain", json={}).json()
         assert not done["dry_run"] and done["forget"]["transition"] > 0

@@ -57,7 +57,7 @@ async def _conversation(client: Client) -> None:
     review = _readable(await client.call_tool("memory_review", {}))
     assert [f["topic"] for f in review["flags"]] == ["Launch Milestones"]
     dry = _readable(await client.call_tool("memory_maintain", {}))
-    assert dry["dry_run"] and dry["revise"]["flags_evaluated"] == ["Launch Milestones"]
+    assert dry["dry_run"] and dry["revise"]["flags_open"] == ["Launch Milestones"]
     assert _readable(await client.call_tool("memory_review", {}))["flags"]  # nothing changed
     done = _readable(await client.call_tool("memory_maintain", {"dry_run": False}))
     assert not done["dry_run"]

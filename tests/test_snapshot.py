@@ -19,7 +19,7 @@ QUERIES = ["deadline of the website redesign", "lunch preferences", "launch date
 def seed(mem: gem.Memory, clock) -> None:
     mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15"),
                 gem.Fact("Website Redesign", "owner", "Alice"),
-                gem.Fact("Lunch", "preferences", "sushi on Fridays"),
+                gem.Fact("Lunch", "preferences", "sushi on Fridays", labels=["pii"]),
                 gem.Fact("Launch Milestones", "launch date", "March 20")])
     mem.link("Website Redesign", "Launch Milestones")
     clock.advance(days=2)
@@ -61,7 +61,7 @@ def test_a_current_snapshot_is_loaded_not_rebuilt(tmp_path, clock):
 
 
 @pytest.mark.parametrize("damage", ["deleted", "meta torn", "index corrupted", "other embedder",
-                                    "another database's"])
+                                    "another database's", "an older format"])
 def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, clock, damage):
     path = str(tmp_path / "db")
     with reopen(path, clock) as mem:
@@ -81,6 +81,8 @@ def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, c
         open(target, "wb").write(bytes(data))
     elif damage == "other embedder":
         open(meta_path, "w").write(json.dumps({**meta, "embedder": "hashing-128-v1"}))
+    elif damage == "an older format":  # no log head time or field labels: never read, rebuilt
+        open(meta_path, "w").write(json.dumps({**meta, "format": meta["format"] - 1}))
     else:  # a snapshot copied from a database with another history
         other = str(tmp_path / "other")
         with reopen(other, clock) as mem:
@@ -104,7 +106,8 @@ def test_a_snapshot_behind_the_log_catches_up(tmp_path, clock):
     shutil.copytree(snapshot_dir(path), saved)
     with reopen(path, clock) as mem:               # more history after the saved snapshot
         clock.advance(days=1)
-        mem.ingest([gem.Fact("Website Redesign", "owner", "Bob"), gem.Fact("New Topic", "x", 1)])
+        mem.ingest([gem.Fact("Website Redesign", "owner", "Bob"),
+                    gem.Fact("New Topic", "x", 1, labels=["secret"])])
         mem.retrieve(topic="Lunch")
         clock.advance(days=60)
         mem.forget()

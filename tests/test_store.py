@@ -29,6 +29,28 @@ def test_schema_creation_is_idempotent(db_path):
 
 
 @EMBEDDED
+def test_a_database_made_before_a_column_existed_gets_it_at_open(db_path, clock):
+    """Columns added to the schema (labels, a retraction's reason, who cleared a flag) are
+    added to an older database when it is opened: empty lists and nulls, nothing else moves."""
+    with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
+        mem.ingest(gem.Fact("A", "x", 1))
+    store = open_store(db_path, ENGINE)
+    with store.transaction() as tx:  # what a database of the previous schema looks like
+        for table, column in (("Entry", "labels"), ("Entry", "reason"), ("Field", "labels"),
+                              ("Flag", "cleared_by")):
+            tx.run(f"ALTER TABLE {table} DROP {column}")
+    store.close()
+    with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
+        assert mem.inspect("A", "x").labels == [] and mem.history("A", "x")[0].reason is None
+        mem.ingest(gem.Fact("A", "x", 2, labels=["pii"]))
+        assert mem.inspect("A", "x").labels == ["pii"]
+        assert mem.audit(full=True).ok
+        mem.compact()  # the added columns survive the export and import of a physical purge
+        assert mem.inspect("A", "x").labels == ["pii"] and mem.history("A", "x")[0].reason is None
+        assert mem.audit(full=True).ok
+
+
+@EMBEDDED
 def test_transaction_commits_or_rolls_back_whole(db_path):
     store = open_store(db_path, ENGINE)
     queries.ensure_schema(store)

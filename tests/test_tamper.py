@@ -27,11 +27,12 @@ def base(tmp_path_factory):
         mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15", source="chat:1"),
                     gem.Fact("Website Redesign", "owner", "Alice"),
                     gem.Fact("Launch Milestones", "launch", "March 20"),
-                    gem.Fact("Lunch", "preferences", "sushi")])
+                    gem.Fact("Lunch", "preferences", "sushi", labels=["pii"])])
         mem.link("Website Redesign", "Launch Milestones")
         clock.advance(days=1)
         mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20", source="chat:2"))
         mem.ingest(gem.Fact("Website Redesign", "owner", "Alice", source="standup"))  # observation
+        assert mem.retract("Lunch", "preferences", "never said")  # the retraction is e6
         mem.retrieve(topic="Website Redesign")
         head = mem.head()
         assert mem.audit(full=True, expected_head=head).ok
@@ -77,6 +78,10 @@ EDITS = {
     "the last log record deleted": (["MATCH (x:Transition) WITH max(x.seq) AS m "
                                      "MATCH (y:Transition {seq: m}) DELETE y"], None),
     "a log record edited": (["MATCH (x:Transition {seq: 3}) SET x.actor = 'mallory'"], None),
+    "a label removed": (["MATCH (f:Field {id: 't3/preferences'}) SET f.labels = []"], "t3/preferences"),
+    "a retraction's reason edited": (["MATCH (e:Entry {id: 'e6'}) SET e.reason = 'forged'"], "e6"),
+    "a flag cleared by hand": (["MATCH (g:Flag {id: 'g1'}) SET g.status = 'cleared', "
+                                "g.cleared_by = 'reviser'"], "g1"),
     "a stored policy source edited": (["MATCH (p:Policy {name: 'reinforce-on-retrieval'}) "
                                        "SET p.source = 'POLICY reinforce-on-retrieval ON retrieved DO "
                                        "reinforce(field, 0.01)'"], "Policy|reinforce-on-retrieval"),
@@ -157,3 +162,17 @@ def test_an_untouched_copy_audits_clean(base, tmp_path):
     path = copy_of(base_path, str(tmp_path))
     with gem.open(path, engine=ENGINE) as mem:
         assert mem.audit(full=True, expected_head=head).ok
+
+
+def test_columns_added_later_leave_the_hash_of_older_rows_as_it_was():
+    """A database made before labels, a retraction's reason and who cleared a flag existed
+    reads them back empty once they are added (gem/store/queries.py add_missing_columns): its
+    rows must still match what its log attested."""
+    from gem.attest import row_hash
+    entry = {"id": "e1", "value": '"x"', "source": "s"}
+    assert row_hash("Entry", {**entry, "labels": [], "reason": None}) == row_hash("Entry", entry)
+    assert row_hash("Entry", {**entry, "labels": ["pii"]}) != row_hash("Entry", entry)
+    assert row_hash("Entry", {**entry, "reason": "wrong"}) != row_hash("Entry", entry)
+    flag = {"id": "g1", "status": "open"}
+    assert row_hash("Flag", {**flag, "cleared_by": None}) == row_hash("Flag", flag)
+    assert row_hash("Flag", {**flag, "cleared_by": "reviser"}) != row_hash("Flag", flag)

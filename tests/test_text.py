@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gem.errors import InvalidInput
-from gem.text import normalise, tokens, value_text
+from gem.text import name_key, normalise, tokens, value_text
 
 
 def test_title_variants_normalise_equal():
@@ -52,6 +52,23 @@ def test_normalise_is_idempotent_and_canonical(s):
     assert normalise(n) == n
     assert n == n.strip() and "  " not in n
     assert tokens(s) == n.split()
+
+
+def test_name_keys_ignore_spelling_but_keep_symbols():
+    same = ["Website Redesign", " website-redesign! ", "WEBSITE_REDESIGN", "'Website  Redesign'",
+            "Ｗebsite Redesign"]
+    assert {name_key(v) for v in same} == {"website redesign"}
+    different = ["C#", "C++", "C", "🚀", "🎉", "???", "★", "...", "Launch 🚀", "Launch"]
+    assert len({name_key(v) for v in different}) == len(different)
+    assert name_key("Dog name") == name_key("dog-name") == "dog name"
+    # The words are the same: the lexical index and the embedder still see one text.
+    assert tokens("C#") == tokens("C++") and tokens("Launch 🚀") == tokens("Launch")
+
+
+@given(st.text(min_size=1).filter(lambda s: s.strip()))
+def test_name_key_is_idempotent_and_never_empty(s):
+    key = name_key(s)
+    assert key and name_key(key) == key
 
 
 def test_value_text_scalars():

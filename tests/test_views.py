@@ -126,9 +126,11 @@ def test_a_topic_id_that_prefixes_another_is_not_confused(mem):
     mem.ingest([gem.Fact(f"Distinct subject number {i}", "note", f"n{i}") for i in range(12)])
     t1 = mem.topics(order="recent").topics[-1]
     assert t1.id == "t1"
-    assert {r["seq"] for r in mem.recent_transitions(50, topic="t1")} == {2}
+    assert {r["seq"] for r in mem.recent_transitions(50, topic=gem.TopicId("t1"))} == {2}
     mem.ingest(gem.Fact(mem.titles(["t11"])["t11"], "note", "again"))
-    assert [r["seq"] for r in mem.recent_transitions(50, topic="t1")] == [2]
+    assert [r["seq"] for r in mem.recent_transitions(50, topic=gem.TopicId("t1"))] == [2]
+    with pytest.raises(gem.UnknownUnit):  # a plain string is a title, and no topic is titled t1
+        mem.recent_transitions(50, topic="t1")
 
 
 def test_views_change_nothing(story):

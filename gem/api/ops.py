@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable
 from ..errors import InvalidInput, TransitionRejected, UnknownUnit
 from ..memory import Memory
 from ..memory import open as open_memory
-from ..model import Fact, FieldView, HistoryEntry, TopicView
+from ..model import Fact, FieldView, HistoryEntry, PendingRevision, TopicView
+from ..units import TopicId
 from . import schemas as s
 
 _TOPIC_ID = re.compile(r"^t\d+$")
@@ -38,7 +39,7 @@ class Namer:
 
     def title(self, topic_id: str) -> str | None:
         if topic_id not in self._titles:
-            view = self.mem.inspect(topic_id) if _TOPIC_ID.match(topic_id) else None
+            view = self.mem.inspect(TopicId(topic_id)) if _TOPIC_ID.match(topic_id) else None
             self._titles[topic_id] = view.title if isinstance(view, TopicView) else None
         return self._titles[topic_id]
 
@@ -98,7 +99,8 @@ def _history(entries: list[HistoryEntry]) -> list[s.HistoryItem]:
                           valid_at=e.valid_at, asserted_at=e.asserted_at,
                           recorded_at=e.recorded_at, provenance=e.provenance,
                           superseded_by=position.get(e.superseded_by) if e.superseded_by else None,
-                          active=e.active, observations=list(e.observations))
+                          active=e.active, observations=list(e.observations),
+                          labels=list(e.labels), reason=e.reason)
             for e in entries]
 
 
@@ -110,7 +112,8 @@ def _field(view: FieldView) -> s.FieldCard:
         candidates=None if view.candidates is None else [
             s.CandidateCard(value=c.value, provenance=c.provenance, valid_at=c.valid_at,
                             reliability=c.reliability) for c in view.candidates],
-        history=None if view.history is None else _history(view.history))
+        history=None if view.history is None else _history(view.history),
+        labels=list(view.labels), retracted=view.retracted)
 
 
 def _flags(namer: Namer, view: TopicView) -> list[s.ReviewFlag]:
@@ -149,7 +152,9 @@ def remember(mem: Memory, facts: list[s.FactIn], actor: str = "api") -> s.Rememb
         transition=result.transition, topics=[namer.unit(t) for t in result.topics],
         created_topics=[namer.unit(t) for t in result.created_topics],
         new_values=len(result.entries), corroborations=result.corroborations,
-        denials=result.denials, flagged_for_review=[namer.unit(t) for t in result.flagged])
+        denials=result.denials, flagged_for_review=[namer.unit(t) for t in result.flagged],
+        refused=[s.RefusedFact(topic=d.topic, field=d.field, reason=d.reason, policy=d.policy)
+                 for d in result.dropped])
 
 
 def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
@@ -162,7 +167,7 @@ def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
     namer = Namer(mem)
     return s.RecallResult(
         transition=result.transition, query=result.query, as_of=result.as_of,
-        topics=[_topic(namer, t, mem.inspect(t.id)) for t in result.topics])
+        topics=[_topic(namer, t, mem.inspect(TopicId(t.id))) for t in result.topics])
 
 
 def inspect(mem: Memory, topic: str, field: str | None = None) -> s.TopicCard:
@@ -204,26 +209,17 @@ def restore(mem: Memory, request: s.RestoreRequest) -> s.RestoreResult:
                            field=request.field)
 
 
-def pending_revisions(mem: Memory) -> list[TopicView]:
-    """Topics with open revision flags.
-
-    The one place that finds them: until Memory grows `pending_revisions()`, every topic
-    that ever appeared in the log is inspected (every topic is a unit of the transition
-    that made it), which costs one read per topic. Replace the body with the new call.
-    """
-    seen: dict[str, None] = {}
-    for record in mem.transitions():
-        for unit in record["units"] or ():
-            if _TOPIC_ID.match(unit):
-                seen.setdefault(unit)
-    views = (mem.inspect(tid) for tid in seen)
-    return [v for v in views if isinstance(v, TopicView) and v.flags]
+def pending_revisions(mem: Memory) -> list[PendingRevision]:
+    """Topics with open revision flags, oldest flag first (Memory.pending_revisions)."""
+    return mem.pending_revisions()
 
 
 def review(mem: Memory) -> s.ReviewResult:
     namer = Namer(mem)
-    return s.ReviewResult(flags=[flag for view in pending_revisions(mem)
-                                 for flag in _flags(namer, view)])
+    return s.ReviewResult(flags=[
+        s.ReviewFlag(topic=p.title, because_of=f.origin_title, policy=f.policy,
+                     evidence=namer.rewrite(f.evidence), since=f.created_at)
+        for p in pending_revisions(mem) for f in p.flags])
 
 
 def _maintain_report(namer: Namer, report: dict[str, Any], dry_run: bool) -> s.MaintainResult:
@@ -237,17 +233,21 @@ def _maintain_report(namer: Namer, report: dict[str, Any], dry_run: bool) -> s.M
             merged=[s.MergedPair(kept=namer.unit(k), merged=namer.unit(a))
                     for k, a in revise["merged"]],
             conflicts_settled=[namer.unit(f) for f in revise["conflicts"]],
-            flags_evaluated=[namer.unit(t) for t in revise["flags_evaluated"]]))
+            flags_evaluated=[namer.unit(t) for t in revise["flags_evaluated"]],
+            flags_cleared=[namer.unit(t) for t in dict.fromkeys(t for t, _ in revise["flags_cleared"])],
+            flags_open=[namer.unit(t) for t in revise["flags_open"]]))
 
 
 def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",
-             clock: Callable[[], datetime] | None = None) -> s.MaintainResult:
+             clock: Callable[[], datetime] | None = None,
+             progress: Callable[[str, int, int], None] | None = None) -> s.MaintainResult:
     """One forget + revise run. `dry_run` runs it on a copy of the database (opened with
     the same engine, stored policies and `clock`) and reports what it did there: the
     real database is not touched. The copy is taken while no other call of this process
     runs (callers serialise calls, as AsyncMemory does), so it is a committed state."""
     if not dry_run:
-        return _maintain_report(Namer(mem), mem.maintain(actor=actor), dry_run=False)
+        return _maintain_report(Namer(mem), mem.maintain(actor=actor, progress=progress),
+                                dry_run=False)
     if not os.path.exists(mem.path):
         raise InvalidInput("a dry run needs a database on disk")
     scratch = tempfile.mkdtemp(prefix="gem-dry-run-")
@@ -258,7 +258,8 @@ def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",
                 shutil.copy2(mem.path + suffix, copy + suffix)
         with open_memory(copy, engine=mem.engine_name, clock=clock, create=False) as trial:
             # The copy has the same unit ids, so it names them the same way.
-            return _maintain_report(Namer(trial), trial.maintain(actor=actor), dry_run=True)
+            return _maintain_report(Namer(trial), trial.maintain(actor=actor, progress=progress),
+                                    dry_run=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

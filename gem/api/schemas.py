@@ -36,6 +36,9 @@ class FactIn(_Wire):
     ref: str | None = Field(None, description="Optional pointer into the source (message id, page).")
     confidence: float = Field(1.0, ge=0.0, le=1.0, description="How sure the source is, 0..1.")
     polarity: Literal["+", "-"] = Field("+", description="'-' denies the value instead of stating it.")
+    labels: list[str] = Field(default_factory=list, description=(
+        "What kind of value this is, e.g. ['pii']: kept with it, and policies may act on it "
+        "(forget it sooner, refuse to store it)."))
 
 
 class IngestRequest(_Wire):
@@ -94,6 +97,8 @@ class FieldCard(_Wire):
     contested: bool = Field(False, description="Sources disagree; see candidates.")
     candidates: list[CandidateCard] | None = None
     history: list["HistoryItem"] | None = None
+    labels: list[str] = Field(default_factory=list)
+    retracted: str | None = Field(None, description="Why its value was retracted (it has none).")
 
 
 class ReviewFlag(_Wire):
@@ -129,6 +134,8 @@ class HistoryItem(_Wire):
     superseded_by: int | None = Field(None, description="Position of the entry that replaced it.")
     active: bool = True
     observations: list[Observation] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list)
+    reason: str | None = Field(None, description="Why it was retracted.")
 
 
 class UnitChange(_Wire):
@@ -150,6 +157,15 @@ class RememberResult(_Wire):
     corroborations: int = Field(description="Re-statements of a value already known.")
     denials: int
     flagged_for_review: list[str] = Field(description="Topics now flagged because this changed.")
+    refused: list["RefusedFact"] = Field(default_factory=list, description=(
+        "Facts a policy left out of this batch, and why (the rest was remembered)."))
+
+
+class RefusedFact(_Wire):
+    topic: str
+    field: str
+    reason: str
+    policy: str
 
 
 class RecallResult(_Wire):
@@ -201,6 +217,10 @@ class ReviseReport(_Wire):
     merged: list[MergedPair]
     conflicts_settled: list[str]
     flags_evaluated: list[str]
+    flags_cleared: list[str] = Field(default_factory=list,
+                                     description="Topics whose flags a policy or the reviser handled.")
+    flags_open: list[str] = Field(default_factory=list,
+                                  description="Topics still flagged: for the agent to review.")
 
 
 class MaintainResult(_Wire):
@@ -306,3 +326,4 @@ class ErrorBody(_Wire):
 
 
 FieldCard.model_rebuild()
+RememberResult.model_rebuild()

@@ -69,7 +69,7 @@ class GemSystem(System):
 
     def _title(self, tid: str) -> str:
         if tid not in self._titles:
-            view = self.mem.inspect(tid)
+            view = self.mem.inspect(self._gem.TopicId(tid))
             self._titles[tid] = view.title if view is not None else tid
         return self._titles[tid]
 

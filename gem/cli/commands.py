@@ -153,7 +153,7 @@ def _parse_facts(lines: Iterator[str]) -> tuple[list[tuple[int, Any]], list[tupl
             bad.append((number, "not a JSON object"))
             continue
         try:
-            facts.append((number, gem.Fact(**obj)))
+            facts.append((number, gem.Fact.model_validate_json(line)))  # `at`: ISO 8601 text
         except (InvalidInput, TypeError) as exc:
             bad.append((number, str(exc)))
     return facts, bad
@@ -362,12 +362,17 @@ def maintain_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="run on a copy of the database and report; change nothing")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help="progress on stderr (auto: when stderr is a terminal)")
 
 
 def maintain(args: argparse.Namespace) -> int:
+    show = _step_printer(_progress_wanted(args))
     with opened(args) as mem:
         for i in range(1 if args.dry_run else args.count):
-            result = ops.maintain(mem, dry_run=args.dry_run, actor="cli")
+            result = ops.maintain(mem, dry_run=args.dry_run, actor="cli", progress=show)
+            if args.progress_shown:
+                sys.stderr.write("\n")
             _emit(args, result, lambda r: render.maintain(r, i + 1))
     return 0
 

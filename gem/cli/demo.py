@@ -1,6 +1,7 @@
 """`gem demo`: the paper's Figure 1 story, told by a governed memory."""
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime, timedelta, timezone
 from typing import TextIO
@@ -20,15 +21,29 @@ class SimulatedClock:
 
 
 def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu") -> int:
-    """The paper's Figure 1 story, told by a governed memory."""
+    """The paper's Figure 1 story, told by a governed memory. It starts on a new database:
+    `path`, if given, must not exist yet (the story's week 0 would be in its past)."""
     import gem
 
     def say(text: str = "") -> None:
         print(text, file=out)
 
+    if path is not None and os.path.exists(path):
+        raise gem.InvalidInput(f"{path!r} exists: the demo tells its story on a new database "
+                               "(give another --path, or none for a temporary one)")
+
+    def reviser(revision: "gem.PendingRevision") -> list["gem.Fact"] | None:
+        # An LLM in real use; here one rule: a launch moves to five days after the deadline.
+        deadline = revision.origins.get("Website Redesign", {}).get("deadline")
+        if revision.title != "Launch Milestones" or deadline is None:
+            return None
+        month, day = str(deadline).split()
+        return [gem.Fact("Launch Milestones", "launch date", f"{month} {int(day) + 5}",
+                         source="reviser", actor="demo-reviser")]
+
     clock = SimulatedClock(datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc))
     week0 = clock.now
-    with gem.open(path=path, clock=clock, engine=engine) as mem:
+    with gem.open(path=path, clock=clock, engine=engine, reviser=reviser) as mem:
         say(f"gem demo: the Figure 1 story on a {mem.engine_name} database at {mem.path}")
         say(f"policies in force: {', '.join(p.name for p in mem.policies.policies)}")
         say()
@@ -55,7 +70,7 @@ def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu"
         r = mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20", source="chat:week1"))
         say(f"  deadline update: new entry {r.entries[0]}; March 15 kept as history "
             f"(failure mode 2 avoided); flagged for revision: "
-            f"{[mem.inspect(t).title for t in r.flagged]}")
+            f"{[mem.inspect(gem.TopicId(t)).title for t in r.flagged]}")
         flags = mem.inspect("Launch Milestones").flags
         if flags:
             say(f"  Launch Milestones flag evidence: {flags[0].evidence}")
@@ -83,7 +98,11 @@ def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu"
         say(f"  attenuated this pass: {report['attenuated'] or 'nothing'} "
             "(failure mode 3 avoided: the queried deadline survives, lunch fades)")
         revised = mem.revise()
-        say(f"  revision evaluated the flags of {[mem.inspect(t).title for t in revised['flags_evaluated']]}")
+        titles = [mem.inspect(gem.TopicId(t)).title for t in revised["flags_evaluated"]]
+        launch = mem.inspect("Launch Milestones", "launch date")
+        say(f"  revision asked the reviser about {titles}: Launch Milestones / launch date is now "
+            f"{None if launch is None else launch.value!r} "
+            f"(cleared by {sorted({by for _, by in revised['flags_cleared']})})")
 
         say()
         final = mem.retrieve(topic="Website Redesign", fields=["deadline"])

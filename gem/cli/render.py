@@ -103,7 +103,8 @@ def maintain(r: s.MaintainResult, run: int) -> str:
     head = "dry run (nothing changed)" if r.dry_run else f"run {run}"
     lines = [f"{head}: forgot {len(r.forget.attenuated)}, merged {len(r.revise.merged)}, "
              f"settled {len(r.revise.conflicts_settled)} conflicts, "
-             f"evaluated flags on {len(r.revise.flags_evaluated)} topics"]
+             f"evaluated flags on {len(r.revise.flags_evaluated)} topics, "
+             f"{len(r.revise.flags_open)} still flagged for review"]
     lines += [f"  {c.unit} -> {c.level}" for c in r.forget.attenuated]
     lines += [f"  merged {m.merged} into {m.kept}" for m in r.revise.merged]
     return "\n".join(lines) + "\n"

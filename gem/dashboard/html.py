@@ -71,7 +71,7 @@ def link(path: str, label: Any, cls: str | None = None, tip: str | None = None, 
 
 
 def topic_link(tid: str, title: str, path: str = "/topic") -> str:
-    return link(path, title, topic=tid)
+    return link(path, title, id=tid)
 
 
 def when(moment: datetime | None, seconds: bool = False) -> str:

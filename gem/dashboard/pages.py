@@ -23,6 +23,7 @@ from ..model import AuditReport, Explanation, HistoryEntry, SalienceHistory, Top
 from ..policy import catalogue, compose, explain, parse_all
 from ..policy.checker import cascade_edges, unbounded_cycles
 from ..salience import decayed_strength, salience_of
+from ..units import TopicId
 from . import svg
 from .html import badge, card, esc, href, link, meter, page, scope_input, short, table, url, \
     value, value_text, when
@@ -37,6 +38,18 @@ PAGE_SIZE = 50
 LIST_LIMIT = 12  # items of a list shown in evidence and details
 TIMELINE_LIMIT = 120  # entries drawn on a field's timeline
 TABLE_LIMIT = 100  # entries listed under it
+
+
+def topic_param(topic: str | None) -> dict[str, str]:
+    """The query parameter naming a topic: `id=` for a `TopicId` (what links carry), `topic=`
+    for a title. Ids and titles never share a namespace (a topic may be titled "t2")."""
+    if not topic:
+        return {}
+    return {"id": str(topic)} if isinstance(topic, TopicId) else {"topic": topic}
+
+
+def _is_title(topic: str | None) -> bool:
+    return bool(topic) and not isinstance(topic, TopicId)
 
 
 def _where(mem: Memory) -> str:
@@ -70,11 +83,11 @@ class Names:
     def unit(self, unit: str) -> str:
         """A link for a topic or field id; any other text, escaped."""
         if TOPIC_ID.match(unit) and unit in self.titles:
-            return link("/topic", self.titles[unit], topic=unit)
+            return link("/topic", self.titles[unit], id=unit)
         match = FIELD_ID.match(unit)
         if match and match.group(1) in self.titles:
             tid, name = match.groups()
-            url = href("/topic", topic=tid) + "#" + esc(field_anchor(name))
+            url = href("/topic", id=tid) + "#" + esc(field_anchor(name))
             return f'<a href="{url}">{esc(self.titles[tid])} / {esc(name)}</a>'
         return esc(unit)
 
@@ -148,13 +161,13 @@ def overview(mem: Memory, q: OverviewQuery) -> str:
                          for level, n in t.fields.items() if n)
         counts = " · ".join(f"{n} {level}" for level, n in t.fields.items() if n) or "no fields"
         rows.append([
-            link("/topic", t.title, topic=t.id),
+            link("/topic", t.title, id=t.id),
             badge(t.status),
             meter(t.salience),
             f'<span class="ladder" title="{esc(counts)}">{ladder}</span> '
             f'<span class="muted num">{sum(t.fields.values())}</span>',
             badge(f"{t.open_flags} open", "flag") if t.open_flags else '<span class="muted">—</span>',
-            link("/graph", "graph", topic=t.id) + " · " + link("/log", "log", topic=t.id),
+            link("/graph", "graph", id=t.id) + " · " + link("/log", "log", id=t.id),
         ])
     shown = f"{q.offset + 1}-{q.offset + len(listing.topics)} of {listing.matching}" \
         if listing.topics else f"0 of {listing.matching}"
@@ -233,10 +246,10 @@ def topic(mem: Memory, name: str) -> str:
     view = mem.inspect(name)
     if view is None:
         raise UnknownUnit(f"no topic named {name!r}")
-    history = mem.salience_history(view.id)
+    history = mem.salience_history(TopicId(view.id))
     names = Names(mem, [f.origin for f in view.flags if f.origin] +
                   [s for f in view.flags for s in _walk_strings(f.evidence)])
-    explained = {fname: mem.explain(view.id, fname) for fname in view.fields}
+    explained = {fname: mem.explain(TopicId(view.id), fname) for fname in view.fields}
     # the fields with the most going on first: contested, then the longest histories
     order = sorted(view.fields, key=lambda f: (not view.fields[f].contested,
                                                -len(explained[f].entries), f))
@@ -244,8 +257,8 @@ def topic(mem: Memory, name: str) -> str:
             f'<dt>salience</dt><dd>{meter(view.salience)}</dd>'
             f'<dt>aliases</dt><dd>{esc(", ".join(view.aliases)) or "—"}</dd>'
             f'<dt>summary</dt><dd>{esc(view.summary)}</dd>'
-            f'<dt>see</dt><dd>{link("/graph", "neighbourhood", topic=view.id)} · '
-            f'{link("/log", "transitions", topic=view.id)}</dd></dl>')
+            f'<dt>see</dt><dd>{link("/graph", "neighbourhood", id=view.id)} · '
+            f'{link("/log", "transitions", id=view.id)}</dd></dl>')
     summary = table(["field", "current value", "status", "entries", "source", "reliability R"], [
         [f'<a href="#{esc(field_anchor(f))}">{esc(f)}</a>',
          value(view.fields[f].value, 60) if view.fields[f].value is not None else "—",
@@ -274,11 +287,12 @@ def _source(provenance: Any) -> str:
     return "—" if provenance is None else esc(provenance.source)
 
 
-def _curve(u: UnitHistory, start: datetime, now: datetime, half_life: float) -> svg.Series:
-    """The stored points, each decaying (as gem decays salience on read) until the next:
-    sampled about every 1/200 of the chart's span, so a long history stays a short path."""
+def _curve(u: UnitHistory, start: datetime, now: datetime) -> svg.Series:
+    """The stored points, each decaying (as gem decays salience on read, with the unit's own
+    half-life) until the next: sampled about every 1/200 of the chart's span, so a long history
+    stays a short path."""
     points: list[svg.Point] = []
-    hl = timedelta(seconds=half_life)
+    hl = None if u.half_life_seconds is None else timedelta(seconds=u.half_life_seconds)
     step = max((now - start) / 200, timedelta(seconds=1))
     ordered = sorted(u.points, key=lambda p: (p.at, p.transition or 1 << 62))
     for i, p in enumerate(ordered):
@@ -297,7 +311,7 @@ def _salience_card(history: SalienceHistory, view: TopicView) -> str:
     topic_unit = [u for u in units if u.field is None]
     fields = sorted((u for u in units if u.field is not None), key=lambda u: -u.salience)[:8]
     start = min([u.created_at for u in units] + [p.at for u in units for p in u.points])
-    series = [_curve(u, start, history.now, history.half_life_seconds) for u in topic_unit + fields]
+    series = [_curve(u, start, history.now) for u in topic_unit + fields]
     for i, s in enumerate(series[1:]):
         series[i + 1] = svg.Series(s.name, s.points, svg.PALETTE[i % len(svg.PALETTE)], s.dashed,
                                    s.width, s.markers)
@@ -326,7 +340,8 @@ def _salience_card(history: SalienceHistory, view: TopicView) -> str:
                      meter(u.salience), esc(len(u.points)), steps])
     note = (f'<p class="muted">From the transition log (each record carries the salience it '
             f'changed) and the stored rows; between changes salience decays with the current '
-            f'half-life ({history.half_life_seconds / 86400:g} days).</p>')
+            f'half-life ({history.half_life_seconds / 86400:g} days, or the one a field\'s labels '
+            f'give it under label_half_life).</p>')
     return card("Salience and ladder status over time", svg.legend(series) + chart + note +
                 table(["unit", "status now", "salience now", "changes logged", "ladder"], rows))
 
@@ -366,8 +381,12 @@ def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Expl
         f'{" <span class=muted>ref</span> " + esc(p.ref) if p.ref else ""} '
         f'<span class="muted">confidence</span> {p.confidence:g} '
         f'<span class="muted">polarity</span> {esc(p.polarity)}')
-    kv = (f'<dl class="kv"><dt>current value</dt><dd>{value(fv.value, 200) if fv.value is not None else "—"}</dd>'
-          f'<dt>valid at</dt><dd>{when(fv.valid_at, True)}</dd>'
+    current = value(fv.value, 200) if fv.value is not None else "—"
+    if fv.retracted is not None:  # mem.retract: no value now, and why
+        current += f' <span class="muted">retracted: {esc(fv.retracted)}</span>'
+    kv = (f'<dl class="kv"><dt>current value</dt><dd>{current}</dd>'
+          + (f'<dt>labels</dt><dd>{" ".join(badge(x, "label") for x in fv.labels)}</dd>' if fv.labels else "")
+          + f'<dt>valid at</dt><dd>{when(fv.valid_at, True)}</dd>'
           f'<dt>recorded at</dt><dd>{when(fv.recorded_at, True)}</dd>'
           f'<dt>provenance</dt><dd>{prov}</dd>'
           f'<dt>salience</dt><dd>{meter(fv.salience)}</dd>'
@@ -403,7 +422,8 @@ def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Expl
     for k, e in enumerate(shown, len(entries) - len(shown) + 1):
         obs = [f'{badge("+" if o.provenance.polarity == "+" else "−", "ok" if o.provenance.polarity == "+" else "bad")}'
                f'{esc(o.provenance.source)} {when(o.recorded_at)}' for o in e.observations]
-        rows.append([esc(k), value(e.value), badge(e.status) + ("" if e.active else badge("compressed")),
+        rows.append([esc(k), value(e.value), badge(e.status) + ("" if e.active else badge("compressed"))
+                     + (f'<br><span class="muted">{esc(e.reason)}</span>' if e.reason else ""),
                      when(e.valid_at), when(e.recorded_at), esc(e.provenance.source),
                      f"{e.provenance.confidence:g}", esc(e.provenance.polarity),
                      "<br>".join(obs) or '<span class="muted">—</span>'])
@@ -425,7 +445,7 @@ def graph(mem: Memory, name: str, depth: int) -> str:
     centre = next(n for n in nb.nodes if n.depth == 0)
     titles = {n.id: n.title for n in nb.nodes}
     nodes = [svg.Node(n.id, n.title, n.depth, n.salience, n.status, n.open_flags > 0,
-                      url("/graph", topic=n.id, depth=depth),
+                      url("/graph", id=n.id, depth=depth),
                       f"{n.title}\n{n.status} · salience {n.salience:.2f} · "
                       f"{n.open_flags} open flag(s)\nclick to centre the graph here")
              for n in nb.nodes]
@@ -433,7 +453,7 @@ def graph(mem: Memory, name: str, depth: int) -> str:
                       f"{titles.get(e.source, e.source)} —{e.kind}→ {titles.get(e.target, e.target)}"
                       + (f" (transition {e.transition})" if e.transition is not None else ""))
              for e in nb.edges]
-    depths = " ".join(link("/graph", f"depth {d}", "on" if d == depth else None, topic=centre.id,
+    depths = " ".join(link("/graph", f"depth {d}", "on" if d == depth else None, id=centre.id,
                            depth=d) for d in (1, 2, 3))
     legend = ('<div class="legend"><span><i class="sw" style="background:#2563eb"></i>extension '
               '(EXTENDS: changes propagate)</span><span><i class="sw" style="background:repeating-'
@@ -444,15 +464,15 @@ def graph(mem: Memory, name: str, depth: int) -> str:
     drawing = svg.network(nodes, edges) if nb.edges else \
         svg.network(nodes, edges) + '<p class="muted">No typed edge touches this topic.</p>'
     note = '<p class="muted">More topics were in reach than the 60 drawn.</p>' if nb.truncated else ""
-    node_rows = [[link("/topic", n.title, topic=n.id), esc(n.depth), badge(n.status),
+    node_rows = [[link("/topic", n.title, id=n.id), esc(n.depth), badge(n.status),
                   meter(n.salience), badge(f"{n.open_flags} open", "flag") if n.open_flags else "—"]
                  for n in sorted(nb.nodes, key=lambda n: (n.depth, n.title.casefold()))]
-    edge_rows = [[badge(e.kind), link("/topic", titles.get(e.source, e.source), topic=e.source),
-                  link("/topic", titles.get(e.target, e.target), topic=e.target),
+    edge_rows = [[badge(e.kind), link("/topic", titles.get(e.source, e.source), id=e.source),
+                  link("/topic", titles.get(e.target, e.target), id=e.target),
                   esc(e.transition if e.transition is not None else "—"), when(e.created_at),
                   esc(e.detail or "—")] for e in nb.edges]
     body = (card(f"Within {depth} edge{'s' if depth > 1 else ''} of {centre.title}",
-                 f"<p>{depths} · {link('/topic', 'topic page', topic=centre.id)}</p>{legend}"
+                 f"<p>{depths} · {link('/topic', 'topic page', id=centre.id)}</p>{legend}"
                  f"{drawing}{note}")
             + '<div class="cols">'
             + card("Edges", table(["kind", "from", "to", "transition", "made", "by / why"], edge_rows)
@@ -505,14 +525,15 @@ def log(mem: Memory, topic_name: str | None, before: int | None, limit: int = PA
               f'conditions: {badge("ok") if audit.ok else badge(f"{len(audit.violations)} violations", "bad")}'
               f' · {link("/audit", "audit")}')
     form = (f'<form class="filters" method="get" action="/log"><input type="search" name="topic" '
-            f'placeholder="topic title or id" value="{esc(topic_name or "")}">{scope_input()}'
+            f'placeholder="topic title" value="{esc(topic_name if _is_title(topic_name) else "")}">'
+            f'{scope_input()}'
             f'<button type="submit">Filter</button>'
             + (f' {link("/log", "clear")}' if topic_name else "") + "</form>")
     pager = ""
     if more and records:
-        pager = f'<div class="pager">{link("/log", "older →", topic=topic_name or None, before=records[-1]["seq"])}</div>'
+        pager = f'<div class="pager">{link("/log", "older →", **topic_param(topic_name), before=records[-1]["seq"])}</div>'
     if before is not None:
-        pager += f'<div class="pager">{link("/log", "← newest", topic=topic_name or None)}</div>'
+        pager += f'<div class="pager">{link("/log", "← newest", **topic_param(topic_name))}</div>'
     listing = table(["#", "when", "op", "actor", "units touched", "policies fired (evidence)",
                      "detail", "chain"], rows, "log") if rows else \
         '<p class="muted">No transition matches.</p>'

@@ -13,7 +13,8 @@ from ..errors import InvalidInput
 from ..reliability import Observation as EvidenceObservation
 from ..state.transition import Transition
 from ..store.schema import EDGE_TABLES, Row
-from ..units import EdgeRef, FieldRef, TopicRef
+from ..text import name_key
+from ..units import EdgeRef, FieldRef, TopicRef, field_id
 
 
 def entry_value(row: Row) -> Any:
@@ -28,6 +29,21 @@ def field_ref(t: Transition, fid: str) -> FieldRef:
     row = t.field_row(fid)
     assert row is not None, fid
     return FieldRef(fid, row["topic_id"], row["name"])
+
+
+def field_named(t: Transition, tid: str, name: str) -> str | None:
+    """The id of topic `tid`'s field called `name`: exactly so, else the oldest whose name has
+    the same canonical key (field names normalise like titles: "Dog name", "dog name" and
+    "dog-name" are one field, shown as it was first written)."""
+    fid = field_id(tid, name)
+    if t.field_row(fid) is not None:
+        return fid
+    key = name_key(name)
+    for other in t.field_ids(tid):
+        row = t.field_row(other)
+        if row is not None and name_key(row["name"]) == key:
+            return other
+    return None
 
 
 def settle_current(t: Transition, fid: str) -> Row | None:
@@ -53,8 +69,8 @@ def field_evidence(t: Transition, fid: str,
     `assume_current` assesses a candidate of a contested field instead of the current value.
     """
     current = assume_current or t.current_entry(fid)
-    if current is None:
-        return []
+    if current is None or history.is_retraction(current):
+        return []  # no current value: nothing to be evidence for
     sequence = []
     for entry in t.entries(fid):
         same = entry["value"] == current["value"]

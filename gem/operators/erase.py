@@ -24,8 +24,8 @@ from ..errors import UnknownUnit
 from ..state.transition import Transition
 from ..store import queries
 from ..store.schema import EDGE_TABLES, Row
-from ..units import dumps, field_id
-from .common import settle_current
+from ..units import dumps
+from .common import field_named, settle_current
 
 
 def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
@@ -39,8 +39,9 @@ def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
     for tid in tids:
         topic = t.get("Topic", tid)
         fids = list(t.field_ids(tid))
-        if field is not None:
-            fids = [field_id(tid, field)] if field_id(tid, field) in fids else []
+        if field is not None:  # named as everywhere: "Dog name" is the field "dog name"
+            named = field_named(t, tid, field)
+            fids = [named] if named is not None else []
             if not fids:
                 raise UnknownUnit(f"topic {topic['title']!r} has no field {field!r}")
         t.prefetch_children("HAS_ENTRY", fids)
@@ -93,6 +94,7 @@ def _field_content(t: Transition, fid: str) -> dict[str, Any]:
 
 def _entry_content(t: Transition, e: Row) -> dict[str, Any]:
     return {"entry": e["id"], "value": e["value"], "source": e["source"], "ref": e["ref"],
+            "labels": e["labels"], "reason": e["reason"],
             "observations": [[o["id"], o["source"], o["ref"]] for o in t.observations(e["id"])]}
 
 
@@ -160,8 +162,16 @@ def _erase_said_by(t: Transition, tid: str, fid: str, source: str,
         if e["asserted_at"] != max(stated):
             t.update("Entry", e["id"], asserted_at=max(stated))
         if e["superseded_by"] in gone:
+            # Superseded, or retracted (mem.retract), by what was erased: that statement was
+            # never made, so the entry may be current again, and the retraction's reason goes.
+            retracted = e["status"] == "retracted"
             t.update("Entry", e["id"], superseded_by=None, superseded_tx=None,
-                     status="current" if e["status"] == "superseded" else e["status"])
+                     status="current" if e["status"] in ("superseded", "retracted") else e["status"],
+                     **({"reason": None} if retracted else {}))
+    # A field's labels are those of its history: the erased entries' go with them.
+    labels = list(dict.fromkeys(x for e in remaining for x in e["labels"] or []))
+    if labels != list(t.get("Field", fid)["labels"] or []):
+        t.update("Field", fid, labels=labels)
     best = settle_current(t, fid)
     for e in history.mislinked(t.entries(fid)):
         if best is not None:
@@ -185,6 +195,8 @@ def _redact(t: Transition, tids: Iterable[str]) -> list[int]:
         if record["salt"]:
             survivors.update(json.loads(record["writes"]))
             survivors.update(json.loads(record["units"]))
+            # a read's record holds salience of units it neither wrote nor lists as touched
+            survivors.update(json.loads(record["salience"] or "{}"))
     survivors -= gone
     erased_topics = {k for k in t.deleted["Topic"]}
     survivors = {k for k in survivors if k.split("|", 1)[0] not in ("Policy", "Meta")

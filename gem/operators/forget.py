@@ -102,10 +102,17 @@ def restore_field(t: Transition, fid: str) -> bool:
 
 
 def restore(t: Transition, tid: str, fid: str | None) -> bool:
-    """Reverse any ladder level: the topic (and, if named, the field) become active again."""
+    """Reverse any ladder level: the topic becomes active again, and the named field, or
+    without one every field of the topic that holds entries (an archived topic comes back
+    whole, not empty; fields a merge or promotion emptied stay hidden)."""
     changed = restore_topic(t, tid)
     if fid is not None:
-        changed = restore_field(t, fid) or changed
+        return restore_field(t, fid) or changed
+    fids = t.field_ids(tid)
+    t.prefetch("Field", fids)
+    for other in fids:
+        if t.child_keys("HAS_ENTRY", other):
+            changed = restore_field(t, other) or changed
     return changed
 
 
@@ -129,7 +136,8 @@ def enforce_bound(t: Transition) -> None:
     recheck = {fid for fid in t.updated["Field"]} | set(t.created["Field"])
     for tid in t.updated["Topic"]:
         recheck.update(t.committed.fields_of(tid))
-    ranked = t.committed.least_relevant_fields(excess, recheck | in_use, t.now, t.half_life)
+    ranked = t.committed.least_relevant_fields(excess, recheck | in_use, t.now, t.half_life,
+                                               t.label_half_life)
     t.prefetch("Field", list(recheck))
     for fid in recheck - in_use:
         row = t.field_row(fid)
@@ -166,7 +174,7 @@ def _archive(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], polic
 def _restore(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: str) -> None:
     unit = args[0]
     if isinstance(unit, TopicRef):
-        restore_topic(rt.t, unit.id)
+        restore(rt.t, unit.id, None)
     elif isinstance(unit, FieldRef):
         restore_topic(rt.t, unit.topic_id)
         restore_field(rt.t, unit.id)

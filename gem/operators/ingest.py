@@ -3,33 +3,52 @@
 Where each fact goes in its field's history is decided by gem/history.py (`place`): a new
 value appends an entry and nothing is overwritten; re-ingesting the current value
 corroborates it; a late-arriving fact is kept in the history, already superseded; a denial
-is evidence against a value and never becomes current. This module resolves host topics,
-writes what `place` decided and announces it to the policies.
+is evidence against a value and never becomes current. This module resolves host topics and
+fields, writes what `place` decided and announces it to the policies.
+
+Facts are numbered in the order they are recorded; a policy may `drop` one (it is then left
+out: the transition runs again without it, `t.skipping`), and the result and the log say which
+and why. A fact dated after the transition's time is refused: gem records what is known now,
+and a future date (a typo such as 9999-12-31) would otherwise outrank every later statement.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from .. import history
+from ..errors import InvalidInput
 from ..model import Fact
+from ..resolve import TieredResolver
+from ..runtime import FACT
 from ..state.transition import Transition
+from ..text import name_key
 from ..units import EntryRef, FieldRef, TopicRef, dumps, field_id
-from .common import entry_value
+from .common import entry_value, field_named
 from .forget import restore_field, restore_topic
 from .resolution import Directory
 
 
-def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
+def ingest(t: Transition, facts: Sequence[Fact], first: int = 0) -> dict[str, Any]:
+    """Record `facts`, numbered from `first` in this transition. Returns what happened."""
+    numbered = [(first + i, f) for i, f in enumerate(facts)]
+    for n, fact in numbered:
+        if fact.at is not None and fact.at > t.now:
+            raise InvalidInput(
+                f"facts[{n}].at is {fact.at.isoformat()}, after the memory's clock "
+                f"({t.now.isoformat()}): gem records what is known, and a future date would "
+                "outrank every statement made until then; give the date in the value instead "
+                "(for example 'starts 2026-05-01')")
+    dropped = [(n, f) for n, f in numbered if n in t.skipping]
+    numbered = [(n, f) for n, f in numbered if n not in t.skipping]
     created_topics: list[str] = []
     new_entries: list[str] = []
     corroborations = denials = 0
-    hosts = _resolve_hosts(t, facts, created_topics)
+    hosts, resolved = _resolve_hosts(t, [f for _, f in numbered], created_topics)
     # One statement each for every row the batch will read, instead of one per fact.
     t.prefetch("Topic", list(hosts.values()))
-    fids = [field_id(hosts[f.topic], f.field) for f in facts]
-    t.prefetch("Field", fids)
-    t.prefetch_children("HAS_ENTRY", [fid for fid in fids if t.field_row(fid) is not None])
-    for fact, fid in zip(facts, fids):
+    fids = _field_ids(t, [(hosts[f.topic], f.field) for _, f in numbered], created_topics)
+    t.prefetch_children("HAS_ENTRY", [fid for fid, _ in fids if t.field_row(fid) is not None])
+    for (n, fact), (fid, display) in zip(numbered, fids):
         tid = hosts[fact.topic]
         topic = t.topic(tid)
         assert topic is not None
@@ -38,53 +57,68 @@ def ingest(t: Transition, facts: Sequence[Fact]) -> dict[str, Any]:
         t.touch_topic(tid)
         field = t.field_row(fid)
         if field is None:
-            t.new_field(tid, fact.field)
+            t.new_field(tid, display)
         elif field["status"] != "active":
             restore_field(t, fid)
         t.touch_field(fid, tid)
         outcome, entry = _record(t, fid, fact)
-        fref = FieldRef(fid, tid, fact.field)
+        t.detail.setdefault("_fact_of_entry", {}).setdefault(entry["id"], []).append(n)
+        fref = FieldRef(fid, tid, display)
         eref = EntryRef(entry["id"], fid)
+        about = {FACT: n}
         if outcome == "corroborated":
             corroborations += 1
-            t.emit("corroborated", topic=TopicRef(tid), field=fref, entry=eref)
+            t.emit("corroborated", topic=TopicRef(tid), field=fref, entry=eref, **about)
             continue
         if outcome == "denial observed":
             denials += 1
-            t.emit("recorded", topic=TopicRef(tid), field=fref, entry=eref)
+            t.emit("recorded", topic=TopicRef(tid), field=fref, entry=eref, **about)
             continue
         new_entries.append(entry["id"])
         if outcome in ("late", "denied"):
-            t.emit("recorded", topic=TopicRef(tid), field=fref, entry=eref)
+            t.emit("recorded", topic=TopicRef(tid), field=fref, entry=eref, **about)
             continue
         t.content_changed(tid)
         if outcome == "created":
             t.emit("field_created", topic=TopicRef(tid), field=fref, entry=eref,
-                   new_value=entry_value(entry))
+                   new_value=entry_value(entry), **about)
             continue
         old = t.entry(entry["superseded"])
         assert old is not None
         t.touched.changed_topics[tid] = None
         t.emit("field_updated", topic=TopicRef(tid), field=fref, entry=eref,
-               old_value=entry_value(old), new_value=entry_value(entry), updated_field=fact.field)
-        t.emit("superseded", topic=TopicRef(tid), field=fref, entry=EntryRef(old["id"], fid), by=eref)
-        if old["source"] != entry["source"] and old["asserted_at"] == entry["valid_at"]:
+               old_value=entry_value(old), new_value=entry_value(entry), updated_field=display,
+               **about)
+        t.emit("superseded", topic=TopicRef(tid), field=fref, entry=EntryRef(old["id"], fid),
+               by=eref, **about)
+        if old["source"] != entry["source"] and old["asserted_at"] == entry["valid_at"] \
+                and not history.is_retraction(old):
             t.emit("conflict_detected", topic=TopicRef(tid), field=fref, entry=eref,
-                   other=EntryRef(old["id"], fid))
+                   other=EntryRef(old["id"], fid), **about)
     t.prefetch_edges(list(t.touched.changed_topics))
-    for tid in t.touched.topics:
+    batch = set(hosts.values())
+    for tid in [x for x in t.touched.topics if x in batch]:  # in first-touch order
         t.emit("ingested", topic=TopicRef(tid))
+    report = [{"fact": n, "topic": f.topic, "field": f.field, **t.dropped[n]} for n, f in dropped]
+    if report:
+        t.detail.setdefault("dropped", []).extend(report)
     return {"created_topics": created_topics, "entries": new_entries,
-            "corroborations": corroborations, "denials": denials}
+            "corroborations": corroborations, "denials": denials, "resolved": resolved,
+            "dropped": report}
 
 
-def _resolve_hosts(t: Transition, facts: Sequence[Fact], created: list[str]) -> dict[str, str]:
+def _resolve_hosts(t: Transition, facts: Sequence[Fact],
+                   created: list[str]) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """The host topic of each distinct topic name, in order of first mention; a name no
-    resolver tier matches becomes a new topic that later names in the batch can match."""
+    resolver tier matches becomes a new topic that later names in the batch can match. A name
+    resolved to a topic that has neither it nor its canonical key as a name (by similarity,
+    or by a caller's resolver) becomes an alias of that topic: the result and the log say so,
+    with the similarity, so no such match is silent."""
     directory = Directory.of(t)
     names = list(dict.fromkeys(f.topic for f in facts))
     directory.prepare(names)  # embeds and matches every unknown name in one batch
     hosts: dict[str, str] = {}
+    resolved: list[dict[str, Any]] = []
     for name in names:
         tid = t.services.resolver.resolve(name, directory)
         if tid is None or t.topic(tid) is None:
@@ -92,8 +126,49 @@ def _resolve_hosts(t: Transition, facts: Sequence[Fact], created: list[str]) -> 
             directory.add(tid, name)
             created.append(tid)
             t.emit("topic_created", topic=TopicRef(tid))
+        elif directory.exact(name) != tid:
+            resolved.append(_resolved(t, directory, name, tid))
         hosts[name] = tid
-    return hosts
+    return hosts, resolved
+
+
+def _resolved(t: Transition, directory: Directory, name: str, tid: str) -> dict[str, Any]:
+    by_key = directory.normalised(name) == tid
+    score = directory.similarity(name, tid)
+    tier = "normalised" if by_key else \
+        "similarity" if isinstance(t.services.resolver, TieredResolver) else "resolver"
+    record = {"name": name, "topic": tid, "tier": tier,
+              "score": None if score is None else round(score, 6), "alias_added": not by_key}
+    if not by_key:
+        row = t.topic(tid)
+        assert row is not None
+        t.update("Topic", tid, aliases=[*(row["aliases"] or []), name])
+        directory.add_name(tid, name)
+        t.detail.setdefault("aliases_added", []).append(record)
+    return record
+
+
+def _field_ids(t: Transition, wanted: list[tuple[str, str]],
+               new_topics: list[str]) -> list[tuple[str, str]]:
+    """(field id, display name) for each (topic, field name): an existing field of the same
+    canonical name, or the field the first spelling in the batch creates."""
+    t.prefetch("Field", [field_id(tid, name) for tid, name in wanted])
+    fresh = set(new_topics)
+    # Topics with a name no field has exactly: their fields are matched by canonical key.
+    t.prefetch_children("HAS_FIELD", {tid for tid, name in wanted if tid not in fresh
+                                      and t.field_row(field_id(tid, name)) is None})
+    chosen: dict[tuple[str, str], tuple[str, str]] = {}
+    out = []
+    for tid, name in wanted:
+        key = (tid, name_key(name))
+        if key not in chosen:
+            fid = None if tid in fresh else field_named(t, tid, name)
+            if fid is None:
+                chosen[key] = (field_id(tid, name), name)
+            else:
+                chosen[key] = (fid, t.get("Field", fid)["name"])
+        out.append(chosen[key])
+    return out
 
 
 def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
@@ -107,9 +182,13 @@ def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
     where = history.place(entries, value, fact.polarity, valid_at, t.now)
     if where.target is not None:
         t.new_observation(where.target["id"], provenance, valid_at)
+        if fact.labels:  # a label says what the value is, whoever states it
+            t.add_labels("Entry", where.target["id"], fact.labels)
+            t.add_labels("Field", fid, fact.labels)
         return where.outcome, where.target
     successor = where.successor["id"] if where.successor is not None else None
-    entry = t.new_entry(fid, value, valid_at, provenance, where.status, successor)
+    entry = t.new_entry(fid, value, valid_at, provenance, where.status, successor,
+                        labels=fact.labels)
     if where.replaces is not None:
         t.supersede(where.replaces, entry)
         field = t.field_row(fid)
@@ -117,4 +196,3 @@ def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
             t.update("Field", fid, contested=False)  # a newer claim ends the old dispute
         return where.outcome, {**entry, "superseded": where.replaces["id"]}
     return where.outcome, entry
-

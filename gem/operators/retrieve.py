@@ -18,12 +18,12 @@ import numpy as np
 
 from ..model import Candidate, FieldView, FlagView, HistoryEntry, Observation, Provenance, \
     RetrieveResult, TopicView
-from ..history import as_of as value_as_of, is_candidate, order_key
+from ..history import as_of as value_as_of, is_candidate, is_retraction, order_key
 from ..reliability import evidence_states
 from ..runtime import topic_summary
 from ..state.transition import Transition
-from ..units import FieldRef, TopicRef, field_id
-from .common import field_evidence, provenance_of
+from ..units import FieldRef, TopicRef
+from .common import field_evidence, field_named, provenance_of
 from .forget import restore_field
 from .resolution import Directory
 
@@ -127,7 +127,8 @@ def _wanted_fields(t: Transition, tid: str, req: Request) -> list[str]:
     if req.fields is None:
         return [f for f in t.field_ids(tid)
                 if t.get("Field", f)["status"] != "hidden" or req.include_archived]
-    fids = [f for f in (field_id(tid, name) for name in req.fields) if t.field_row(f) is not None]
+    named = (field_named(t, tid, name) for name in req.fields)
+    fids = list(dict.fromkeys(f for f in named if f is not None))
     for fid in fids:
         if t.get("Field", fid)["status"] == "hidden" and t.get("Topic", tid)["status"] == "active":
             restore_field(t, fid)
@@ -152,7 +153,8 @@ def history_entry(t: Transition, row: dict[str, Any]) -> HistoryEntry:
         superseded_by=row["superseded_by"], active=bool(row["active"]),
         observations=[Observation(provenance=provenance(o), valid_at=o["valid_at"],
                                   recorded_at=o["recorded_at"])
-                      for o in t.observations(row["id"])])
+                      for o in t.observations(row["id"])],
+        labels=list(row["labels"] or []), reason=row["reason"])
 
 
 def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: bool = False,
@@ -171,7 +173,10 @@ def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: 
         contested=bool(row["contested"]),
         candidates=candidates(t, fid) if row["contested"] else None,
         summary=row["summary"],
-        history=[history_entry(t, e) for e in shown] if (history or full_history) else None)
+        history=[history_entry(t, e) for e in shown] if (history or full_history) else None,
+        labels=list(row["labels"] or []),
+        retracted=current["reason"] or "" if current is not None and is_retraction(current)
+        else None)
 
 
 def candidates(t: Transition, fid: str) -> list[Candidate]:
@@ -218,6 +223,10 @@ def summary(t: Transition, tid: str) -> str:
 
 
 def open_flags(t: Transition, tid: str) -> list[FlagView]:
+    def title(origin: str | None) -> str | None:
+        row = None if origin is None else t.topic(origin)
+        return None if row is None else row["title"]
     return [FlagView(id=g["id"], origin=g["origin_id"], policy=g["policy"],
-                     evidence=json.loads(g["evidence"]), created_at=g["created_at"])
+                     evidence=json.loads(g["evidence"]), created_at=g["created_at"],
+                     origin_title=title(g["origin_id"]))
             for g in t.open_flags(tid)]

@@ -7,29 +7,40 @@ Repairs, each its own recorded transition:
     self-loops; the merged-away topic is archived with a DERIVED_FROM link to it;
   - conflicting values (different sources, same valid time) are put to the
     `conflict_detected` policies, which may settle or contest them;
-  - dependency repair: every open revision flag is evaluated (`revised` policies run
-    for its topic, which may propagate further along extension edges) and cleared only
-    once evaluated (C3).
+  - dependency repair: every topic with open revision flags is put to the `revised`
+    policies (which may propagate further along extension edges, or `clear_flags`), then to
+    the caller's reviser, if any, with its flags and current values; the facts it returns
+    are applied in the same transition. A flag is cleared only by what handled it (a
+    policy's `clear_flags`, or the reviser), and the log says which; a flag nothing handled
+    stays open, visible in `mem.pending_revisions()`.
 Promotion (moving fields into a new topic) is the `promote` policy action.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from .. import history
+from ..errors import InvalidInput
+from ..model import Fact, PendingRevision
 from ..runtime import PolicyRuntime, action
 from ..state.transition import Transition
 from ..store.schema import EDGE_KINDS
-from ..text import normalise
+from ..text import name_key, tokens
 from ..units import EntryRef, TopicRef, field_id
-from .common import add_edge, field_ref, settle_current
+from .common import add_edge, entry_value, field_named, field_ref, settle_current
+from .ingest import ingest
 from .resolution import Directory
+from .retrieve import open_flags
+
+Reviser = Callable[[PendingRevision], "Iterable[Fact] | None"]
 
 
 # ---------------------------------------------------------------------- detection (read-only)
 def duplicate_pairs(t: Transition, threshold: float) -> list[tuple[str, str]]:
-    """Pairs (keep, merge_away) of active topics that name the same thing: the same normalised
-    title or alias, or titles whose embeddings are at least `threshold` alike. The older topic
+    """Pairs (keep, merge_away) of active topics that name the same thing: the same canonical
+    key of a title or alias (gem.text.name_key), or titles whose embeddings are at least
+    `threshold` alike and that are not made of the same words (such titles differ only in
+    symbols, order or repetition: "C#" and "C++" are not duplicates). The older topic
     is kept; a topic merged away is not paired again. Title similarity is compared only for
     titles that changed since the last pass at the same threshold (pairs of unchanged titles
     were compared then), with the exact blocked search of the title index, never an N x N
@@ -43,7 +54,7 @@ def duplicate_pairs(t: Transition, threshold: float) -> list[tuple[str, str]]:
     for row in rows:
         tid = row["id"]
         for name in (row["title"], *(row["aliases"] or [])):
-            key = normalise(name)
+            key = name_key(name)
             if key in owner and owner[key] != tid and tid not in merged:
                 pairs.append((owner[key], tid))
                 merged.add(tid)
@@ -54,8 +65,11 @@ def duplicate_pairs(t: Transition, threshold: float) -> list[tuple[str, str]]:
     changed = None if full else [x for x in survivors if x in derived.unpaired]
     if len(survivors) > 1 and (full or changed):
         order = {tid: i for i, tid in enumerate(survivors)}  # creation order: the older is kept
+        words = {r["id"]: set(tokens(r["title"])) for r in rows}
         similar = derived.title_vectors.pairs_above(threshold, ids=survivors, involving=changed)
         for a, b, _ in sorted(similar, key=lambda p: sorted((order[p[0]], order[p[1]]))):
+            if words[a] == words[b]:
+                continue
             keep, away = sorted((a, b), key=order.__getitem__)
             if keep not in merged and away not in merged:
                 pairs.append((keep, away))
@@ -76,7 +90,7 @@ def merge_topics(t: Transition, keep: str, away: str, reason: str = "duplicate")
         return
     for fid in list(t.field_ids(away)):
         name = t.get("Field", fid)["name"]
-        target = field_id(keep, name)
+        target = field_named(t, keep, name) or field_id(keep, name)
         if t.field_row(target) is None:
             t.new_field(keep, name)
             src = t.get("Field", fid)
@@ -120,6 +134,10 @@ def move_entries(t: Transition, src: str, dst: str) -> None:
         t.update("Entry", e["id"], field_id=dst)
         t.touched.entries[e["id"]] = None
     t.children["HAS_ENTRY"][dst].sort(key=lambda eid: t.entry(eid)["seq"])  # type: ignore[index]
+    for fid in (src, dst):  # a field's labels are those of its history
+        labels = list(dict.fromkeys(x for e in t.entries(fid) for x in e["labels"] or []))
+        if labels != list(t.get("Field", fid)["labels"] or []):
+            t.update("Field", fid, labels=labels)
     settle_current(t, dst)
     # An entry can only be superseded by one that is newer in valid time; after interleaving
     # two histories, re-link the ones whose successor moved out of order.
@@ -133,7 +151,8 @@ def move_entries(t: Transition, src: str, dst: str) -> None:
 def promote_fields(t: Transition, tid: str, names: list[str], title: str) -> str | None:
     """Move `names` out of topic `tid` into a new topic `title` (EXTENDS + DERIVED_FROM)."""
     row = t.topic(tid)
-    moving = [n for n in names if t.field_row(field_id(tid, n)) is not None]
+    found = (field_named(t, tid, n) for n in names) if row is not None else iter(())
+    moving = [t.get("Field", fid)["name"] for fid in dict.fromkeys(f for f in found if f)]
     if row is None or not moving or not t.once("promote", tid, title):
         return None
     new = t.new_topic(title, aliases=[])
@@ -161,7 +180,7 @@ def settle_conflicts(t: Transition, fids: list[str]) -> None:
     for fid in fids:
         t.update("Field", fid, contested=False)
         current = t.current_entry(fid)
-        if current is None:
+        if current is None or history.is_retraction(current):
             continue
         f = field_ref(t, fid)
         others = [e for e in t.entries(fid) if e["id"] != current["id"]
@@ -173,17 +192,101 @@ def settle_conflicts(t: Transition, fids: list[str]) -> None:
         t.touch_field(fid, f.topic_id)
 
 
-def evaluate_flags(t: Transition, tids: list[str], run_policies: Any) -> None:
-    """Run the `revised` policies for each flagged topic, then clear its flags (C3)."""
+def pending_revision(t: Transition, tid: str) -> PendingRevision:
+    """A flagged topic as a reviser sees it: its open flags, its current values and those of
+    the topics whose change flagged it."""
+    row = t.get("Topic", tid)
+    flags = open_flags(t, tid)
+    origins = {}
+    for origin in dict.fromkeys(f.origin for f in flags if f.origin is not None):
+        other = t.topic(origin)
+        if other is not None:
+            origins[other["title"]] = current_values(t, origin)
+    return PendingRevision(topic=tid, title=row["title"], flags=flags,
+                           values=current_values(t, tid), origins=origins)
+
+
+def current_values(t: Transition, tid: str) -> dict[str, Any]:
+    """The current value of each field of the topic that is not hidden and has one."""
+    values = {}
+    for fid in t.field_ids(tid):
+        f = t.get("Field", fid)
+        current = t.current_entry(fid)
+        if f["status"] != "hidden" and current is not None and not history.is_retraction(current):
+            values[f["name"]] = entry_value(current)
+    return values
+
+
+def clear_flags(t: Transition, tid: str, by: str, reason: str | None,
+                only: Iterable[str] | None = None) -> list[str]:
+    """Clear the topic's open flags (those of `only`, if given) as handled by `by`; the log's
+    detail lists each with who cleared it and why."""
+    keep = None if only is None else set(only)
+    cleared = []
+    for flag in t.open_flags(tid):
+        if keep is None or flag["id"] in keep:
+            t.update("Flag", flag["id"], status="cleared", cleared_at=t.now, cleared_by=by)
+            cleared.append(flag["id"])
+            t.detail.setdefault("flags_cleared", []).append(
+                {"flag": flag["id"], "topic": tid, "by": by, "reason": reason})
+    if cleared:
+        t.touch_topic(tid)
+    return cleared
+
+
+def evaluate_flags(t: Transition, tids: list[str], run_policies: Any,
+                   reviser: Reviser | None = None,
+                   answers: dict[str, list[Fact] | None] | None = None) -> None:
+    """Dependency repair. Each flagged topic is announced (`revised`) and the policies run;
+    then the reviser is asked about each topic a policy did not clear, and the facts it
+    answers are recorded here (numbered after each other, so a policy may drop one). A topic
+    the reviser answered (even with no facts: "its values still hold") has the flags it had
+    cleared; one it declined (None) keeps them. `answers` keeps the reviser's answers across
+    a re-run of this transition, so it is asked once per topic."""
+    answers = {} if answers is None else answers
+    before = {tid: [g["id"] for g in t.open_flags(tid)] for tid in tids}
     for tid in tids:
         t.touched.reevaluated.add(tid)
         t.touch_topic(tid)
         t.emit("revised", topic=TopicRef(tid), field=None)
     run_policies(t)
-    for tid in tids:
-        for flag in t.open_flags(tid):
-            t.update("Flag", flag["id"], status="cleared", cleared_at=t.now)
+    if reviser is not None:
+        first = 0
+        handled = []
+        for tid in tids:
+            still = {g["id"] for g in t.open_flags(tid)} & set(before[tid])
+            if not still:
+                continue  # a policy handled it
+            if tid not in answers:
+                answers[tid] = _ask(reviser, pending_revision(t, tid))
+            facts = answers[tid]
+            if facts is None:
+                continue
+            ingest(t, facts, first=first)
+            first += len(facts)
+            handled.append((tid, still, len(facts)))
+            t.detail.setdefault("reviser", []).append({"topic": tid, "facts": len(facts)})
+        run_policies(t)
+        for tid, still, n in handled:
+            clear_flags(t, tid, "reviser", f"the reviser answered with {n} fact(s)", only=still)
     t.detail["flags_evaluated"] = tids
+
+
+def _ask(reviser: Reviser, revision: PendingRevision) -> list[Fact] | None:
+    answer = reviser(revision)
+    if answer is None:
+        return None
+    if isinstance(answer, Fact):
+        return [answer]
+    if isinstance(answer, (str, bytes, dict)) or not hasattr(answer, "__iter__"):
+        raise InvalidInput(f"the reviser must return None or a list of gem.Fact, got "
+                           f"{type(answer).__name__} for {revision.title!r}")
+    facts = list(answer)
+    for i, fact in enumerate(facts):
+        if not isinstance(fact, Fact):
+            raise InvalidInput(f"the reviser returned a {type(fact).__name__} as fact {i} for "
+                               f"{revision.title!r}, not a gem.Fact")
+    return facts
 
 
 # ---------------------------------------------------------------------- policy actions
@@ -193,6 +296,14 @@ def _merge(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy:
     if isinstance(a, TopicRef) and isinstance(b, TopicRef) and rt.t.once("merge", a.id, b.id):
         keep, away = sorted((a.id, b.id), key=lambda x: rt.t.get("Topic", x)["seq"] if rt.t.topic(x) else 0)
         merge_topics(rt.t, keep, away, reason=f"policy:{policy}")
+
+
+@action("clear_flags")
+def _clear_flags(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any],
+                 policy: str) -> None:
+    topic, reason = args
+    if isinstance(topic, TopicRef) and rt.t.topic(topic.id) is not None:
+        clear_flags(rt.t, topic.id, f"policy:{policy}", None if reason is None else str(reason))
 
 
 @action("promote")

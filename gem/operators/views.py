@@ -18,10 +18,10 @@ import numpy as np
 from ..derived import FIELD_STATUS, ScopeState
 from ..model import GraphEdge, GraphNode, LadderChange, Neighbourhood, SalienceHistory, \
     SaliencePoint, TopicPage, TopicSummary, UnitHistory
-from ..salience import decayed_strength, salience_of
+from ..salience import salience_of
 from ..store.schema import EDGE_KINDS, Row
 from ..state.transition import Transition, topic_order
-from ..text import normalise
+from ..text import name_key
 
 ORDERS: tuple[str, ...] = ("salience", "title", "recent", "flags")
 
@@ -45,9 +45,10 @@ def topic_listing(t: Transition, derived: ScopeState, *, status: str | None = No
         keep &= topic_status == topics.codes[status]
     if flagged:
         keep &= flags > 0
-    if text:  # a part of a title or alias, compared in normalised form
-        want = normalise(text)
-        named = {tid for norm, tid in derived.names.by_norm.items() if want in norm}
+    if text:  # a part of a title or alias, compared by canonical key (gem.text.name_key)
+        want = name_key(text)
+        named = {tid for key, holders in derived.names.by_key.items() if want in key
+                 for tid in holders}
         keep &= np.fromiter((tid in named for tid in topics.ids), dtype=bool, count=n)
     rows = np.flatnonzero(keep)
     if order == "salience":
@@ -179,10 +180,12 @@ def salience_history(t: Transition, tid: str, records: Sequence[Row]) -> Salienc
                                salience=salience_of(row["strength"]))
         if not series or (series[-1].at, series[-1].strength) != (stored.at, stored.strength):
             series.append(stored)
-        now = salience_of(decayed_strength(row["strength"], row["last_access"], t.now, t.half_life))
+        half_life = t.half_life_of(row)  # a field's labels may give it its own
         units.append(UnitHistory(unit=unit, field=row.get("name") if unit != tid else None,
                                  created_at=row["created_at"], status=row["status"],
-                                 salience=now, points=series, ladder=ladder[unit]))
+                                 salience=t.salience_now(row), points=series, ladder=ladder[unit],
+                                 half_life_seconds=None if half_life is None
+                                 else half_life.total_seconds()))
     return SalienceHistory(topic=tid, now=t.now, half_life_seconds=t.half_life.total_seconds(),
                            units=units)
 

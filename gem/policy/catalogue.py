@@ -219,11 +219,13 @@ ATTRIBUTES: dict[str, dict[str, AttrSig]] = {
         AttrSig("history_length", NUMBER), AttrSig("created_at", TIME),
         AttrSig("value", VALUE, "the current value"), AttrSig("current", ENTRY, "the current entry"),
         AttrSig("contested", BOOL),
+        AttrSig("labels", list_of(TEXT), "every label any entry of its history has"),
     ),
     "Entry": _attrs(
         AttrSig("value", VALUE), AttrSig("valid_at", TIME), AttrSig("recorded_at", TIME),
         AttrSig("status", TEXT), AttrSig("provenance", PROVENANCE),
         AttrSig("field", FIELD), AttrSig("topic", TOPIC),
+        AttrSig("labels", list_of(TEXT), "the labels of the facts that stated it"),
     ),
     "Edge": _attrs(
         AttrSig("kind", TEXT), AttrSig("source", TOPIC), AttrSig("target", TOPIC), AttrSig("created_at", TIME),
@@ -304,6 +306,10 @@ ACTIONS: dict[str, ActionSig] = {
         _action("set_salience", (UNIT, NUMBER), "", "set salience"),
         _action("annotate", (union(UNIT, ENTRY), TEXT, VALUE), "", "attach a key/value note"),
         _action("reject", (TEXT,), "", "abort the whole transition with this message", aborts=True),
+        _action("drop", (ENTRY, TEXT), "",
+                "leave out of the ingest the fact that stated this entry, with a reason"),
+        _action("clear_flags", (TOPIC, TEXT), "",
+                "mark the topic's open revision flags handled, with a reason"),
     )
 }
 
@@ -333,6 +339,8 @@ class SettingSig:
         """
         if value is None and self.nullable:
             return None
+        if self.type == RECORD:
+            return self._validate_record(value)
         if self.type == DURATION:
             if isinstance(value, timedelta) and value > timedelta(0):
                 return None
@@ -349,6 +357,19 @@ class SettingSig:
             if ok:
                 return None
         return f"setting '{self.name}' must be {self.range_text()}, got {_describe(value)}"
+
+    def _validate_record(self, value: object) -> str | None:
+        """A record of label -> positive duration or null (label_half_life)."""
+        if not isinstance(value, dict):
+            return f"setting '{self.name}' must be a record of label: duration or null, " \
+                   f"got {_describe(value)}"
+        for key, item in value.items():
+            if not isinstance(key, str) or not key.strip():
+                return f"setting '{self.name}' needs non-empty labels as keys, got {key!r}"
+            if item is not None and not (isinstance(item, timedelta) and item > timedelta(0)):
+                return f"setting '{self.name}' must give each label a positive duration or " \
+                       f"null, got {key}: {_describe(item)}"
+        return None
 
     def range_text(self) -> str:
         """`a number in [0, 1]`, `an integer in [1, inf)`, ... (Number settings)."""
@@ -412,5 +433,7 @@ SETTINGS: dict[str, SettingSig] = {
         SettingSig("merge_similarity", NUMBER, 0.92, "similarity above which topics are merge candidates", 0, 1),
         SettingSig("reliability_decay", NUMBER, 0.8, "lambda in (0, 1] for evidence weights", 0, 1,
                    min_exclusive=True),
+        SettingSig("label_half_life", RECORD, {},
+                   "half-life of fields by label: label -> duration, or null for no decay"),
     )
 }

@@ -56,6 +56,9 @@ def read_sources(paths: Iterable[str | os.PathLike], *, argument: str | None = "
     if isinstance(paths, (str, bytes, bytearray, os.PathLike)):
         raise InvalidInput(f"{what} must be a list of policy file paths, not one {type(paths).__name__}: "
                            f"write [{paths!r}]")
+    if isinstance(paths, (dict, set, frozenset)):  # unordered: the composition order would be
+        raise InvalidInput(f"{what} must be a list of policy file paths (in composition order), "
+                           f"got {type(paths).__name__}")
     try:
         items = list(paths)
     except TypeError:

@@ -2,9 +2,10 @@
 memory's worker (like every API call), and answers HTML with a policy that forbids scripts.
 
     /                 overview: topics, ladder counts, flags, audit, last transitions
-    /topic?topic=     a topic: fields, values, provenance, timelines, evidence, salience
-    /graph?topic=&depth=   its neighbourhood through typed edges
-    /log?topic=&before=    the transition log, newest first
+    /topic?topic=     a topic (topic= its title or alias, or id= its id, as links give it):
+                      fields, values, provenance, timelines, evidence, salience
+    /graph?topic=&depth=   its neighbourhood through typed edges (or id=)
+    /log?topic=&before=    the transition log, newest first (or id=)
     /policies         the policy set in force and its trigger graph
     /audit?full=      C1-C6 and the hash chain
     /reports, /reports/NAME   benchmark reports (HTML files in --reports DIR)
@@ -24,6 +25,7 @@ from ..dashboard import pages
 from ..dashboard.html import CSP, viewing
 from ..derived import DEFAULT_SCOPE
 from ..errors import GemError, InvalidInput, StoreLocked, UnknownUnit
+from ..units import TopicId
 from .keys import ALL_SCOPES, scope_of_request
 from .service import NotReady, Service
 
@@ -40,6 +42,17 @@ def _text(q: Any, name: str) -> str:
     if not value:
         raise InvalidInput(f"give {name}=")
     return value
+
+
+def _topic(q: Any) -> str:
+    """The topic a page is about: `id=` names it by id (what the pages' links carry), `topic=`
+    by title or alias. Never both in one namespace: a topic may be titled like an id."""
+    tid = (q.get("id") or "").strip()
+    return TopicId(tid) if tid else _text(q, "topic")
+
+
+def _given(q: Any, *names: str) -> bool:
+    return any((q.get(name) or "").strip() for name in names)
 
 
 def _int(q: Any, name: str, default: int | None, least: int,
@@ -108,18 +121,18 @@ def build_dashboard(service: Service) -> APIRouter:
     @r.get("/topic")
     async def topic(request: Request) -> HTMLResponse:
         q = request.query_params
-        return await render(lambda mem: pages.topic(mem, _text(q, "topic")), request)
+        return await render(lambda mem: pages.topic(mem, _topic(q)), request)
 
     @r.get("/graph")
     async def graph(request: Request) -> HTMLResponse:
         q = request.query_params
-        return await render(lambda mem: pages.graph(mem, _text(q, "topic"),
+        return await render(lambda mem: pages.graph(mem, _topic(q),
                                                     _int(q, "depth", 2, 1, 4)), request)
 
     @r.get("/log")
     async def transition_log(request: Request) -> HTMLResponse:
         q = request.query_params
-        return await render(lambda mem: pages.log(mem, q.get("topic") or None,
+        return await render(lambda mem: pages.log(mem, _topic(q) if _given(q, "id", "topic") else None,
                                                   _int(q, "before", None, 1)), request)
 
     @r.get("/policies")

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
 from .. import history
-from ..salience import decayed_strength, salience_of
+from ..salience import decayed_strength, field_half_life, salience_of
 from ..store.schema import EDGE_TABLES, TABLES, Row
 from ..units import field_id
 from .cache import CHILD_RELS, NODE_TABLES, CommittedCache, Edge
@@ -57,13 +57,16 @@ class Committed(Protocol):
     def field_status(self, fid: str) -> str | None: ...
     def fields_of(self, tid: str) -> list[str]: ...
     def field_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
-                        half_life: timedelta) -> list[str]: ...
+                        half_life: timedelta,
+                        by_label: dict[str, timedelta | None] | None = None) -> list[str]: ...
     def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
                         half_life: timedelta) -> list[str]: ...
     def active_field_count(self) -> int: ...
     def flagged_topics(self) -> list[str]: ...
     def least_relevant_fields(self, n: int, exclude: set[str], now: datetime,
-                              half_life: timedelta) -> list[tuple[float, str]]: ...
+                              half_life: timedelta,
+                              by_label: dict[str, timedelta | None] | None = None
+                              ) -> list[tuple[float, str]]: ...
     def most_salient_topics(self, k: int, now: datetime, half_life: timedelta,
                             statuses: Sequence[str]) -> list[str]: ...
     def summary(self, cache: CommittedCache, summarizer: Callable[[str, dict[str, Any]], str],
@@ -135,6 +138,9 @@ class Transition:
         self.touched = Touched()
         self.fired: list[Fired] = []
         self.detail: dict[str, Any] = {}
+        # progress(step, done, total) for long transitions: the pipeline reports its stages
+        # and the policy runtime every 1000th action (a forgetting pass makes thousands).
+        self.progress: Callable[[str, int, int], None] | None = None
         self.output: Any = None
         self.log_record: Row | None = None
         self.directory: Any = None  # the resolver's view of names (gem/operators/resolution.py)
@@ -161,6 +167,10 @@ class Transition:
         # writes outside the state's own tables (stored policies), made by the flush in the
         # same engine transaction
         self.store_writes: list[Callable[[Any], None]] = []
+        # Facts policies dropped (`drop`), by their number in the transition, with why; the
+        # engine runs the transition again leaving out `skipping` (those dropped before).
+        self.dropped: dict[int, dict[str, Any]] = {}
+        self.skipping: frozenset[int] = frozenset()
 
     # ------------------------------------------------------------------ settings
     @property
@@ -294,7 +304,8 @@ class Transition:
     def field_ids_where(self, statuses: frozenset[str], below: float | None = None) -> list[str]:
         """Fields of active topics whose status is in `statuses` (and, with `below`, whose
         salience now is under it), in the proposed state, ordered by id."""
-        found = set(self.committed.field_ids_where(statuses, below, self.now, self.half_life))
+        found = set(self.committed.field_ids_where(statuses, below, self.now, self.half_life,
+                                                   self.label_half_life))
         # Membership may differ in the proposed state for the fields this transition changed
         # and for every field of a topic whose status it changed.
         recheck: dict[str, Row] = dict(self._changed_rows("Field"))
@@ -354,7 +365,19 @@ class Transition:
 
     # ------------------------------------------------------------------ salience
     def strength_now(self, row: Row) -> float:
-        return decayed_strength(row["strength"] or 0.0, row["last_access"], self.now, self.half_life)
+        return decayed_strength(row["strength"] or 0.0, row["last_access"], self.now,
+                                self.half_life_of(row))
+
+    def half_life_of(self, row: Row) -> timedelta | None:
+        """A unit's half-life: a field's may depend on its labels (gem/salience.py)."""
+        labels = row.get("labels") if "topic_id" in row else None
+        if not labels:
+            return self.half_life
+        return field_half_life(labels, self.settings.get("label_half_life"), self.half_life)
+
+    @property
+    def label_half_life(self) -> dict[str, timedelta | None] | None:
+        return self.settings.get("label_half_life") or None
 
     def salience_now(self, row: Row) -> float:
         return salience_of(self.strength_now(row))
@@ -461,23 +484,36 @@ class Transition:
         row = self.create("Field", {
             "id": field_id(tid, name), "topic_id": tid, "name": name, "strength": 0.0,
             "last_access": self.now, "status": "active", "contested": False, "summary": None,
-            "created_at": self.now, "annotations": "{}"}, parent=tid)
+            "created_at": self.now, "annotations": "{}", "labels": []}, parent=tid)
         self.touch_field(row["id"], tid)
         return row
 
     def new_entry(self, fid: str, value: str, valid_at: datetime, provenance: Row, status: str,
-                  superseded_by: str | None = None) -> Row:
+                  superseded_by: str | None = None, labels: Sequence[str] = (),
+                  reason: str | None = None) -> Row:
         """A new entry of field `fid` holding JSON `value`; `superseded_by` for one that
-        arrives already superseded."""
+        arrives already superseded. The field's labels take in the entry's."""
         n = self.counters.next("entry")
         row = self.create("Entry", {
             "id": f"{self.prefix}e{n}", "seq": n, "tx": self.seq, "field_id": fid, "origin_field": fid,
             "value": value, "valid_at": valid_at, "asserted_at": valid_at,
             "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
             "superseded_tx": self.seq if superseded_by else None,
-            "active": True, "annotations": "{}", **provenance}, parent=fid)
+            "active": True, "annotations": "{}", "labels": list(labels), "reason": reason,
+            **provenance}, parent=fid)
         self.touched.entries[row["id"]] = None
+        if labels:
+            self.add_labels("Field", fid, labels)
         return row
+
+    def add_labels(self, table: str, key: str, labels: Sequence[str]) -> None:
+        """Add labels to an entry or a field (a label, once given, stays with its unit: only
+        an erasure of what stated it takes it away)."""
+        row = self.get(table, key)
+        have = list(row["labels"] or [])
+        more = [x for x in labels if x not in have]
+        if more:
+            self.update(table, key, labels=have + more)
 
     def new_observation(self, eid: str, provenance: Row, valid_at: datetime) -> Row:
         n = self.counters.next("observation")
@@ -499,7 +535,7 @@ class Transition:
         row = self.create("Flag", {
             "id": f"{self.prefix}g{n}", "seq": n, "tx": self.seq, "topic_id": tid, "origin_id": origin,
             "policy": policy, "evidence": evidence, "status": "open", "created_at": self.now,
-            "cleared_at": None}, parent=tid)
+            "cleared_at": None, "cleared_by": None}, parent=tid)
         self.touched.flagged.setdefault(tid, []).append(row["id"])
         self.touch_topic(tid)
         return row

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .graph import GraphStore, Tx
-from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, columns_of_type, ddl
+from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, columns_of_type, ddl
 
 # The forms below were measured on both engines at 10k, 100k and 1M rows (bench/engine_forms.py;
 # numbers in its report). In short: kuzu 0.11.3 uses the primary-key index only when the key
@@ -97,14 +97,26 @@ def ensure_schema(store: GraphStore) -> str:
     """Create missing tables; return the schema version the database holds. (FalkorDB has no
     tables: its adapter indexes and constrains each table's key when it opens a graph.)"""
     with store.transaction() as tx:
-        if not _falkor(tx):
+        if not _falkor(tx):  # FalkorDB has no tables, hence no columns to add either
             for statement in ddl():
                 tx.write(statement)
+            add_missing_columns(tx)
         version = meta_get(tx, "schema")
         if version is None:
             meta_put(tx, "schema", SCHEMA_VERSION)
             version = SCHEMA_VERSION
     return version
+
+
+def add_missing_columns(tx: Tx) -> None:
+    """Add the columns gem/store/schema.py declares that a database made by an earlier gem
+    lacks (labels, a retraction's reason, who cleared a flag): a new column is no new schema
+    version, and rows written before it read as an empty list or null."""
+    for table in TABLES.values():
+        have = {row[1] for row in tx.run(f"CALL table_info('{table.name}') RETURN *")}
+        for column in table.columns:
+            if column not in have:
+                tx.run(add_column(table.name, column))
 
 
 def create_tables(tx: Tx) -> None:

@@ -55,6 +55,7 @@ class FieldRow(TypedDict):
     summary: str | None       # what compression left in place of the older entries
     created_at: datetime
     annotations: str
+    labels: list[str]         # the union of its entries' labels (kept with every entry written)
 
 
 class EntryRow(TypedDict):
@@ -77,6 +78,8 @@ class EntryRow(TypedDict):
     superseded_tx: int | None
     active: bool              # False once compression moved it out of the active history
     annotations: str
+    labels: list[str]         # the labels of the facts that stated it (Fact.labels)
+    reason: str | None        # why it was retracted (mem.retract), or what a retraction says
 
 
 class ObservationRow(TypedDict):
@@ -103,6 +106,7 @@ class FlagRow(TypedDict):
     status: str               # open | cleared
     created_at: datetime
     cleared_at: datetime | None
+    cleared_by: str | None    # "reviser" or "policy:<name>": what handled it
 
 
 class PolicyRow(TypedDict):
@@ -247,6 +251,14 @@ def ddl() -> tuple[str, ...]:
     return tuple(out)
 
 
+def add_column(table: str, column: str) -> str:
+    """ALTER statement adding a declared column to a table made before it was declared: lists
+    start empty, everything else null (what a row written before the column existed means)."""
+    kind = cypher_type(get_type_hints(TABLES[table].row)[column])
+    default = " DEFAULT []" if kind.endswith("[]") else ""
+    return f"ALTER TABLE {table} ADD IF NOT EXISTS {column} {kind}{default}"
+
+
 def owning_rel(child_table: str) -> Rel | None:
     """The relationship that owns rows of `child_table`, if any."""
     for r in RELS.values():
@@ -258,4 +270,4 @@ def owning_rel(child_table: str) -> Rel | None:
 __all__ = ["SCHEMA_VERSION", "TABLES", "RELS", "EDGE_TABLES", "EDGE_KINDS", "Table", "Rel", "Row",
            "TopicRow", "FieldRow", "EntryRow", "ObservationRow", "FlagRow", "PolicyRow",
            "TransitionRow", "MetaRow", "EdgeProps", "DerivedProps", "ddl", "cypher_type",
-           "owning_rel", "columns_of_type"]
+           "owning_rel", "add_column", "columns_of_type"]

@@ -6,9 +6,10 @@
 The model is plain Python: for every (topic, field) the list of entries with their
 value, valid time, recording order and polarity, from which the current value, the
 value as of any time and the history length follow by the field-history rules. Rules
-ingest (new values, updates, re-ingests, late-arriving facts, denials, batches),
-retrieve (text, structured, as-of, history), link, revise, forget, restore, advance the
-clock and reload the policies. One small invariant per correctness condition C1-C6,
+ingest (new values, updates, re-ingests, late-arriving facts, denials, batches, with labels),
+retract, retrieve (text, structured, as-of, history), link, revise (with a reviser that
+handles some topics and declines the others), forget, restore, erase a field, act in a second
+scope (ingest with labels, retract, revise), advance the clock and reload the policies. One small invariant per correctness condition C1-C6,
 plus "model and memory agree", runs after every step; every step is `note()`d, so a
 failure prints a readable trace. Shipped in the package so other policy sets (and other
 stores behind the same API) can reuse it.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from copy import deepcopy
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -39,8 +41,16 @@ START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 # The machine's governance: the default policies and a tight C5 bound, so attenuation and
 # rejection (and so rollback) both happen within a few dozen steps. The second set drops the
 # paper's Listing 1: under it, C3 must reject every update of a topic that has dependents.
-MACHINE_BOUND = "SET active_bound = 3 + interactions / 6\n"
+MACHINE_BOUND = "SET active_bound = 3 + interactions / 6\n" \
+                "SET label_half_life = {pii: 7d, keep: null}\n"
 PROPAGATION = "propagate-on-change"
+LABELS = st.sampled_from([(), (), ("pii",), ("keep",), ("pii", "keep")])
+# The machine's reviser handles these topics' flags (answering "their values still hold") and
+# declines the others, whose flags stay open.
+REVIEWED = frozenset({"Alpha Project", "Gamma Budget"})
+# A second scope, where the same titles hold other values and labels: what happens there
+# (ingests, retractions, revision) must never show in the default scope, and the reverse.
+TENANT = "tenant"
 
 
 @dataclass
@@ -60,6 +70,7 @@ class Model:
     histories: dict[tuple[str, str], list[ModelEntry]] = field(default_factory=dict)
     extension: set[tuple[str, str]] = field(default_factory=set)
     flagged: set[str] = field(default_factory=set)
+    labels: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # a field's: every fact's
     order: int = 0
 
     def candidates(self, key: tuple[str, str], when: datetime | None = None) -> list[ModelEntry]:
@@ -98,6 +109,16 @@ class Model:
             return "updated"
         return "late"
 
+    def retract(self, key: tuple[str, str], at: datetime) -> None:
+        """The current value was wrong: it is a value at no time, and from `at` the field has
+        none (a retraction: a positive entry holding None, stated at `at`)."""
+        current = self.best(key)
+        assert current is not None and current.value is not None
+        current.positive = False
+        self.order += 1
+        self.histories[key].append(ModelEntry(None, max(at, current.latest()), self.order, True,
+                                              [max(at, current.latest())]))
+
 
 class GemMachine(RuleBasedStateMachine):
     engine = "kuzu"
@@ -111,6 +132,7 @@ class GemMachine(RuleBasedStateMachine):
         self.dir = tempfile.mkdtemp(prefix="gem-stateful-")
         self.now = START
         self.model = Model()
+        self.tenant = Model()  # the scope TENANT's (no links there: nothing is flagged)
         if self.policy_files:
             self.policy_sets = {True: list(self.policy_files)}
         else:
@@ -122,7 +144,7 @@ class GemMachine(RuleBasedStateMachine):
         location = self.server if self.engine == "falkordb" else os.path.join(self.dir, "db")
         self.mem = gem.open(location, clock=lambda: self.now,
                             engine=self.engine, policies=self.policy_sets[True],
-                            defaults=self.defaults)
+                            defaults=self.defaults, reviser=self._reviser)
         # Salience is written behind every few transitions, so the machine sees both the
         # columns catching up and reads patched from the log (gem/derived.py).
         self.mem._engine.derived.WRITE_BEHIND_TRANSITIONS = 5
@@ -151,7 +173,12 @@ class GemMachine(RuleBasedStateMachine):
             shutil.rmtree(self.dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ helpers
-    def _ingest(self, facts: list[tuple[str, str, Any, datetime, bool, str]]) -> None:
+    @staticmethod
+    def _reviser(revision: gem.PendingRevision) -> list[gem.Fact] | None:
+        return [] if revision.title in REVIEWED else None
+
+    def _ingest(self, facts: list[tuple[str, str, Any, datetime, bool, str]],
+                labels: tuple[str, ...] = ()) -> None:
         before = {k: [replace(e, stated=list(e.stated)) for e in v]
                   for k, v in self.model.histories.items()}
         order, flagged = self.model.order, set(self.model.flagged)
@@ -164,7 +191,8 @@ class GemMachine(RuleBasedStateMachine):
         must_reject_c3 = not self.propagating and any(
             a in updated for a, _ in self.model.extension)
         try:
-            result = self.mem.ingest([gem.Fact(t, f, v, at=a, polarity="+" if p else "-", source=s)
+            result = self.mem.ingest([gem.Fact(t, f, v, at=a, polarity="+" if p else "-", source=s,
+                                               labels=list(labels))
                                       for t, f, v, a, p, s in facts])
         except gem.TransitionRejected as exc:
             # Without Listing 1 an update of a topic with dependents violates C3; C5 may refuse
@@ -178,6 +206,8 @@ class GemMachine(RuleBasedStateMachine):
             self.model.histories, self.model.order, self.model.flagged = before, order, flagged
             return
         assert not must_reject_c3, "an update of a topic with dependents committed unflagged"
+        for topic, fld, *_ in facts:
+            self.model.labels.setdefault((CANONICAL[topic.lower()], fld), set()).update(labels)
         new_entries = sum(o in ("created", "updated", "late", "denied") for o in outcomes)
         assert len(result.entries) == new_entries, (result.entries, outcomes)
         for (topic, *_), outcome in zip(facts, outcomes):
@@ -196,14 +226,33 @@ class GemMachine(RuleBasedStateMachine):
         return None if view is None else view.salience
 
     def _known(self) -> list[tuple[str, str]]:
-        return [k for k, h in self.model.histories.items() if self.model.candidates(k)]
+        """Fields with a current value (a retracted field has none)."""
+        return [k for k in self.model.histories if self.model.current(k) is not None]
 
     # ------------------------------------------------------------------ ingest rules
     @rule(topic=st.sampled_from(TOPICS), fld=st.sampled_from(FIELDS), value=VALUES,
-          back=st.integers(0, 3), source=st.sampled_from(["chat", "email", "doc"]))
-    def ingest_value(self, topic, fld, value, back, source):
+          back=st.integers(0, 3), source=st.sampled_from(["chat", "email", "doc"]), labels=LABELS)
+    def ingest_value(self, topic, fld, value, back, source, labels):
         self.steps += 1
-        self._ingest([(topic, fld, value, self.now - timedelta(days=back), True, source)])
+        self._ingest([(topic, fld, value, self.now - timedelta(days=back), True, source)], labels)
+
+    @precondition(lambda self: self._known())
+    @rule(data=st.data())
+    def retract(self, data):
+        self.steps += 1
+        topic, fld = data.draw(st.sampled_from(self._known()))
+        must_reject_c3 = not self.propagating and any(a == topic for a, _ in self.model.extension)
+        note(f"retract {topic}.{fld}")
+        try:
+            changed = self.mem.retract(topic, fld, "the machine says it was wrong")
+        except gem.TransitionRejected as exc:
+            assert exc.condition == "C3" and must_reject_c3, f"unexpected: {exc}"
+            self.c3_rejections += 1
+            note(f"  rejected by {exc.condition}: {exc.detail}")
+            return
+        assert changed and not must_reject_c3
+        self.model.retract((topic, fld), self.now)
+        self.model.flagged |= {b for a, b in self.model.extension if a == topic}
 
     @precondition(lambda self: self._known())
     @rule(data=st.data())
@@ -288,7 +337,7 @@ class GemMachine(RuleBasedStateMachine):
         report = self.mem.revise()
         note(f"revise -> {report}")
         assert report["merged"] == []
-        self.model.flagged.clear()
+        self.model.flagged -= REVIEWED  # the reviser handled these; the others stay flagged
 
     @rule()
     def forget(self):
@@ -312,8 +361,38 @@ class GemMachine(RuleBasedStateMachine):
         note(f"erase {topic}.{fld}")
         receipt = self.mem.erase(topic, fld, reason="machine")
         del self.model.histories[(topic, fld)]
+        self.model.labels.pop((topic, fld), None)  # its labels went with its entries
         assert self.mem.inspect(topic, fld) is None
         assert self.mem.verify_erasure(receipt).ok
+
+    @rule(topic=st.sampled_from(TOPICS), fld=st.sampled_from(FIELDS), value=VALUES,
+          labels=LABELS, retract=st.booleans())
+    def in_another_scope(self, topic, fld, value, labels, retract):
+        """Governance in another scope: a fact stated now (an update), or a retraction, then a
+        revision there. Its values, labels and flags stay in that scope."""
+        self.steps += 1
+        other = self.mem.scope(TENANT)
+        key = (topic, fld)
+        before = deepcopy(self.tenant)
+        try:
+            if retract and self.tenant.current(key) is not None:
+                note(f"[{TENANT}] retract {topic}.{fld}")
+                self.tenant.retract(key, self.now)
+                assert other.retract(topic, fld, "wrong in the tenant")
+            else:
+                note(f"[{TENANT}] ingest {topic}.{fld} = {value!r} {list(labels)}")
+                self.tenant.record(key, value, self.now, True)
+                self.tenant.labels.setdefault(key, set()).update(labels)
+                other.ingest(gem.Fact(topic, fld, value, at=self.now, source="tenant",
+                                      labels=list(labels)))
+        except gem.TransitionRejected as exc:
+            assert exc.condition == "C5", f"unexpected in {TENANT}: {exc}"
+            self.tenant = before
+            self.c5_rejections += 1
+            note(f"  rejected by {exc.condition}: {exc.detail}")
+            return
+        report = other.revise()
+        assert report["merged"] == [] and report["flags_open"] == [], report
 
     @rule(days=st.integers(1, 20))
     def advance(self, days):
@@ -351,6 +430,24 @@ class GemMachine(RuleBasedStateMachine):
             if view is not None:
                 assert bool(view.flags) == (topic in self.model.flagged), \
                     f"C3 {topic}: flags {view.flags}, model expects {topic in self.model.flagged}"
+
+    @invariant()
+    def labels_are_those_of_every_fact(self):
+        for (topic, fld), labels in self.model.labels.items():
+            view = self.mem.inspect(topic, fld)
+            assert view is not None and set(view.labels) == labels, \
+                f"{topic}.{fld}: labels {view and view.labels}, model {labels}"
+
+    @invariant()
+    def scopes_keep_to_themselves(self):
+        other = self.mem.scope(TENANT)
+        for (topic, fld) in self.tenant.histories:
+            view = other.inspect(topic, fld)
+            value, labels = self.tenant.current((topic, fld)), self.tenant.labels[(topic, fld)]
+            assert view is not None and view.value == value and set(view.labels) == labels, \
+                f"[{TENANT}] {topic}.{fld}: {view}, model {value!r} {labels}"
+            if (topic, fld) not in self.model.histories:
+                assert self.mem.inspect(topic, fld) is None, f"{topic}.{fld} leaked from {TENANT}"
 
     @invariant()
     def c4_history_keeps_provenance(self):
