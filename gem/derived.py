@@ -575,6 +575,7 @@ class DerivedState:
         while True:
             attempt += 1
             with store.reading() as tx:
+                state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
                 last = queries.last_transition(tx)
                 counters = queries.latest_counters(tx)
                 topics = queries.scan(tx, "Topic", columns=("id", "title", "aliases", "status",
@@ -583,12 +584,14 @@ class DerivedState:
                 fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
                                                             "last_access", "labels"))
                 flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
-                state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
                 behind = queries.transitions(tx, state.salience_seq)
                 touches = queries.touches(tx)
                 # On a store other processes write, each read above is its own query: they
-                # describe one state only if no commit came between the first and the last.
-                if not store.shared_writers or _unmoved(tx, last):
+                # describe one state only if no commit, and no write-behind of the salience
+                # columns, came between the first and the last.
+                if not store.shared_writers or (
+                        _unmoved(tx, last) and
+                        int(queries.meta_get(tx, "salience_seq") or 0) == state.salience_seq):
                     break
             if attempt >= cls.REBUILD_ATTEMPTS:
                 raise StoreError(f"{store.path!r}: other processes kept committing while this "

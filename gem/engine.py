@@ -353,8 +353,18 @@ class Engine:
         an interaction, nothing logged."""
         with self.store.lock, single_threaded():
             self.store.check_open()
-            self.follow()
-            return fn(self.transition("read", scope=scope))
+            attempt = 0
+            while True:
+                attempt += 1
+                self.follow()
+                try:
+                    return fn(self.transition("read", scope=scope))
+                except Exception:
+                    # Its reads may have met another process's later commit (a row it
+                    # deleted): read again on the caught-up state, as a transition runs again.
+                    if attempt >= self.MAX_ATTEMPTS or not self._overtaken():
+                        raise
+                    self.conflicts += 1
 
 
 def utc_now() -> datetime:

@@ -229,9 +229,15 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         units = {u for r in later for u in json.loads(r["units"] or "[]")}
         gone_topics = {tid for r in later if r["tombstone"]
                        for tid in json.loads(r["tombstone"]).get("topics", [])}
-        gone_fields = {k for r in later for k, digest in json.loads(r["writes"] or "{}").items()
-                       if digest is None and "/" in k and "|" not in k}
-        keys = (units | set(state.pending_salience)) - gone_topics - gone_fields
+        gone_fields: set[str] = set()
+        for r in later:  # gone if the last record that wrote it deleted it: an erased field's
+            for k, digest in json.loads(r["writes"] or "{}").items():  # id comes back when
+                if "/" in k and "|" not in k:                           # its name is stated again
+                    (gone_fields.add if digest is None else gone_fields.discard)(k)
+        # A later record's salience part names what it reinforced: re-read even when the
+        # stored columns already have it (another process wrote them behind).
+        reinforced = {k for r in later for k in json.loads(r["salience"] or "{}")}
+        keys = (units | reinforced | set(state.pending_salience)) - gone_topics - gone_fields
         tids = sorted({u.split("/", 1)[0] for u in keys} - gone_topics)
         fids = sorted(u for u in keys if "/" in u)
         topics = queries.read_rows(tx, "Topic", tids) if tids else []
