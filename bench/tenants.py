@@ -5,9 +5,11 @@
 Scopes: the same ingests and retrievals (the same rows, the same queries) on
   A  a memory with only the default scope,
   B  scope "acme" of a memory where acme is the only scope written,
-  C  scope "acme" of a memory where nine other scopes hold as much again,
-interleaved operation by operation after a warm-up; the ratios B/A and C/A are what a scope
-costs. Erasure and compaction: a memory of `--big` topics (two fields each), erasing one
+  C  scope "acme" of a memory where nine other scopes hold nine times as much again,
+  D  a memory with only the default scope, already holding as much as C's nine neighbours,
+interleaved operation by operation after a warm-up. B/A is what a scope costs; C/D is what
+sharing a database with other scopes costs, against a memory as big (C/A mixes that with the
+engine's tables being ten times larger). Erasure and compaction: a memory of `--big` topics (two fields each), erasing one
 topic that was ingested in a 1,000-fact batch (its record is redacted, so the 999 other
 units it wrote are attested again) and one ingested alone; then `compact()`, reported per
 100k entries. A benchmark, not a test: nothing asserts a time.
@@ -39,11 +41,13 @@ def scopes(gem, engine: str, d: str, topics: int) -> dict:
     a = gem.open(os.path.join(d, "a.db"), clock=clock, engine=engine)
     b_root = gem.open(os.path.join(d, "b.db"), clock=clock, engine=engine)
     c_root = gem.open(os.path.join(d, "c.db"), clock=clock, engine=engine)
-    for n in range(9):  # C's neighbours: nine scopes as big as the one measured
+    d_mem = gem.open(os.path.join(d, "d.db"), clock=clock, engine=engine)
+    for n in range(9):  # C's neighbours: nine scopes as big as the one measured; D as much
         neighbour = c_root.scope(f"other{n}")
         for start in range(0, topics, 200):
             neighbour.ingest(_facts(gem, "Topic", start, min(200, topics - start), 3))
-    sides = {"A": a, "B": b_root.scope("acme"), "C": c_root.scope("acme")}
+            d_mem.ingest(_facts(gem, f"Filler{n} topic", start, min(200, topics - start), 3))
+    sides = {"A": a, "B": b_root.scope("acme"), "C": c_root.scope("acme"), "D": d_mem}
     times: dict[str, dict[str, list[float]]] = {k: {"batch": [], "single": [], "text": [],
                                                     "structured": []} for k in sides}
     for mem in sides.values():  # warm-up: statements prepared, caches filled, on every side
@@ -66,7 +70,7 @@ def scopes(gem, engine: str, d: str, topics: int) -> dict:
             times[name]["single"].append(timed(lambda: mem.ingest(fact)))
             times[name]["structured"].append(timed(lambda: mem.retrieve(topic=title, fields=["field 2"])))
             times[name]["text"].append(timed(lambda: mem.retrieve(query, k=5)))
-    for mem in (a, b_root, c_root):
+    for mem in (a, b_root, c_root, d_mem):
         mem.close()
     warm = 20
     out = {}
@@ -113,16 +117,19 @@ def table(results: dict[str, dict]) -> str:
     for engine, r in results.items():
         s = r["scopes"]
         lines.append(f"{engine}: scopes (A: default scope only; B: one named scope; C: a named scope "
-                     "beside nine as big)")
-        lines.append(f"  {'measure':<34}{'A':>14}{'B':>14}{'C':>14}{'B/A':>8}{'C/A':>8}")
-        lines.append(f"  {'batch ingest facts/s':<34}" + "".join(
-            f"{s[k]['batch_facts_s']:>14,.0f}" for k in "ABC") +
-            f"{s['A']['batch_facts_s'] / s['B']['batch_facts_s']:>8.2f}"
-            f"{s['A']['batch_facts_s'] / s['C']['batch_facts_s']:>8.2f}")
+                     "beside nine as big; D: default scope only, as big as C's database)")
+        lines.append(f"  {'measure':<30}{'A':>10}{'B':>10}{'C':>10}{'D':>10}"
+                     f"{'B/A':>7}{'C/D':>7}{'C/A':>7}")
+        rate = {k: 1 / s[k]["batch_facts_s"] for k in "ABCD"}  # seconds per fact: a cost
+        lines.append(f"  {'batch ingest facts/s':<30}" + "".join(
+            f"{s[k]['batch_facts_s']:>10,.0f}" for k in "ABCD") +
+            f"{rate['B'] / rate['A']:>7.2f}{rate['C'] / rate['D']:>7.2f}{rate['C'] / rate['A']:>7.2f}")
         for op, label in (("single", "single ingest p50 ms"), ("structured", "structured retrieve p50 ms"),
                           ("text", "free-text retrieve p50 ms")):
-            lines.append(f"  {label:<34}" + "".join(f"{s[k][op][0]:>14.2f}" for k in "ABC") +
-                         f"{s['B'][op][0] / s['A'][op][0]:>8.2f}{s['C'][op][0] / s['A'][op][0]:>8.2f}")
+            p50 = {k: s[k][op][0] for k in "ABCD"}
+            lines.append(f"  {label:<30}" + "".join(f"{p50[k]:>10.2f}" for k in "ABCD") +
+                         f"{p50['B'] / p50['A']:>7.2f}{p50['C'] / p50['D']:>7.2f}"
+                         f"{p50['C'] / p50['A']:>7.2f}")
         e = r["erasure"]
         lines.append(f"  erasure at {e['topics']:,} topics ({e['entries']:,} entries; grown in "
                      f"{e['grow_s']:.0f} s): a topic of a 1,000-fact batch {e['erase_batch_topic_s']:.3f} s, "

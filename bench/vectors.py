@@ -47,7 +47,7 @@ from gem.index import LexicalIndex, VectorIndex  # noqa: E402
 from gem.numeric import single_threaded  # noqa: E402
 
 BASELINE = "a3fbc48"  # main before the derived-index work
-LOCOMO = ROOT.parent / "shared" / "data" / "locomo-dev.json"
+LOCOMO = Path(os.environ.get("GEM_LOCOMO") or ROOT.parent / "shared" / "data" / "locomo-dev.json")
 DIM = 256
 K = 10
 
@@ -94,6 +94,16 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 
 # ---------------------------------------------------------------------- data
+def _letters(n: int) -> str:
+    """A word for the number n, in letters only (the corpus splits text on letters)."""
+    out = ""
+    while True:
+        n, r = divmod(n, 26)
+        out = chr(97 + r) + out
+        if n == 0:
+            return "w" + out
+
+
 class Corpus:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
@@ -104,9 +114,11 @@ class Corpus:
             self.questions = [q["question"] for c in data for q in c["qa"]]
         else:
             self.turns, self.questions = [], []
+        if not self.turns:  # no LoCoMo here: Zipf-like made-up words, in made-up turns
+            made_up = [_letters(int(self.rng.paretovariate(1.0))) for _ in range(50_000)]
+            self.turns = [" ".join(self.rng.choice(made_up) for _ in range(self.rng.randint(5, 20)))
+                          for _ in range(3_000)]
         words = [w for t in self.turns for w in re.findall(r"[a-z']+", t.lower())]
-        if not words:
-            words = [f"w{int(self.rng.paretovariate(1.0))}" for _ in range(50_000)]
         common = {w for w, _ in Counter(words).most_common(150)}
         self.content = [w for w in words if w not in common]
         self.next_word: dict[str, list[str]] = {}
@@ -114,6 +126,8 @@ class Corpus:
             ws = re.findall(r"[A-Za-z']+", t)
             for a, b in zip(["<s>", *ws], [*ws, "</s>"]):
                 self.next_word.setdefault(a, []).append(b)
+        if not self.questions:
+            self.questions = self.sentences(500)
 
     def titles(self, n: int) -> list[str]:
         r = self.rng

@@ -7,21 +7,22 @@
 """
 __version__ = "0.1.0"  # first: modules below read it while this package is importing
 
-from .embed import Embedder, HashingEmbedder
+from .embed import Embedder, HashingEmbedder, MiniLMEmbedder
 from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, PolicySyntaxError,
                      StoreError, StoreLocked, TransitionRejected, UnknownUnit,
                      WriteConflict)
 from .aio import AsyncMemory
 from .memory import Memory, import_jsonl, open
-from .model import (AuditReport, DroppedFact, Explanation, Fact, FieldView, FlagView,
-                    HistoryEntry, IngestResult, PendingRevision, Provenance, Resolution,
+from .model import (AuditReport, DroppedFact, Episode, EpisodeView, Explanation, Fact, FieldView,
+                    FlagView, HistoryEntry, IngestResult, PendingRevision, Provenance, Resolution,
                     RetrieveResult, TopicView)
 from .resolve import Resolver, TieredResolver
 from .transfer import TransferReport
 from .units import TopicId
 
 __all__ = [
-    "open", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact", "Embedder", "HashingEmbedder", "Resolver", "TieredResolver",
+    "open", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact", "Episode",
+    "EpisodeView", "Embedder", "HashingEmbedder", "MiniLMEmbedder", "Resolver", "TieredResolver",
     "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected", "WriteConflict",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",

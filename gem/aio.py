@@ -35,7 +35,7 @@ DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "rest
              "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies",
              "retract", "pending_revisions",
              "scopes", "head", "erase", "erase_all", "verify_erasure", "compact", "export",
-             "topics", "titles", "graph", "salience_history", "recent_transitions")
+             "topics", "episodes", "titles", "graph", "salience_history", "recent_transitions")
 # Lifecycle, scheduling and views, written out below: they manage the worker itself.
 _NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance", "scope")
 
@@ -106,6 +106,7 @@ class AsyncMemory:
     retract = _delegate("retract")
     pending_revisions = _delegate("pending_revisions")
     topics = _delegate("topics")
+    episodes = _delegate("episodes")
     titles = _delegate("titles")
     graph = _delegate("graph")
     salience_history = _delegate("salience_history")

@@ -1,7 +1,7 @@
 """What the log commits to: the content of every row a transition wrote, and its own parts.
 
 Tamper evidence. Each log record carries, in its `writes` part, the content hash of every row
-the transition wrote (entries, observations, fields, topics, flags, edges, stored policies and
+the transition wrote (entries, observations, fields, topics, flags, episodes, edges, stored policies and
 the policy files; null for a row it deleted). The record's content parts (units, policies,
 detail, salience, writes) are committed to by one salted hash, `commit`, and the hash chain
 runs over the record's metadata, counters and that commitment. So the audit can recompute
@@ -33,7 +33,7 @@ ADDED_LATER = ("labels", "reason", "cleared_by")
 def row_hash(table: str, row: Row) -> str:
     """The content hash of a stored row (salience columns excepted: written behind)."""
     body = {k: v for k, v in row.items() if k not in WRITTEN_BEHIND} \
-        if table in ("Topic", "Field") else dict(row)
+        if table in ("Topic", "Field", "Episode") else dict(row)
     for column in ADDED_LATER:
         if column in body and not body[column]:
             del body[column]

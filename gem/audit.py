@@ -16,6 +16,7 @@ from .model import AuditReport, Violation
 from .pipeline import chain_hash
 from .store import queries
 from .store.schema import Row
+from .units import is_episode
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -201,12 +202,12 @@ def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None) -> list[tuple[
         elif written[1] != digest:
             found.append(("state", key, f"differs from what transition {written[0]} wrote"))
 
-    for table in ("Topic", "Field", "Entry", "Observation", "Flag"):
+    for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
         rows = queries.stream_rows(tx, table) if keys is None else \
             queries.read_rows(tx, table, sorted(k for k in keys if "|" not in k))
         for row in rows:
             check(row["id"], attest.row_hash(table, row))
-            if keys is None and table in ("Topic", "Field"):
+            if keys is None and table in ("Topic", "Field", "Episode"):
                 expected = scan.salience.get(row["id"])
                 stored = [row["strength"], row["last_access"].isoformat()]
                 if expected is not None and expected[1] != stored:
@@ -276,6 +277,7 @@ def _full(engine: "Engine", progress: Progress | None,
         orphans = observations - queries.count_rels(tx, "CORROBORATES")
         if orphans:
             found.append(("C4", None, f"{orphans} observations are not attached to an entry"))
+        found += conditions.c4_episodes(queries.stream_rows(tx, "Episode"))
         found += conditions.c3_trajectory(queries.updates_of_extended_topics(tx),
                                           queries.flags_by_transition(tx))
         active = queries.active_fields_by_scope(tx)
@@ -320,7 +322,8 @@ def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | N
         found += _head(scan, expected_head) if expected_head and int(expected_head["seq"]) > seq else []
         units = sorted({u for r in records for u in (r["units"] or ())})
         fids = [u for u in units if "/" in u]
-        tids = [u for u in units if "/" not in u]
+        tids = [u for u in units if "/" not in u and not is_episode(u)]
+        eps = [u for u in units if is_episode(u)]
         histories: dict[str, list[Row]] = {f: [] for f in fids}
         for i in range(0, len(fids), 1000):
             for fid, entry in queries.read_children(tx, "HAS_ENTRY", fids[i:i + 1000]):
@@ -338,7 +341,7 @@ def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | N
         found += conditions.c3_trajectory(queries.updates_of_extended_topics(tx, since=seq),
                                           queries.flags_by_transition(tx))
         strengths = [(r["id"], engine.derived.patch(table, r)["strength"])
-                     for table, keys in (("Topic", tids), ("Field", fids))
+                     for table, keys in (("Topic", tids), ("Field", fids), ("Episode", eps))
                      for r in queries.read_rows(tx, table, keys)]
         found += conditions.c6_strengths(strengths)
         active = queries.active_fields_by_scope(tx)

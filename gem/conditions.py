@@ -62,6 +62,15 @@ def c4_provenance(entries: Iterable[Row], observations: Iterable[Row],
             yield ("C4", obs["id"], "observation of an entry that does not exist")
 
 
+def c4_episodes(episodes: Iterable[Row]) -> Iterator[Violation]:
+    """Every episode keeps its text, its provenance (source, actor) and its times."""
+    for row in episodes:
+        if not row["text"] or not row["source"] or not row["actor"]:
+            yield ("C4", row["id"], "episode lacks its text, a source or an actor")
+        if row["at"] is None or row["recorded_at"] is None:
+            yield ("C4", row["id"], "episode time or recorded time missing")
+
+
 def _provenance(row: Row) -> Iterator[Violation]:
     if not row["source"] or not row["actor"]:
         yield ("C4", row["id"], "provenance lacks a source or an actor")
@@ -110,6 +119,7 @@ def transition_violations(t: Transition) -> Iterator[Violation]:
     missing = [("C4", eid, "entry vanished") for eid in t.touched.entries if t.entry(eid) is None]
     yield from missing  # type: ignore[misc]
     yield from c4_provenance(entries, t.touched.observations, t.entry, reachable)
+    yield from c4_episodes(r for r in (t.row("Episode", k) for k in t.touched.episodes) if r)
     if t.settings.get("active_bound") is not None:
         yield from c5_bounded_active_state(t.active_field_count(), t.settings["active_bound"],
                                            t.counters.interactions)

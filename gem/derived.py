@@ -13,7 +13,12 @@ salience written behind, the last clean audit):
   most salient, how many fields are active (C5); and the labels of the fields that have any,
   which give them their own half-life (`label_half_life`);
 - the topics with open revision flags, the id counters, and which log records touched each
-  topic (an erasure redacts them);
+  topic and episode (an erasure redacts them);
+- the unit indexes free-text retrieval ranks: one document per field (its topic's names, its
+  name and current value) and per episode (speaker and text), in a lexical index over search
+  terms and a vector index, with each unit's valid time (for `between`). Forgotten units stay
+  in them, so a strong cue can still recall them (issue 10); like summaries they are
+  refreshed lazily, by the next free-text retrieval;
 - globally, the log head (sequence number, hash, and time: no transition is earlier).
 
 It changes only after a commit (`apply`), from the committed transition's rows, so a rejected
@@ -42,6 +47,7 @@ from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
 from .store.schema import Row
 from .text import name_key, value_text
+from .units import unit_table
 
 if TYPE_CHECKING:
     from .embed import Embedder
@@ -55,6 +61,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 DEFAULT_SCOPE = "default"
 TOPIC_STATUS = ("active", "archived")
 FIELD_STATUS = ("active", "compressed", "hidden")
+EPISODE_STATUS = ("active", "hidden")
 
 
 def default_summary(title: str, values: dict[str, Any]) -> str:
@@ -213,6 +220,16 @@ class ScopeState:
         self.stale: dict[str, None] = {}  # topics whose summary and index entries are out of date
         self.topics = SalienceTable(TOPIC_STATUS)
         self.fields = SalienceTable(FIELD_STATUS)
+        self.episodes = SalienceTable(EPISODE_STATUS)
+        # The unit indexes (fields and episodes), their documents and valid times; units in
+        # `stale_units` are re-derived by the next reader (`refresh_units`).
+        # k1 = 0.9, b = 0.4 (Anserini's defaults for short passages): one turn or one value is
+        # a short document; measured on LoCoMo turns, any@10 0.655 -> 0.672 over k1 1.2, b 0.75.
+        self.unit_lexical = LexicalIndex(0.9, 0.4, analyzer="search")
+        self.unit_vectors = VectorIndex(embedder.dim)
+        self.unit_docs: dict[str, str] = {}
+        self.unit_valid: dict[str, float] = {}
+        self.stale_units: dict[str, None] = {}
         self.fields_by_topic: dict[str, list[str]] = {}
         # Labels of the fields that have any (field id -> labels), and for each label the rows
         # of the field table that carry it: a label's half-life applies to all of them at once.
@@ -301,6 +318,30 @@ class ScopeState:
     def flagged_topics(self) -> list[str]:
         return [tid for tid, n in self.open_flags.items() if n > 0]
 
+    def episode_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
+                          half_life: timedelta) -> list[str]:
+        keep = self.episodes.mask(statuses)
+        if below is not None:
+            keep &= self.episodes.salience(now, half_life) < below
+        return [self.episodes.ids[i] for i in np.flatnonzero(keep).tolist()]
+
+    def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float:
+        """A field's or an episode's committed salience now (0 if unknown)."""
+        table = self.episodes if unit_table(key) == "Episode" else self.fields
+        row = table.row_of.get(key)
+        if row is None:
+            return 0.0
+        age = _seconds(now) - float(table.last[row])
+        age = 0.0 if math.isnan(age) else max(age, 0.0)
+        return -math.expm1(-max(float(table.strength[row]), 0.0)) * \
+            2.0 ** (-age / half_life.total_seconds())
+
+    def unit_status(self, key: str) -> tuple[str | None, str | None]:
+        """(the unit's ladder status, its topic's status; None for an episode)."""
+        if unit_table(key) == "Episode":
+            return self.episodes.status_of(key), None
+        return self.fields.status_of(key), self.topics.status_of(key.split("/", 1)[0])
+
     def least_relevant_fields(self, n: int, exclude: set[str], now: datetime,
                               half_life: timedelta,
                               by_label: dict[str, timedelta | None] | None = None
@@ -356,6 +397,9 @@ class ScopeState:
         if row["id"] not in fids:
             fids.append(row["id"])
 
+    def _put_episode(self, row: Row) -> None:
+        self.episodes.put(row["id"], row["strength"], row["last_access"], row["status"])
+
     def _put_names(self, rows: Sequence[Row], vectors: dict[str, np.ndarray]) -> None:
         retitled = [r for r in rows if self.names.title_of.get(r["id"]) != r["title"]]
         missing = [r for r in retitled if r["id"] not in vectors]
@@ -385,6 +429,15 @@ class ScopeState:
             self._put_topic(row)
         for row in changed("Field").values():
             self._put_field(row)
+        for row in changed("Episode").values():
+            self._put_episode(row)
+        self.stale_units.update(dict.fromkeys(t.created["Episode"]))
+        # an episode whose context (`follows`) an erasure removed reads differently
+        self.stale_units.update(dict.fromkeys(k for k, props in t.updated["Episode"].items()
+                                              if "follows" in props))
+        self.stale_units.update(dict.fromkeys(units_rewritten(t)))
+        for tid in t.touched.reindex:  # a new title or alias changes every field's document
+            self.stale_units.update(dict.fromkeys(self.fields_of(tid)))
         renamed = [topics[k] for k in t.touched.reindex if k in topics]
         self._put_names([r for r in renamed if r is not None], title_vectors or {})
         for tid in t.children["FLAGS"]:
@@ -396,15 +449,21 @@ class ScopeState:
             for tid, seqs in list(self.touched_by.items()):
                 if gone.intersection(seqs):
                     self.touched_by[tid] = array("q", [s for s in seqs if s not in gone])
-        for tid in {unit.split("/", 1)[0] for unit in (*t.touched.topics, *t.touched.fields)}:
+        for tid in {unit.split("/", 1)[0] for unit in (*t.touched.topics, *t.touched.fields,
+                                                       *t.touched.episodes)}:
             self.touched_by.setdefault(tid, array("q")).append(t.seq)
-        self.forget_units(t.deleted["Topic"], t.deleted["Field"])
+        self.forget_units(t.deleted["Topic"], t.deleted["Field"], t.deleted["Episode"])
         self._active_fields = None
         self.counters = dict(vars(t.counters))
 
-    def forget_units(self, topics: Iterable[str], fields: Iterable[str]) -> None:
-        """Remove erased topics and fields from everything derived (their index entries, names,
-        summaries, salience, flags, and the record of what touched them)."""
+    def forget_units(self, topics: Iterable[str], fields: Iterable[str],
+                     episodes: Iterable[str] = ()) -> None:
+        """Remove erased topics, fields and episodes from everything derived (their index
+        entries, names, summaries, salience, flags, and the record of what touched them)."""
+        for eid in episodes:
+            self.episodes.remove(eid)
+            self._forget_unit(eid)
+            self.touched_by.pop(eid, None)
         for fid in fields:
             self._forget_field(fid)
             tid = fid.split("/", 1)[0]
@@ -422,8 +481,16 @@ class ScopeState:
                             self.touched_by):
                 mapping.pop(tid, None)  # type: ignore[attr-defined]
 
+    def _forget_unit(self, unit: str) -> None:
+        """A field or an episode leaves the unit indexes."""
+        self.unit_lexical.remove(unit)
+        self.unit_vectors.remove(unit)
+        for mapping in (self.unit_docs, self.unit_valid, self.stale_units):
+            mapping.pop(unit, None)  # type: ignore[attr-defined]
+
     def _forget_field(self, fid: str) -> None:
         self.fields.remove(fid)
+        self._forget_unit(fid)
         if self.field_labels.pop(fid, None) is not None:
             self._label_rows = None
 
@@ -447,6 +514,33 @@ class ScopeState:
             else:
                 self.vectors.remove(tid)
             del self.stale[tid]
+
+    def refresh_units(self, cache: "CommittedCache") -> None:
+        """Re-derive the stale units' documents, valid times and index entries from committed
+        state, in one embedder call."""
+        if not self.stale_units:
+            return
+        stale = list(self.stale_units)
+        docs = unit_documents(cache, self.names, stale)
+        keep = [u for u in stale if u in docs]
+        vectors = self.embedder.embed([docs[u][0] for u in keep]) if keep else \
+            np.zeros((0, self.embedder.dim), dtype=np.float32)
+        for unit in stale:
+            if unit not in docs:  # no current value (or gone): nothing to find it by
+                self.unit_lexical.remove(unit)
+                self.unit_vectors.remove(unit)
+                self.unit_docs.pop(unit, None)
+                self.unit_valid.pop(unit, None)
+        for unit, vec in zip(keep, vectors):
+            text, valid = docs[unit]
+            self.unit_docs[unit] = text
+            self.unit_valid[unit] = valid
+            self.unit_lexical.upsert(unit, text)
+            if np.any(vec):
+                self.unit_vectors.upsert(unit, vec)
+            else:
+                self.unit_vectors.remove(unit)
+        self.stale_units.clear()
 
     def summary(self, cache: "CommittedCache", summarizer: Summarizer, tid: str) -> str:
         self.refresh(cache, summarizer, [tid])
@@ -474,6 +568,10 @@ class ScopeState:
             "fields_by_topic": {k: sorted(v) for k, v in sorted(self.fields_by_topic.items()) if v},
             "field_labels": dict(sorted(self.field_labels.items())),
             "open_flags": {k: v for k, v in sorted(self.open_flags.items()) if v},
+            "episodes": table(self.episodes), "unit_docs": dict(sorted(self.unit_docs.items())),
+            "unit_valid": dict(sorted(self.unit_valid.items())),
+            "unit_lexical": sorted(self.unit_lexical), "unit_vectors": vectors(self.unit_vectors),
+            "stale_units": sorted(self.stale_units),
             "touched_by": {k: list(v) for k, v in sorted(self.touched_by.items()) if v},
         }
 
@@ -546,7 +644,7 @@ class DerivedState:
                 row = t.rows[table][key]
                 assert row is not None
                 self.pending_salience[key] = (table, row["strength"], row["last_access"])
-        for table in ("Topic", "Field"):
+        for table in ("Topic", "Field", "Episode"):
             for key in t.deleted[table]:
                 self.pending_salience.pop(key, None)
         self.scope(t.scope).take(t, title_vectors)
@@ -558,6 +656,11 @@ class DerivedState:
         """Every scope's stale summaries."""
         for scope in self.scopes.values():
             scope.refresh(cache, summarizer)
+
+    def refresh_units(self, cache: "CommittedCache") -> None:
+        """Every scope's stale unit documents and index entries."""
+        for scope in self.scopes.values():
+            scope.refresh_units(cache)
 
     def fingerprint(self) -> dict[str, Any]:
         return {"seq": self.seq, "hash": self.hash, "at": self.at,
@@ -584,6 +687,8 @@ class DerivedState:
                 fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
                                                             "last_access", "labels"))
                 flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
+                episodes = queries.scan(tx, "Episode", columns=("id", "status", "strength",
+                                                                "last_access", "scope"), order="seq")
                 behind = queries.transitions(tx, state.salience_seq)
                 touches = queries.touches(tx)
                 # On a store other processes write, each read above is its own query: they
@@ -599,13 +704,14 @@ class DerivedState:
             time.sleep(random.uniform(0, 0.002 * attempt))
         for record in behind:  # the salience the stored columns do not have yet
             for key, (strength, last_access) in json.loads(record["salience"] or "{}").items():
-                table = "Field" if "/" in key else "Topic"
-                state.pending_salience[key] = (table, strength, datetime.fromisoformat(last_access))
+                state.pending_salience[key] = (unit_table(key), strength,
+                                               datetime.fromisoformat(last_access))
             for key, digest in json.loads(record["writes"] or "{}").items():
                 if digest is None:  # deleted later: nothing of it is pending (as after `apply`)
                     state.pending_salience.pop(key, None)
         topics = [state.patch("Topic", r) for r in topics]
         fields = [state.patch("Field", r) for r in fields]
+        episodes = [state.patch("Episode", r) for r in episodes]
         if last is not None:
             state.seq, state.hash, state.at = last["seq"], last["hash"], last["at"]
         for name, values in counters.items():
@@ -616,7 +722,13 @@ class DerivedState:
             scope._put_topic(row)
             scope.stale[row["id"]] = None
         for row in fields:
-            state.scope(scope_of(row["id"]))._put_field(row)
+            scope = state.scope(scope_of(row["id"]))
+            scope._put_field(row)
+            scope.stale_units[row["id"]] = None
+        for row in episodes:
+            scope = state.scope(row["scope"])
+            scope._put_episode(row)
+            scope.stale_units[row["id"]] = None
         for g in flags:
             scope = state.scope(scope_of(g["topic_id"]))
             scope.open_flags[g["topic_id"]] = scope.open_flags.get(g["topic_id"], 0) + 1
@@ -666,6 +778,64 @@ def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summa
     return out
 
 
+def units_rewritten(t: "Transition") -> list[str]:
+    """The fields whose search document a committed transition may have changed: new fields,
+    fields that gained or changed entries (a compression, which only moves older entries out
+    of the active history, changes no document), and every field a revision touched (a merge
+    moves entries away). A ladder step alone changes none: status is read at query time, so a
+    forgetting pass does not make the next query re-embed what it attenuated."""
+    out = dict.fromkeys(t.created["Field"])
+    for table in ("created", "updated"):
+        for eid, props in getattr(t, table)["Entry"].items():
+            if table == "updated" and set(props) <= {"active"}:
+                continue
+            row = t.rows["Entry"].get(eid)
+            if row is not None:
+                out[row["field_id"]] = None
+    if t.op == "revise":
+        out.update(dict.fromkeys(t.touched.fields))
+    return list(out)
+
+
+def unit_documents(cache: "CommittedCache", names: NameDirectory,
+                   units: Sequence[str]) -> dict[str, tuple[str, float]]:
+    """unit -> (its searchable document, its valid time in seconds) for committed fields with a
+    current value (the topic's names, the field's name, the value) and episodes (speaker and
+    text). Units without a current value, or gone, are left out."""
+    fids = [u for u in units if unit_table(u) == "Field"]
+    eids = [u for u in units if unit_table(u) == "Episode"]
+    cache.load_rows("Field", fids)
+    cache.load_children("HAS_ENTRY", fids)
+    cache.load_rows("Episode", eids)
+    # an episode is read in the context of the one it follows (gem/operators/ingest.py)
+    cache.load_rows("Episode", [r["follows"] for r in (cache.rows["Episode"][e] for e in eids)
+                                if r is not None and r["follows"]])
+    out: dict[str, tuple[str, float]] = {}
+    for fid in fids:
+        f = cache.rows["Field"][fid]
+        if f is None:
+            continue
+        current = None
+        for eid in reversed(cache.children["HAS_ENTRY"][fid]):
+            e = cache.rows["Entry"][eid]
+            if e is not None and e["status"] == "current":
+                current = e
+                break
+        if current is None:
+            continue
+        topic_names = names.names_of.get(f["topic_id"], [])
+        text = " ".join([*topic_names, f["name"], value_text(json.loads(current["value"]))])
+        out[fid] = (text, _seconds(current["valid_at"]))
+    for eid in eids:
+        row = cache.rows["Episode"][eid]
+        if row is None:
+            continue
+        text = f"{row['speaker']}: {row['text']}" if row["speaker"] else row["text"]
+        before = cache.rows["Episode"].get(row["follows"]) if row["follows"] else None
+        if before is not None:
+            text += " " + before["text"]
+        out[eid] = (text, _seconds(row["at"]))
+    return out
 def scope_of(unit: str) -> str:
     """The scope a unit belongs to, from its id: "t1", "t1/deadline", "e5" are in "default";
     "acme:t1", "acme:t1/deadline", "acme:e5" are in "acme" (scope names hold no ":" or "/")."""

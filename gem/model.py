@@ -189,6 +189,91 @@ def _kind(v: Any) -> str:
     return repr(v) if isinstance(v, str) else type(v).__name__
 
 
+# An episode's time must be aware (a naive time could be any zone) and plausible: a year
+# outside these bounds is a typo (9999-12-31), not an observation.
+EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
+
+
+def returned_facts(answer: Any, who: str, expected: str = "a list of gem.Fact") -> list[Fact]:
+    """The facts a caller's callable (the extractor, the reviser) returned: one gem.Fact or a
+    list of them; anything else is InvalidInput naming `who`."""
+    if isinstance(answer, Fact):
+        return [answer]
+    if answer is None or isinstance(answer, (str, bytes, dict)) or not hasattr(answer, "__iter__"):
+        raise InvalidInput(f"{who} must return {expected}, got {type(answer).__name__}")
+    facts = list(answer)
+    for i, fact in enumerate(facts):
+        if not isinstance(fact, Fact):
+            raise InvalidInput(f"{who} returned a {type(fact).__name__} as item {i}, "
+                               "not a gem.Fact")
+    return facts
+
+
+class Episode(BaseModel):
+    """A raw observation, kept as said: a turn of a conversation, a message, a note.
+
+    `at` is when it was said (aware; default: the memory's clock), `source` where it came from
+    (for example the message id), `speaker` who said it. Episodes are searchable next to facts,
+    have salience and descend the forgetting ladder; a fact cites the episode it was extracted
+    from by its id in `Fact(ref=...)`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    at: datetime | None = None
+    source: str = "api"
+    speaker: str | None = None
+    actor: str = "user"
+
+    def __init__(self, text: Any = None, **kwargs: Any) -> None:
+        try:
+            super().__init__(text=text, **kwargs)
+        except ValidationError as exc:
+            raise InvalidInput(_describe(exc, "Episode")) from None
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str:
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError("must be a non-empty string")
+        return v
+
+    @field_validator("source", "actor", mode="before")
+    @classmethod
+    def _label(cls, v: Any) -> str:
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError("must be a non-empty string")
+        return v.strip()
+
+    @field_validator("speaker", mode="before")
+    @classmethod
+    def _speaker(cls, v: Any) -> str | None:
+        if v is None:
+            return None
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError("must be a non-empty string or None")
+        return v.strip()
+
+    @field_validator("at")
+    @classmethod
+    def _at(cls, v: datetime | None) -> datetime | None:
+        return None if v is None else checked_time(v, "at")
+
+
+def checked_time(value: Any, what: str) -> datetime:
+    """An aware datetime within [1900, 2200), in UTC; InvalidInput (ValueError inside pydantic
+    validation) for anything else."""
+    if not isinstance(value, datetime):
+        raise ValueError(f"{what} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{what} must be timezone-aware (a naive time could be any zone)")
+    value = value.astimezone(timezone.utc)
+    if not EARLIEST <= value < LATEST:
+        raise ValueError(f"{what} {value.isoformat()} is outside [1900, 2200)")
+    return value
+
+
 def _describe(exc: ValidationError, what: str) -> str:
     parts = []
     for err in exc.errors():
@@ -214,6 +299,23 @@ class Observation(BaseModel):
     recorded_at: datetime
 
 
+class EpisodeView(BaseModel):
+    """An episode as retrieval (or a fact's history) shows it. `recalled` names the ladder
+    level a cued recall brought it back from (it is active again now)."""
+    model_config = ConfigDict(frozen=True)
+    id: str
+    text: str
+    at: datetime
+    speaker: str | None = None
+    source: str
+    recorded_at: datetime
+    salience: float
+    status: Literal["active", "hidden"]
+    follows: str | None = None        # the episode said just before it (read as its context)
+    score: float | None = None
+    recalled: str | None = None
+
+
 class HistoryEntry(BaseModel):
     model_config = ConfigDict(frozen=True)
     id: str
@@ -226,6 +328,7 @@ class HistoryEntry(BaseModel):
     superseded_by: str | None = None
     active: bool = True  # False once compression moved it out of the active history
     observations: list[Observation] = PydField(default_factory=list)
+    episode: EpisodeView | None = None  # the episode its provenance ref names, if any
     labels: list[str] = PydField(default_factory=list)
     reason: str | None = None   # why it was retracted; for a retraction (value None), why
 
@@ -253,6 +356,9 @@ class FieldView(BaseModel):
     candidates: list[Candidate] | None = None
     summary: str | None = None
     history: list[HistoryEntry] | None = None
+    score: float | None = None       # its rank score when a free-text query returned it
+    recalled: str | None = None      # the ladder level a cued recall brought it back from
+    context: bool = False            # returned as context (one association hop), not ranked
     labels: list[str] = PydField(default_factory=list)   # of every entry of its history
     retracted: str | None = None   # the reason, when its value was retracted (value is None)
 
@@ -291,6 +397,12 @@ class TopicView(BaseModel):
     score: float | None = None
     fields: dict[str, FieldView]
     flags: list[FlagView] = PydField(default_factory=list)
+    # What retrieval left out of this topic: its open revision flags and hidden fields.
+    needs_review: list[FlagView] = PydField(default_factory=list)
+    hidden_fields: list[str] = PydField(default_factory=list)
+    recalled: str | None = None       # "archived" when a cued recall revived the topic
+    context_of: str | None = None     # set for a topic returned as one hop of context: the
+                                      # title of the ranked topic it is associated with
 
 
 class RetrieveResult(BaseModel):
@@ -299,6 +411,9 @@ class RetrieveResult(BaseModel):
     query: str | None = None
     as_of: datetime | None = None
     topics: list[TopicView]
+    episodes: list[EpisodeView] = PydField(default_factory=list)
+    truncated: bool = False           # more units were above the relevance floor than k
+    between: tuple[datetime, datetime] | None = None
 
     def value(self, topic: str, field: str) -> Any:
         """The current value of `field` on the topic titled (or aliased) `topic` (names as
@@ -352,6 +467,8 @@ class IngestResult(BaseModel):
     corroborations: int               # re-statements added to an existing entry
     denials: int = 0                  # denials (polarity "-") added to an existing entry
     flagged: list[str]                # topics flagged for revision by policies
+    episodes: list[str] = PydField(default_factory=list)  # episode ids created, in order
+    extracted: int = 0                # facts the extractor returned for those episodes
     dropped: list[DroppedFact] = PydField(default_factory=list)
     resolved: list[Resolution] = PydField(default_factory=list)
 
@@ -377,6 +494,16 @@ class TopicSummary(BaseModel):
     salience: float
     fields: dict[str, int]            # fields per ladder level: active, compressed, hidden
     open_flags: int
+
+
+class EpisodePage(BaseModel):
+    """A page of episodes, newest first (filtered by text and status), and the totals."""
+    model_config = ConfigDict(frozen=True)
+    episodes: list[EpisodeView]
+    matching: int                     # episodes that pass the filters (all pages)
+    offset: int
+    limit: int
+    counts: dict[str, int]            # every episode of the scope by status: active, hidden
 
 
 class TopicPage(BaseModel):
@@ -494,6 +621,7 @@ class ErasureReceipt(BaseModel):
     entries: list[str]
     observations: list[str]
     redacted: list[int]               # log records whose content was removed
+    episodes: list[str] = PydField(default_factory=list)  # the episodes that said it
     commitment: str
     salt: str
 

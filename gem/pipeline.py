@@ -127,7 +127,7 @@ def append_log(t: Transition, engine: "Engine") -> None:
     """The record of this transition: its content parts under one salted commitment, and the
     chain over its metadata, counters and that commitment (gem/attest.py)."""
     parts = {
-        "units": sorted(set(t.touched.topics) | set(t.touched.fields)),
+        "units": sorted(set(t.touched.topics) | set(t.touched.fields) | set(t.touched.episodes)),
         "policies": runs_of(t.fired),
         "detail": {k: v for k, v in t.detail.items() if not k.startswith("_")},
         "salience": salience_changes(t),
@@ -151,7 +151,7 @@ def attested(t: Transition) -> dict[str, str | None]:
     """unit -> content hash of every row this transition wrote (None: deleted), every typed
     edge it added or removed, and what its other writes attest (stored policies)."""
     out: dict[str, str | None] = {}
-    for table in ("Topic", "Field", "Entry", "Observation", "Flag"):
+    for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
         for key, row in t.created[table].items():
             out[key] = attest.row_hash(table, row)
         for key in t.updated[table]:
@@ -192,7 +192,7 @@ def salience_changes(t: Transition) -> dict[str, list[Any]]:
     """unit -> [strength, last access] for every unit whose salience this transition changed
     (the log is where salience is written first; see gem/derived.py)."""
     changed = dict(t.salience)
-    for table in ("Topic", "Field"):  # a unit's salience history starts with its creation
+    for table in ("Topic", "Field", "Episode"):  # a unit's salience history starts with its creation
         changed.update((key, table) for key in t.created[table])
     out = {}
     for key in sorted(changed):
@@ -231,7 +231,7 @@ class Writes:
 def write(tx: Any, w: Writes) -> None:
     """Creates (parents' tables first, each child with its owning relationship), relationship
     deletes, relationship creates, updates, other writes, the log record."""
-    for table in ("Topic", "Field", "Entry", "Observation", "Flag"):
+    for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
         rows = list(w.created[table].values())
         if not rows:
             continue
@@ -245,7 +245,7 @@ def write(tx: Any, w: Writes) -> None:
     for rel, pairs in w.rels_removed.items():
         if pairs:
             queries.delete_rels(tx, rel, pairs)
-    for table in ("Observation", "Entry", "Flag", "Field", "Topic"):  # children first
+    for table in ("Observation", "Entry", "Flag", "Field", "Topic", "Episode"):  # children first
         if w.deleted[table]:
             queries.delete_rows(tx, table, list(w.deleted[table]))
     for rel, triples in w.rels_added.items():

@@ -23,7 +23,7 @@ from .salience import strength_of
 from .state.events import Fired
 from .state.transition import Transition
 from .store.schema import EDGE_TABLES
-from .units import EdgeRef, EntryRef, FieldRef, TopicRef, dumps
+from .units import EdgeRef, EntryRef, EpisodeRef, FieldRef, TopicRef, dumps
 
 ActionFn = Callable[["PolicyRuntime", list[Any], dict[str, Any], str], None]
 ACTIONS: dict[str, ActionFn] = {}
@@ -131,6 +131,13 @@ class PolicyRuntime:
             if name == "topic":
                 return TopicRef(field_ref(t, obj.field_id).topic_id)
             return row.get(name)
+        if isinstance(obj, EpisodeRef):
+            row = t.row("Episode", obj.id)
+            if row is None:
+                return None
+            if name == "salience":
+                return t.salience_now(row)
+            return row.get(name)
         if isinstance(obj, EdgeRef):
             if name == "created_at":
                 edge = t.edge(EDGE_TABLES[obj.kind], obj.source, obj.target)
@@ -173,6 +180,10 @@ class PolicyRuntime:
             return [TopicRef(x) for x in tids]
         if name == "flagged_topics":
             return [TopicRef(x) for x in t.flagged_topics()]
+        if name == "active_episodes":
+            eids = t.episode_ids_where(ACTIVE, below)
+            t.prefetch("Episode", eids)
+            return [EpisodeRef(x) for x in eids]
         raise InvalidInput(f"unknown relational name {name!r}")
 
     # -------------------------------------------------------------- functions
@@ -241,6 +252,8 @@ def _unit(x: Any) -> tuple[str, str] | None:
         return ("Topic", x.id)
     if isinstance(x, FieldRef):
         return ("Field", x.id)
+    if isinstance(x, EpisodeRef):
+        return ("Episode", x.id)
     return None
 
 
@@ -298,7 +311,8 @@ def _set_salience(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any],
 @action("annotate")
 def _annotate(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: str) -> None:
     target, key, value = args
-    table = {TopicRef: "Topic", FieldRef: "Field", EntryRef: "Entry"}.get(type(target))
+    table = {TopicRef: "Topic", FieldRef: "Field", EntryRef: "Entry",
+             EpisodeRef: "Episode"}.get(type(target))
     if table is None:
         return
     row = rt.t.row(table, target.id)

@@ -4,12 +4,14 @@
         meta.json                  the stamp: log position and hash it reflects, embedder, files
         state-<gen>.json           pending salience, the last clean audit, the log head's time,
                                    and per scope: names, summaries, stale topics, flags,
-                                   counters, field labels
-        tables-<scope>-<gen>.npz   salience columns of every topic and field of a scope, and
+                                   counters, field labels, unit documents and valid times
+        tables-<scope>-<gen>.npz   salience columns of every topic, field and episode of a scope,
                                    the log records that touched each topic
         lexical-<scope>-<gen>.snap the BM25 index over a scope's summaries    (gem/index.py)
         vectors-<scope>-<gen>.snap the vector index over a scope's summaries  (gem/index.py)
         titles-<scope>-<gen>.snap  the title vectors the resolver matches     (gem/index.py)
+        units-<scope>-<gen>.snap   the BM25 index over a scope's units (fields, episodes)
+        unitvec-<scope>-<gen>.snap the vector index over a scope's units
 
 Files of a new generation are written (and synced) first, then `meta.json` is replaced
 atomically, then the old generation is removed: a crash at any point leaves a `meta.json` that
@@ -34,14 +36,16 @@ from .derived import DerivedState, NameDirectory, Progress, SalienceTable, Scope
 from .errors import SnapshotError
 from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
+from .units import is_episode, unit_table
 
 if TYPE_CHECKING:
     from .embed import Embedder
 
 # 1: one state per scope; 2 (an earlier layout, without scopes): the log head's time and field
-# labels; 3: per scope, with the log head's time and each scope's field labels. A snapshot of
-# any other format is rebuilt from the database, never read.
-FORMAT = 3
+# labels, or (another branch) episodes and the unit indexes; 3: per scope, with the log head's
+# time and each scope's field labels; 4: per scope, with episodes and the unit indexes (issue
+# 10). A snapshot of any other format is rebuilt from the database, never read.
+FORMAT = 4
 
 
 def save(state: DerivedState, db_path: str) -> None:
@@ -60,7 +64,7 @@ def save(state: DerivedState, db_path: str) -> None:
     for name, scope in scopes.items():
         files["scopes"][name] = {kind: f"{kind}-{name}-{gen}.{ext}" for kind, ext in
                                  (("tables", "npz"), ("lexical", "snap"), ("vectors", "snap"),
-                                  ("titles", "snap"))}
+                                  ("titles", "snap"), ("units", "snap"), ("unitvec", "snap"))}
         body["scopes"][name] = {
             "names": [[tid, names] for tid, names in scope.names.names_of.items()],
             "summaries": scope.summaries, "stale": list(scope.stale),
@@ -68,6 +72,8 @@ def save(state: DerivedState, db_path: str) -> None:
             "fields_by_topic": scope.fields_by_topic,
             "field_labels": scope.field_labels,
             "unpaired": list(scope.unpaired), "paired_at": scope.paired_at,
+            "unit_docs": scope.unit_docs, "unit_valid": scope.unit_valid,
+            "stale_units": list(scope.stale_units),
         }
         _save_scope(scope, folder, files["scopes"][name], stamp)
     _write(os.path.join(folder, files["state"]), json.dumps(body).encode("utf-8"))
@@ -82,7 +88,8 @@ def save(state: DerivedState, db_path: str) -> None:
 
 def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: dict[str, Any]) -> None:
     arrays: dict[str, np.ndarray] = {}
-    for kind, table in (("topics", scope.topics), ("fields", scope.fields)):
+    for kind, table in (("topics", scope.topics), ("fields", scope.fields),
+                        ("episodes", scope.episodes)):
         n = len(table)
         arrays[f"{kind}_ids"] = np.asarray(table.ids, dtype=str)
         arrays[f"{kind}_strength"] = table.strength[:n]
@@ -103,6 +110,8 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
     scope.lexical.save(os.path.join(folder, files["lexical"]), stamp)
     scope.vectors.save(os.path.join(folder, files["vectors"]), stamp)
     scope.title_vectors.save(os.path.join(folder, files["titles"]), stamp)
+    scope.unit_lexical.save(os.path.join(folder, files["units"]), stamp)
+    scope.unit_vectors.save(os.path.join(folder, files["unitvec"]), stamp)
 
 
 def load(store: GraphStore, embedder: "Embedder", progress: Progress | None = None) -> DerivedState:
@@ -158,10 +167,17 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
     lexical, s1 = LexicalIndex.load(os.path.join(folder, files["lexical"]))
     vectors, s2 = VectorIndex.load(os.path.join(folder, files["vectors"]))
     titles, s3 = VectorIndex.load(os.path.join(folder, files["titles"]))
+    units, s4 = LexicalIndex.load(os.path.join(folder, files["units"]))
+    unit_vectors, s5 = VectorIndex.load(os.path.join(folder, files["unitvec"]))
     dim = scope.embedder.dim
-    if not s1 == s2 == s3 == stamp or vectors.dim != dim or titles.dim != dim:
+    if not s1 == s2 == s3 == s4 == s5 == stamp or \
+            any(ix.dim != dim for ix in (vectors, titles, unit_vectors)):
         raise SnapshotError("the snapshot's files are of different generations")
     scope.lexical, scope.vectors, scope.title_vectors = lexical, vectors, titles
+    scope.unit_lexical, scope.unit_vectors = units, unit_vectors
+    scope.unit_docs = {str(k): str(v) for k, v in part["unit_docs"].items()}
+    scope.unit_valid = {str(k): float(v) for k, v in part["unit_valid"].items()}
+    scope.stale_units = dict.fromkeys(part["stale_units"])
     names = NameDirectory()
     for tid, title_and_aliases in part["names"]:
         names.set(tid, title_and_aliases[0], title_and_aliases[1:])
@@ -174,6 +190,7 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
     scope.field_labels = {k: tuple(v) for k, v in part["field_labels"].items()}
     scope.topics = _table(tables, "topics", SalienceTable(scope.topics.names))
     scope.fields = _table(tables, "fields", SalienceTable(scope.fields.names))
+    scope.episodes = _table(tables, "episodes", SalienceTable(scope.episodes.names))
     scope.unpaired = dict.fromkeys(part["unpaired"])
     ids, offsets, seqs = tables["touched_ids"], tables["touched_offsets"], tables["touched_seqs"]
     if offsets.shape != (len(ids) + 1,) or (len(ids) and offsets[-1] != seqs.shape[0]):
@@ -220,28 +237,23 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         for record in records:
             if record["seq"] > stored_salience:
                 for key, (strength, last) in json.loads(record["salience"] or "{}").items():  # "": redacted
-                    table = "Field" if "/" in key else "Topic"
-                    state.pending_salience[key] = (table, strength, datetime.fromisoformat(last))
+                    state.pending_salience[key] = (unit_table(key), strength,
+                                                   datetime.fromisoformat(last))
             for key, digest in json.loads(record["writes"] or "{}").items():
                 if digest is None:  # deleted (erasure): nothing of it is pending any more
                     state.pending_salience.pop(key, None)
         later = [r for r in records if r["seq"] > state.seq]
         units = {u for r in later for u in json.loads(r["units"] or "[]")}
-        gone_topics = {tid for r in later if r["tombstone"]
-                       for tid in json.loads(r["tombstone"]).get("topics", [])}
-        gone_fields: set[str] = set()
-        for r in later:  # gone if the last record that wrote it deleted it: an erased field's
-            for k, digest in json.loads(r["writes"] or "{}").items():  # id comes back when
-                if "/" in k and "|" not in k:                           # its name is stated again
-                    (gone_fields.add if digest is None else gone_fields.discard)(k)
         # A later record's salience part names what it reinforced: re-read even when the
         # stored columns already have it (another process wrote them behind).
         reinforced = {k for r in later for k in json.loads(r["salience"] or "{}")}
-        keys = (units | reinforced | set(state.pending_salience)) - gone_topics - gone_fields
-        tids = sorted({u.split("/", 1)[0] for u in keys} - gone_topics)
+        keys = units | reinforced | set(state.pending_salience)
+        eids = sorted(u for u in keys if unit_table(u) == "Episode")
+        tids = sorted({u.split("/", 1)[0] for u in keys if unit_table(u) != "Episode"})
         fids = sorted(u for u in keys if "/" in u)
         topics = queries.read_rows(tx, "Topic", tids) if tids else []
         fields = queries.read_rows(tx, "Field", fids) if fids else []
+        episodes = queries.read_rows(tx, "Episode", eids) if eids else []
         flags = [(parent, g) for parent, g in queries.read_children(tx, "FLAGS", tids)] if tids else []
     for row in topics:
         state.scope(row["scope"])._put_topic(state.patch("Topic", row))
@@ -249,6 +261,15 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         state.scope(name)._put_names([r for r in topics if r["scope"] == name], {})
     for row in fields:
         state.scope(scope_of(row["id"]))._put_field(state.patch("Field", row))
+    for row in episodes:
+        state.scope(row["scope"])._put_episode(state.patch("Episode", row))
+    for r in later:  # their documents are derived again by the next reader
+        for unit in json.loads(r["units"] or "[]"):
+            scope = state.scope(scope_of(unit))
+            if unit_table(unit) == "Topic":
+                scope.stale_units.update(dict.fromkeys(scope.fields_of(unit)))
+            else:
+                scope.stale_units[unit] = None
     for tid in tids:
         state.scope(scope_of(tid)).open_flags[tid] = 0
     for parent, flag in flags:
@@ -263,14 +284,25 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
                         scope.touched_by[tid] = array("q", [s for s in seqs if s not in redacted])
         for tid in {unit.split("/", 1)[0] for unit in json.loads(r["units"] or "[]")}:
             scope = state.scope(scope_of(tid))
-            scope.stale[tid] = None
+            if unit_table(tid) == "Topic":
+                scope.stale[tid] = None
             scope.touched_by.setdefault(tid, array("q")).append(r["seq"])
         state.scope(r["scope"]).counters = json.loads(r["counters"])
         state.scope(r["scope"])._active_fields = None
-    for name in {scope_of(u) for u in gone_topics | gone_fields}:
-        state.scope(name).forget_units(sorted(t for t in gone_topics if scope_of(t) == name),
-                                       sorted(f for f in gone_fields if scope_of(f) == name))
-        state.scope(name)._active_fields = None
+    # units a later transition erased are gone from the database: from here too (a field's
+    # id comes back when its name is stated again: then it is found)
+    found = {r["id"] for r in (*topics, *fields, *episodes)}
+    gone = {u for u in (*tids, *fids, *eids) if u not in found}
+    for r in later:
+        gone.update(k for k, v in json.loads(r["writes"] or "{}").items() if v is None and "|" not in k)
+    for unit in sorted(gone - found):
+        scope = state.scope(scope_of(unit))
+        if "/" in unit:
+            scope.forget_units([], [unit])
+        elif is_episode(unit):
+            scope.forget_units([], [], [unit])
+        elif unit.rsplit(":", 1)[-1].startswith("t"):
+            scope.forget_units([unit], [])
     if later:
         state.seq, state.hash, state.at = later[-1]["seq"], later[-1]["hash"], later[-1]["at"]
     if progress is not None and later:

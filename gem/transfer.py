@@ -73,7 +73,7 @@ def export_jsonl(store: GraphStore, dest: str | Path | IO[str],
             last = queries.last_transition(tx)
             head = {"seq": last["seq"], "hash": last["hash"]} if last else None
             total = sum(queries.count(tx, t) for t in ("Topic", "Field", "Entry", "Observation",
-                                                          "Flag", "Transition"))
+                                                          "Flag", "Episode", "Transition"))
             out.write(_line({"format": FORMAT, "version": VERSION, "schema": SCHEMA_VERSION,
                              "gem": __version__, "engine": store.engine, "head": head,
                              "exported_at": datetime.now(timezone.utc).isoformat()}))

@@ -50,6 +50,30 @@ class EntryRef:
 
 
 @dataclass(frozen=True)
+class EpisodeRef:
+    id: str
+
+    def __str__(self) -> str:
+        return f"episode {self.id}"
+
+
+EPISODE_PREFIX = "ep"
+
+
+def is_episode(key: str) -> bool:
+    """Is this unit key an episode's ("ep<n>", after its scope's prefix: "acme:ep3")?"""
+    return "/" not in key and key.rsplit(":", 1)[-1].startswith(EPISODE_PREFIX)
+
+
+def unit_table(key: str) -> str:
+    """The table of a unit named by its key: fields are "<topic>/<name>", episodes "ep<n>"
+    (both after the scope's prefix)."""
+    if "/" in key:
+        return "Field"
+    return "Episode" if is_episode(key) else "Topic"
+
+
+@dataclass(frozen=True)
 class EdgeRef:
     kind: str          # extension | association | derived
     source: str
@@ -74,7 +98,7 @@ def _json_default(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, timedelta):
         return value.total_seconds()
-    if isinstance(value, (TopicRef, EntryRef)):
+    if isinstance(value, (TopicRef, EntryRef, EpisodeRef)):
         return value.id
     if isinstance(value, FieldRef):
         return value.name

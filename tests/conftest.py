@@ -132,4 +132,5 @@ def snapshot(m: gem.Memory) -> dict:
     # Summaries are derived lazily: what a reader computes from committed state is not a change.
     with engine.store.lock:
         engine.derived.refresh(engine.cache, engine.services.summarizer)
+        engine.derived.refresh_units(engine.cache)
     return {"tables": tables, "derived": engine.derived.fingerprint()}

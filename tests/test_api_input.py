@@ -136,6 +136,6 @@ def test_a_reviser_that_answers_wrongly_is_invalid_input_and_changes_nothing(tmp
         mem.link("A", "B")
         mem.ingest(gem.Fact("A", "x", 2))
         before = snapshot(mem)
-        with pytest.raises(gem.InvalidInput, match="reviser must return None or a list of gem.Fact"):
+        with pytest.raises(gem.InvalidInput, match=r"reviser \(for .B.\) must return None or a list of gem.Fact, got str"):
             mem.revise()
         assert snapshot(mem) == before

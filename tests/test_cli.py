@@ -205,3 +205,40 @@ def test_errors_are_one_line_and_exit_1(db):
     assert r.returncode == 1 and "give a query, a topic, or both" in r.stderr
     r = gem_here("query", db, "x", "--as-of", "yesterday", *e, ok=False)
     assert r.returncode == 2  # a usage error
+
+
+def test_query_takes_a_time_window_and_all_fields(db):
+    from datetime import datetime, timezone
+
+    import gem as gem_lib
+    with gem_lib.open(db, engine=ENGINE, create=False) as mem:
+        mem.ingest([gem_lib.Episode("the plumber comes on tuesday", speaker="Bo",
+                                    at=datetime(2026, 3, 2, tzinfo=timezone.utc)),
+                    gem_lib.Fact("Kitchen", "budget", "12k", at=datetime(2026, 1, 2, tzinfo=timezone.utc)),
+                    gem_lib.Fact("Kitchen", "colour", "oak", at=datetime(2026, 1, 2, tzinfo=timezone.utc))])
+    e = ("--engine", ENGINE)
+    march = gem_here("query", db, "plumber budget", "--between", "2026-03-01T00:00:00+00:00",
+                     "2026-03-31T00:00:00+00:00", "--json", *e).stdout
+    found = json.loads(march)
+    assert [x["text"] for x in found["episodes"]] == ["the plumber comes on tuesday"]
+    assert found["topics"] == []  # the budget was stated in January
+    whole = json.loads(gem_here("query", db, "budget", "--all-fields", "--json", *e).stdout)
+    assert set(whole["topics"][0]["fields"]) == {"budget", "colour"}
+    refused = gem_here("query", db, "budget", "--all-fields", "--field", "x", *e, ok=False)
+    assert refused.returncode != 0 and "exclude each other" in refused.stderr
+
+
+def test_ingest_reads_episodes_beside_facts(db, tmp_path):
+    lines = tmp_path / "mixed.jsonl"
+    lines.write_text(jsonl([
+        {"topic": "Kitchen", "field": "budget", "value": "12k", "at": "2026-01-02T10:00:00+00:00"},
+        {"text": "the plumber comes on tuesday", "speaker": "Bo", "source": "chat:9",
+         "at": "2026-01-03T10:00:00+00:00"},
+        {"text": "no zone", "at": "2026-01-03T10:00:00"}]))
+    e = ("--engine", ENGINE)
+    refused = gem_here("ingest", db, str(lines), *e, ok=False)
+    assert refused.returncode == 1 and "mixed.jsonl:3: invalid Episode: at" in refused.stderr
+    ran = gem_here("ingest", db, str(lines), "--skip-bad", *e)
+    assert "ingested 2 lines (1 of them episodes)" in ran.stdout
+    found = json.loads(gem_here("query", db, "plumber", "--json", *e).stdout)
+    assert [(x["speaker"], x["source"]) for x in found["episodes"]] == [("Bo", "chat:9")]

@@ -63,7 +63,9 @@ CASE_KEYS = {"note", "policies", "replace_default", "start", "resolver", "ops", 
              "reason", "reviser"}
 FACT_KEYS = {"topic", "field", "value", "at", "source", "actor", "ref", "confidence", "polarity",
              "labels"}
-RETRIEVE_KEYS = {"query", "topic", "fields", "as_of", "history", "include_archived", "k"}
+EPISODE_KEYS = {"episode", "at", "source", "speaker", "actor"}  # an ingest item with `episode`
+RETRIEVE_KEYS = {"query", "topic", "fields", "as_of", "history", "include_archived", "k",
+                 "between"}
 ADVANCE_KEYS = {"weeks", "days", "hours", "minutes", "seconds", "to"}
 STEP_EXTRA = {"want", "want_error_code", "want_error_match", "raises_salience", "keeps_salience",
               "actor", "scope"}
@@ -71,8 +73,8 @@ STEP_EXTRA = {"want", "want_error_code", "want_error_match", "raises_salience", 
 NO_ARGS = "none"
 OPS: dict[str, tuple[Any, set[str] | None]] = {
     "ingest": ("facts", {"entries", "corroborations", "denials", "created_topics", "flagged",
-                         "dropped", "resolved"}),
-    "retrieve": (RETRIEVE_KEYS, {"titles", "values", "fields", "match"}),
+                         "dropped", "resolved", "episodes"}),
+    "retrieve": (RETRIEVE_KEYS, {"titles", "values", "fields", "match", "episodes", "truncated"}),
     "revise": (NO_ARGS, {"merged", "conflicts", "flags_evaluated", "flags_cleared", "flags_open"}),
     "forget": (NO_ARGS, {"attenuated"}),
     "tick": (NO_ARGS, {"attenuated"}),
@@ -194,7 +196,8 @@ def validate_step(step: Any, where: str) -> None:
         if isinstance(args, list) and not args and "want_error_code" not in step:
             _fail(where, "an empty fact list only makes sense with `want_error_code`")
         for j, fact in enumerate(facts):
-            _keys(f"{where}[{j}]", fact, FACT_KEYS)
+            _keys(f"{where}[{j}]", fact,
+                  EPISODE_KEYS if isinstance(fact, dict) and "episode" in fact else FACT_KEYS)
             if "at" in fact:
                 parse_time(fact["at"], f"{where}[{j}].at")
     elif spec == "argv":
@@ -225,6 +228,11 @@ def validate_step(step: Any, where: str) -> None:
                 _fail(where, "needs non-negative amounts of weeks/days/hours/minutes/seconds")
         if op == "retrieve" and "as_of" in args:
             parse_time(args["as_of"], f"{where}.as_of")
+        if op == "retrieve" and "between" in args:
+            if not isinstance(args["between"], list) or len(args["between"]) != 2:
+                _fail(where, "`between` is a list of two times")
+            for b in args["between"]:
+                parse_time(b, f"{where}.between")
         if op in ("history", "explain") and "field" not in args:
             _fail(where, "needs `topic` and `field`")
         if op in ("restore", "inspect", "history", "explain") and "topic" not in args:
@@ -621,6 +629,8 @@ class Runner:
             kwargs = dict(args)
             if "as_of" in kwargs:
                 kwargs["as_of"] = parse_time(kwargs["as_of"], "as_of")
+            if "between" in kwargs:
+                kwargs["between"] = tuple(parse_time(b, "between") for b in kwargs["between"])
             return mem.retrieve(**kwargs, **who)
         if op == "revise":
             return mem.revise(**who)
@@ -710,10 +720,12 @@ class Runner:
                 "exists": {a.replace(str(self.tmp), "{tmp}"): os.path.exists(a)
                            for a in args if str(self.tmp) in a}}
 
-    def fact(self, spec: dict) -> gem.Fact:
+    def fact(self, spec: dict) -> gem.Fact | gem.Episode:
         kwargs = dict(spec)
         if "at" in kwargs:
             kwargs["at"] = parse_time(kwargs["at"], "at")
+        if "episode" in kwargs:
+            return gem.Episode(kwargs.pop("episode"), **kwargs)
         return gem.Fact(**kwargs)
 
     # ------------------------------------------------------------ step results
@@ -728,6 +740,8 @@ class Runner:
                     got = len(result.entries) if key == "entries" else getattr(result, key)
                     if got != want[key]:
                         errors.append(f"{key}: expected {want[key]}, got {got}")
+            if "episodes" in want and len(result.episodes) != want["episodes"]:
+                errors.append(f"episodes: expected {want['episodes']}, got {len(result.episodes)}")
             for key in ("created_topics", "flagged"):
                 if key in want:
                     got = sorted(self.title(t) for t in getattr(result, key))
@@ -740,6 +754,11 @@ class Runner:
             titles = [t.title for t in result.topics]
             if "titles" in want and titles != want["titles"]:
                 errors.append(f"titles: expected {want['titles']}, got {titles}")
+            sources = [e.source for e in result.episodes]
+            if "episodes" in want and sources != want["episodes"]:
+                errors.append(f"episodes: expected sources {want['episodes']}, got {sources}")
+            if "truncated" in want and result.truncated is not want["truncated"]:
+                errors.append(f"truncated: expected {want['truncated']}, got {result.truncated}")
             for unit, value in want.get("values", {}).items():
                 topic, field, _ = self.split(unit)
                 got = result.value(topic, field)

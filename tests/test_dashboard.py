@@ -163,7 +163,9 @@ def test_policies_page_has_sources_and_the_trigger_graph(client):
         assert f'id="policy-{p.name}"' in page
         assert f"policy:{p.name}" not in page  # box ids stay internal
     graph = page.split('class="layered"', 1)[1].split("</svg>", 1)[0]
-    assert graph.count('class="box event"') == 7 and graph.count('class="box policy"') == 7
+    # one box per policy, and per event: the 7 of facts and topics and 2 of episodes
+    assert graph.count('class="box event"') == 9
+    assert graph.count('class="box policy"') == len(policies.policies) == 9
     assert 'class="arrow emits"' in graph
     assert "Events and the policies they trigger" in page
     assert html.escape(policies.sources[0].text, quote=True)[:200] in page
@@ -231,7 +233,8 @@ def test_a_tour_of_every_page_changes_nothing(tmp_path, reports_dir):
         assert {status for status in seen.values()} == {200}, \
             {u: s for u, s in seen.items() if s != 200}
         kinds = {urlsplit(u).path for u in seen}
-        assert {"/", "/topic", "/graph", "/log", "/policies", "/audit", "/reports"} <= kinds
+        assert {"/", "/topic", "/graph", "/log", "/policies", "/audit", "/reports",
+                "/episodes"} <= kinds
         assert sum(1 for u in seen if u.startswith("/topic")) >= len(TITLES)
         os.kill(server.process.pid, signal.SIGTERM)  # a clean close: salience is written behind
         assert server.process.wait(timeout=60) == 0
@@ -272,5 +275,35 @@ def test_a_scope_is_viewed_on_its_own_and_links_stay_in_it(tmp_path):
                     and "scope=acme" not in h] == []  # the nodes' links too
             assert "Default Plan" not in get(c, "/log", scope="acme")
             assert "scope names" in get(c, "/", 422, scope="Not A Scope!")
+    finally:
+        stop(server)
+
+
+def test_episodes_page_lists_filters_pages_escapes_and_keeps_to_its_scope(tmp_path):
+    path = str(tmp_path / "said.db")
+    with gem.open(path, engine=ENGINE) as mem:
+        mem.ingest([gem.Episode(f"turn {i}: the {'kitchen' if i % 3 == 0 else 'garden'} plan",
+                                speaker="Ann" if i % 2 else "Bo", source=f"chat:{i}")
+                    for i in range(60)])
+        mem.ingest(gem.Episode("<script>alert('said')</script> & more", speaker="<b>Eve</b>"))
+        mem.scope("acme").ingest(gem.Episode("acme's secret recipe", speaker="Acme"))
+    server = start(path, "--engine", ENGINE)
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            first = get(c, "/episodes")
+            listed = rows(first, "episodes")
+            assert len(listed) == 50 and "&lt;script&gt;" in listed[0]  # newest first, escaped
+            assert "<script" not in first and "<b>Eve" not in first
+            assert "Episodes (1-50 of 61; 61 active · 0 hidden)" in first and "older →" in first
+            assert "secret recipe" not in first  # another scope's
+            older = get(c, "/episodes", offset="50")
+            assert len(rows(older, "episodes")) == 11 and "turn 0:" in rows(older, "episodes")[-1]
+            kitchen = rows(get(c, "/episodes", text="KITCHEN"), "episodes")
+            assert len(kitchen) == 20 and all("kitchen" in r for r in kitchen)
+            assert len(rows(get(c, "/episodes", text="ann"), "episodes")) == 30  # the speaker
+            assert "No episode matches" in get(c, "/episodes", status="hidden")
+            assert "status must be" in get(c, "/episodes", 422, status="gone")
+            acme = get(c, "/episodes", scope="acme")
+            assert "secret recipe" in acme and "turn 1:" not in acme
     finally:
         stop(server)

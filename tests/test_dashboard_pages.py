@@ -51,6 +51,7 @@ def test_every_page_function_changes_nothing(mem, clock):
     for render in (lambda: pages.overview(mem, pages.OverviewQuery(order="flags")),
                    lambda: pages.topic(mem, "Alpha"), lambda: pages.graph(mem, "Beta", 3),
                    lambda: pages.log(mem, "Alpha", None), lambda: pages.policies(mem),
+                   lambda: pages.episodes(mem, "alpha", None, 0),
                    lambda: pages.audit(mem, True)):
         assert render().startswith("<!doctype html>")
     assert snapshot(mem) == before

@@ -33,7 +33,8 @@ def cos(a, b):
 def test_shape_dtype_and_protocol():
     e = HashingEmbedder(64)
     assert isinstance(e, Embedder)
-    assert e.dim == 64 and e.name == "hashing-64-v1"
+    assert e.dim == 64 and e.name == "hashing-64-v2"
+    assert HashingEmbedder(64, version=1).name == "hashing-64-v1"
     m = e.embed(TEXTS)
     assert m.shape == (4, 64) and m.dtype == np.float32
     assert e.embed([]).shape == (0, 64)
@@ -82,10 +83,15 @@ def test_deterministic_across_processes():
 def test_known_vector_is_stable():
     # Pins the feature scheme: if this changes, stored embeddings are invalid and the
     # embedder's name version must be bumped.
-    v = HashingEmbedder(16).embed(["website redesign"])[0]
+    v = HashingEmbedder(16, version=1).embed(["website redesign"])[0]
     assert v.astype("<f4").tobytes().hex() == (
         "19d2303fc02813be00000000c02813be4519cd3e5dacc2bec028133ec028133e"
         "a1a7093e18b17bbea1a709be00000000c02813bea1a709be0000000000000000"
+    )
+    v2 = HashingEmbedder(16).embed(["website redesign"])[0]  # "redesign" -> "redesign"
+    assert v2.astype("<f4").tobytes().hex() == (
+        "58475c3f40fbf0bd000000000592933e30b2d03d059293be0000000040fbf03d"
+        "30b2d03d30b2d03d30b2d0bd0000000040fbf0bd30b2d0bd0000000000000000"
     )
 
 
@@ -148,7 +154,7 @@ def test_vectors_pinned_bit_for_bit(dim, pinned, generated):
     def digest(m):
         return hashlib.sha256(m.astype("<f4").tobytes()).hexdigest()
 
-    e = HashingEmbedder(dim)
+    e = HashingEmbedder(dim, version=1)  # v1 stays what databases embedded with it hold
     assert digest(e.embed(PINNED_TEXTS)) == pinned
     texts = _generated_texts(3000)
     assert digest(e.embed(texts)) == generated
@@ -196,7 +202,7 @@ def test_bad_inputs():
 
 def test_default_embedder():
     e = default_embedder()
-    assert isinstance(e, HashingEmbedder) and e.dim == 256 and e.name == "hashing-256-v1"
+    assert isinstance(e, HashingEmbedder) and e.dim == 256 and e.name == "hashing-256-v2"
 
 
 def test_sentence_embedder_without_the_extra(monkeypatch):
@@ -210,12 +216,21 @@ _HAS_ST = importlib.util.find_spec("sentence_transformers") is not None
 
 
 @pytest.mark.skipif(not _HAS_ST, reason="sentence_transformers is not installed")
-def test_sentence_embedder_never_downloads(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
-    with pytest.raises(InvalidInput, match="locally"):
-        SentenceTransformerEmbedder("gem-test/model-that-is-not-cached")
-    with pytest.raises(InvalidInput, match="locally"):
-        SentenceTransformerEmbedder(str(tmp_path / "no-such-model-dir"))
+def test_sentence_embedder_never_downloads(tmp_path):
+    # In a child process: importing torch brings its own OpenMP pool into the process, which
+    # the thread-limit tests (tests/test_numeric.py) would then see.
+    import subprocess
+    code = (
+        "import sys, pytest\n"
+        "from gem.embed import SentenceTransformerEmbedder\n"
+        "from gem.errors import InvalidInput\n"
+        "for model in ('gem-test/model-that-is-not-cached', sys.argv[1]):\n"
+        "    with pytest.raises(InvalidInput, match='locally'):\n"
+        "        SentenceTransformerEmbedder(model)\n")
+    env = {**os.environ, "HF_HOME": str(tmp_path / "empty-hf-home")}
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "no-such-model-dir")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 class _FakeSentenceTransformer:
@@ -262,12 +277,14 @@ def test_sentence_wrapper_loads_offline_only(monkeypatch):
 # ---------------------------------------------------------------- batching and the cache
 
 
-def _reference_embed(texts, dim):
-    """hashing-*-v1 written the plain way (one feature at a time, one row at a time): the
-    definition the vectorised and cached embedder must reproduce bit for bit."""
+def _reference_embed(texts, dim, version=1):
+    """hashing-*-v1 (and v2, which hashes search terms instead of tokens) written the plain
+    way (one feature at a time, one row at a time): the definition the vectorised and cached
+    embedder must reproduce bit for bit."""
     import hashlib
     import math
 
+    from gem.terms import search_terms
     from gem.text import tokens
 
     def slot(feature):
@@ -276,7 +293,7 @@ def _reference_embed(texts, dim):
 
     out = np.zeros((len(texts), dim), dtype=np.float32)
     for row, text in enumerate(texts):
-        words = tokens(text)
+        words = tokens(text) if version == 1 else search_terms(text)
         feats = []
         for w in words:
             feats.append(("w\x00" + w, 1.0))
@@ -304,11 +321,12 @@ _text = st.text(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(_text, max_size=12), st.sampled_from([1, 7, 64, 256]), st.integers(0, 5))
-def test_batch_and_cache_equal_the_plain_definition(texts, dim, cache_size):
+@given(st.lists(_text, max_size=12), st.sampled_from([1, 7, 64, 256]), st.integers(0, 5),
+       st.sampled_from([1, 2]))
+def test_batch_and_cache_equal_the_plain_definition(texts, dim, cache_size, version):
     texts = texts + texts[: len(texts) // 2]  # repeats within one batch
-    want = _reference_embed(texts, dim)
-    e = HashingEmbedder(dim, cache_size=cache_size)
+    want = _reference_embed(texts, dim, version)
+    e = HashingEmbedder(dim, cache_size=cache_size, version=version)
     for _ in range(2):  # cold, then with whatever the (tiny) cache kept
         got = e.embed(texts)
         assert got.dtype == np.float32 and got.shape == (len(texts), dim)
@@ -343,7 +361,7 @@ def test_threads_sharing_one_embedder_get_the_plain_definition():
     import threading
 
     texts = [f"topic {i % 37} words {i % 11}" for i in range(400)]
-    want = _reference_embed(texts, 64)
+    want = _reference_embed(texts, 64, version=2)
     e = HashingEmbedder(64, cache_size=16)  # constant eviction while threads interleave
     failures = []
 

@@ -20,7 +20,8 @@ def test_store_ingest_retrieve_and_transition_tests_pass_on_ladybug():
     files = ["test_store.py", "test_ingest.py", "test_retrieve.py", "test_transition.py",
              "test_integrity.py", "test_snapshot.py", "test_scopes.py",
              "test_tamper.py", "test_erasure.py", "test_views.py", "test_dashboard_pages.py",
-             "test_api_input.py", "test_transfer.py"]
+             "test_api_input.py", "test_transfer.py", "test_episodes.py",
+             "test_episode_governance.py"]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            *[str(HERE / f) for f in files]],
                           env=env, capture_output=True, text=True, timeout=900, cwd=HERE.parent)

@@ -28,6 +28,12 @@ def _results(mem, clock) -> list[pydantic.BaseModel]:
                            gem.Fact("Vendor", "name", "Apex", source="b", at=t0, confidence=0.1)]))
     out.append(mem.retrieve("deadline of the website redesign", history=True))
     out.append(mem.retrieve(topic="Vendor", as_of=t0 + timedelta(hours=1)))
+    episode = gem.Episode("We agreed the redesign ships on April 20", at=t0, speaker="Ana",
+                          source="chat:9")
+    out.append(episode)
+    out.append(mem.ingest([episode]))
+    out.append(mem.retrieve("when does the redesign ship", between=(t0, t0 + timedelta(days=1)),
+                            fields="all"))
     out += [mem.inspect("Launch Milestones"), mem.inspect("Vendor", "name"),
             mem.explain("Website Redesign", "deadline"), mem.audit()]
     out += mem.history("Website Redesign", "deadline")

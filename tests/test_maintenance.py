@@ -190,7 +190,7 @@ def test_each_ladder_level_and_its_recovery(tmp_path, clock):
         clock.advance(days=120)
         mem.forget()
         assert mem.inspect("Lunch").status == "archived"
-        assert mem.retrieve("sushi").topics == []
+        assert mem.retrieve("sushi restaurant downtown tonight").topics == []  # a weak cue
         assert mem.restore("Lunch", "preferences") is True
         assert mem.inspect("Lunch").status == "active"
         assert mem.inspect("Lunch", "preferences").status == "active"

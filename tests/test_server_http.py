@@ -80,6 +80,33 @@ def test_every_route(served):
     assert httpx.get(served.url + "/docs").status_code == 200
 
 
+def test_episodes_and_time_windows_over_http(served):
+    with httpx.Client(base_url=served.url + "/v1") as c:
+        r = c.post("/ingest", json={
+            "facts": [{"topic": "Kitchen Renovation", "field": "budget", "value": "12k euros",
+                       "at": "2026-01-05T10:00:00+00:00", "source": "chat:1"}],
+            "episodes": [{"text": "We picked the oak cabinets for the kitchen renovation",
+                          "speaker": "Ann", "at": "2026-01-05T10:01:00+00:00", "source": "chat:1"},
+                         {"text": "The plumber comes on Tuesday", "speaker": "Bo",
+                          "at": "2026-03-02T09:00:00+00:00", "source": "chat:2"}]})
+        assert r.status_code == 200, r.text
+        assert (r.json()["episodes"], r.json()["new_values"]) == (2, 1)
+        found = c.post("/retrieve", json={"query": "oak cabinets kitchen", "k": 5}).json()
+        assert found["episodes"][0]["text"].startswith("We picked the oak cabinets")
+        assert found["episodes"][0]["speaker"] == "Ann"
+        march = c.post("/retrieve", json={"query": "plumber oak cabinets", "k": 5, "between": [
+            "2026-03-01T00:00:00+00:00", "2026-03-31T00:00:00+00:00"]}).json()
+        assert [e["text"] for e in march["episodes"]] == ["The plumber comes on Tuesday"]
+        whole = c.post("/retrieve", json={"query": "budget", "fields": "all"}).json()
+        assert whole["topics"][0]["fields"]["budget"]["value"] == "12k euros"
+        r = c.post("/retrieve", json={"query": "x", "between": ["2026-03-31T00:00:00+00:00",
+                                                                 "2026-03-01T00:00:00+00:00"]})
+        assert r.status_code == 422
+        r = c.post("/ingest", json={"episodes": [{"text": "  "}]})
+        assert r.status_code == 422 and r.json()["error"] == "invalid_input"
+        assert c.get("/stats").json()["entries"] == 1
+
+
 def test_errors_are_mapped(served):
     with httpx.Client(base_url=served.url + "/v1") as c:
         r = c.post("/ingest", json={"facts": []})  # the request schema refuses it

@@ -66,6 +66,17 @@ async def _conversation(client: Client) -> None:
     status = _readable(await client.call_tool("memory_status", {}))
     assert status["audit"]["ok"] and "propagate-on-change" in status["policies"]
 
+    said = _readable(await client.call_tool("memory_remember", {"episodes": [
+        {"text": "Ann said the launch party is at the harbour", "speaker": "Ann",
+         "at": "2026-01-05T10:00:00+00:00"}]}))
+    assert said["episodes"] == 1
+    heard = _readable(await client.call_tool("memory_recall", {
+        "query": "launch party harbour",
+        "between": ["2026-01-01T00:00:00+00:00", "2026-01-31T00:00:00+00:00"]}))
+    assert heard["episodes"][0]["speaker"] == "Ann"
+    failed = await client.call_tool("memory_remember", {})
+    assert failed.is_error and "at least one fact or episode" in failed.content[0].text
+
     failed = await client.call_tool("memory_history", {"topic": "Nope", "field": "x"})
     assert failed.is_error and "no topic named 'Nope'" in failed.content[0].text
     failed = await client.call_tool("memory_remember", {"facts": []})

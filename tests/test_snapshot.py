@@ -24,6 +24,9 @@ def seed(mem: gem.Memory, clock) -> None:
     mem.link("Website Redesign", "Launch Milestones")
     clock.advance(days=2)
     mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
+    mem.ingest([gem.Episode("We moved the redesign deadline to April 20", speaker="Alice",
+                            at=clock.now, source="chat:7"),
+                gem.Episode("Sushi again on Friday?", speaker="Bob", source="chat:8")])
     mem.retrieve("deadline")
 
 
@@ -32,9 +35,9 @@ def answers(mem: gem.Memory) -> list:
     engine = mem._engine
     out = []
     for q in QUERIES:
-        from gem.operators.retrieve import search
-        hits = engine.read(lambda t: (t.committed.refresh(t.cache, t.services.summarizer),
-                                      search(t, q, 5, False, 0.05))[1])
+        from gem.operators.retrieve import rank_units
+        hits = engine.read(lambda t: (t.committed.refresh_units(t.cache),
+                                      rank_units(t, q, 5, False, None, 0.05, 0.45))[1])
         out.append(hits)
     for title in ("Website Redesign", "Lunch", "Launch Milestones"):
         view = mem.inspect(title)

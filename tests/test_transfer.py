@@ -43,16 +43,20 @@ def _records(path: str) -> list[str]:
 @pytest.fixture
 def rich(tmp_path):
     """A memory with every kind of row: histories, a corroboration and a denial, a contested
-    field, flags, three edge kinds, the forgetting ladder, a second scope, and an erasure
-    (redacted log records and a tombstone)."""
+    field, flags, three edge kinds, the forgetting ladder, episodes, a second scope, and an
+    erasure (redacted log records, a tombstone, an erased episode)."""
     path = str(tmp_path / "rich.db")
     clock = StoryClock()
     with gem.open(path, engine=ENGINE, clock=clock) as mem:
         tell(mem, clock)
+        mem.ingest(gem.Episode("The website deadline moved again", speaker="Ann", source="chat:7"))
         acme = mem.scope("acme")
+        acme.ingest(gem.Episode("Our secret is s3cr3t", speaker="Bo", source="chat:acme"))
         acme.ingest([gem.Fact("Acme Launch", "deadline", "May 2", source="chat:acme"),
-                     gem.Fact("Acme Launch", "secret", "s3cr3t", source="chat:acme")])
-        acme.erase("Acme Launch", "secret", reason="asked to")
+                     gem.Fact("Acme Launch", "secret", "s3cr3t", source="chat:acme",
+                              ref="acme:ep1")])
+        acme.ingest(gem.Episode("See you in May", speaker="Bo", source="chat:acme2"))
+        assert acme.erase("Acme Launch", "secret", reason="asked to").episodes == ["acme:ep1"]
         mem.retrieve("deadline")  # salience pending, not yet written behind
     return path, clock
 
@@ -71,6 +75,7 @@ def test_a_round_trip_is_the_same_database(rich, tmp_path):
     assert {s[0] for s in steps} >= {"audit histories"}
     with gem.open(copy, engine=ENGINE, clock=clock, create=False) as mem:
         assert _logical(snapshot(mem)) == _logical(before)
+        assert len(before["tables"]["Episode"]) == 2  # the erased one is not exported
         assert mem.transitions() == log and mem.head() == head
         assert mem.audit(full=True).ok
         assert mem.scopes() == ["acme", "default"]
@@ -238,3 +243,19 @@ def test_an_export_moves_a_database_to_the_other_engine(rich, tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [head, True, ["acme", "default"]]
     assert _records(str(tmp_path / "back.jsonl")) == _records(out)
+
+
+def test_a_memory_exported_while_open_imports_as_the_same_database(tmp_path):
+    """Salience is written behind (gem/derived.py): an export taken from a memory that was
+    never closed must still carry every unit's salience and the log position it reflects."""
+    clock = StoryClock()
+    out, copy = str(tmp_path / "open.jsonl"), str(tmp_path / "copy.db")
+    with gem.open(str(tmp_path / "open.db"), engine=ENGINE, clock=clock) as mem:
+        tell(mem, clock)
+        mem.retrieve("deadline")
+        mem.ingest(gem.Fact("Late Topic", "note", "created after the last write-behind"))
+        mem.export(out)
+        before = snapshot(mem)
+    gem.import_jsonl(out, copy, engine=ENGINE)
+    with gem.open(copy, engine=ENGINE, clock=clock, create=False) as mem:
+        assert _logical(snapshot(mem)) == _logical(before)

@@ -141,3 +141,21 @@ def test_views_change_nothing(story):
     story.recent_transitions(10, topic="Website Redesign")
     story.titles(["t1", "t2", "nope"])
     assert snapshot(story) == before
+
+
+def test_episodes_are_listed_newest_first_per_scope_and_bad_arguments_change_nothing(mem, clock):
+    mem.ingest([gem.Episode(f"note {i} on the {'roof' if i % 2 else 'door'}", speaker="Ann")
+                for i in range(5)])
+    mem.scope("acme").ingest(gem.Episode("acme's own note"))
+    listing = mem.episodes()
+    assert [e.text for e in listing.episodes][:2] == ["note 4 on the door", "note 3 on the roof"]
+    assert (listing.matching, listing.counts) == (5, {"active": 5, "hidden": 0})
+    roof = mem.episodes(text="ROOF", limit=1)
+    assert roof.matching == 2 and [e.text for e in roof.episodes] == ["note 3 on the roof"]
+    assert [e.id for e in mem.scope("acme").episodes().episodes] == ["acme:ep1"]
+    before = snapshot(mem)
+    for bad in ({"status": "archived"}, {"text": 3}, {"offset": -1}, {"limit": 0},
+                {"limit": True}):
+        with pytest.raises(gem.InvalidInput):
+            mem.episodes(**bad)
+    assert snapshot(mem) == before  # listing reinforces nothing

@@ -14,12 +14,12 @@ import shutil
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import InvalidInput, TransitionRejected, UnknownUnit
 from ..memory import Memory
 from ..memory import open as open_memory
-from ..model import Fact, FieldView, HistoryEntry, PendingRevision, TopicView
+from ..model import Episode, Fact, FieldView, HistoryEntry, PendingRevision, TopicView
 from ..units import TopicId
 from . import schemas as s
 
@@ -144,8 +144,10 @@ def _require_topic(mem: Memory, topic: str) -> TopicView:
 
 
 # ---------------------------------------------------------------------- operations
-def remember(mem: Memory, facts: list[s.FactIn], actor: str = "api") -> s.RememberResult:
-    batch = [Fact(**f.model_dump()) for f in facts]
+def remember(mem: Memory, facts: list[s.FactIn], actor: str = "api",
+             episodes: Sequence[s.EpisodeIn] = ()) -> s.RememberResult:
+    batch: list[Fact | Episode] = [Fact(**f.model_dump()) for f in facts]
+    batch += [Episode(**e.model_dump()) for e in episodes]
     result = mem.ingest(batch, actor=actor)
     namer = Namer(mem)
     return s.RememberResult(
@@ -153,6 +155,7 @@ def remember(mem: Memory, facts: list[s.FactIn], actor: str = "api") -> s.Rememb
         created_topics=[namer.unit(t) for t in result.created_topics],
         new_values=len(result.entries), corroborations=result.corroborations,
         denials=result.denials, flagged_for_review=[namer.unit(t) for t in result.flagged],
+        episodes=len(result.episodes), extracted=result.extracted,
         refused=[s.RefusedFact(topic=d.topic, field=d.field, reason=d.reason, policy=d.policy)
                  for d in result.dropped])
 
@@ -163,11 +166,14 @@ def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
     result = mem.retrieve(request.query, topic=request.topic, fields=request.fields,
                           as_of=request.as_of, history=request.history,
                           include_archived=request.include_archived, k=request.k,
-                          actor=request.actor)
+                          between=request.between, actor=request.actor)
     namer = Namer(mem)
     return s.RecallResult(
         transition=result.transition, query=result.query, as_of=result.as_of,
-        topics=[_topic(namer, t, mem.inspect(TopicId(t.id))) for t in result.topics])
+        topics=[_topic(namer, t, mem.inspect(TopicId(t.id))) for t in result.topics],
+        episodes=[s.EpisodeCard(text=e.text, at=e.at, speaker=e.speaker, source=e.source,
+                                score=e.score, recalled=e.recalled) for e in result.episodes],
+        truncated=result.truncated)
 
 
 def inspect(mem: Memory, topic: str, field: str | None = None) -> s.TopicCard:

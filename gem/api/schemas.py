@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..model import Observation, Provenance
 
@@ -41,17 +41,40 @@ class FactIn(_Wire):
         "(forget it sooner, refuse to store it)."))
 
 
+class EpisodeIn(_Wire):
+    """Something said or observed, kept as said (a turn of a conversation, a message, a note):
+    searchable next to facts, and fading like them unless recalled."""
+    text: str = Field(description="What was said, verbatim.")
+    at: datetime | None = Field(None, description="When it was said (ISO 8601 with an offset); "
+                                                  "default: now.")
+    source: str = Field("agent", description="Where it came from, e.g. a message id.")
+    speaker: str | None = Field(None, description="Who said it.")
+    actor: str = Field("agent", description="Who recorded it.")
+
+
 class IngestRequest(_Wire):
-    facts: list[FactIn] = Field(min_length=1, description="Facts to remember, as one transition.")
+    facts: list[FactIn] = Field(default_factory=list, description="Facts to remember.")
+    episodes: list[EpisodeIn] = Field(default_factory=list, description=(
+        "Raw observations to keep as said; facts and episodes are one transition."))
     actor: str = Field("api", description="Recorded in the transition log.")
+
+    @model_validator(mode="after")
+    def _something(self) -> "IngestRequest":
+        if not self.facts and not self.episodes:
+            raise ValueError("give at least one fact or episode")
+        return self
 
 
 class RetrieveRequest(_Wire):
     query: str | None = Field(None, description="Free text, e.g. 'deadline of the website redesign'.")
     topic: str | None = Field(None, description="A topic title to read directly.")
-    fields: list[str] | None = Field(None, description="Only these fields (hidden ones included).")
+    fields: list[str] | Literal["all"] | None = Field(None, description=(
+        "A list: these fields of each topic returned (hidden ones included); 'all': every "
+        "visible field of each topic a query found; default: the fields the query matched."))
     as_of: datetime | None = Field(None, description="Answer as of this time (ISO 8601).")
-    k: int = Field(5, ge=1, le=100, description="At most this many topics.")
+    between: tuple[datetime, datetime] | None = Field(None, description=(
+        "[start, end]: only values and episodes whose time lies in this window."))
+    k: int = Field(5, ge=1, le=100, description="At most this many units (fields and episodes) for a query; topics otherwise.")
     history: bool = Field(False, description="Include each field's value history.")
     include_archived: bool = Field(False, description="Also search archived topics.")
     actor: str = Field("api", description="Recorded in the transition log.")
@@ -157,6 +180,8 @@ class RememberResult(_Wire):
     corroborations: int = Field(description="Re-statements of a value already known.")
     denials: int
     flagged_for_review: list[str] = Field(description="Topics now flagged because this changed.")
+    episodes: int = Field(0, description="Episodes stored.")
+    extracted: int = Field(0, description="Facts found in those episodes and remembered with them.")
     refused: list["RefusedFact"] = Field(default_factory=list, description=(
         "Facts a policy left out of this batch, and why (the rest was remembered)."))
 
@@ -168,11 +193,24 @@ class RefusedFact(_Wire):
     policy: str
 
 
+class EpisodeCard(_Wire):
+    text: str
+    at: datetime = Field(description="When it was said or observed.")
+    speaker: str | None = None
+    source: str
+    score: float | None = Field(None, description="Retrieval score.")
+    recalled: str | None = Field(None, description=(
+        "The forgetting level a strong match brought it back from (it is active again)."))
+
+
 class RecallResult(_Wire):
     transition: int
     query: str | None = None
     as_of: datetime | None = None
     topics: list[TopicCard]
+    episodes: list[EpisodeCard] = Field(default_factory=list, description=(
+        "Raw observations (turns, messages) a text query ranked, best first."))
+    truncated: bool = Field(False, description="More was relevant than k.")
 
 
 class HistoryResult(_Wire):
@@ -254,6 +292,7 @@ class StatsResult(_Wire):
     interactions: int
     active_bound: int | None = Field(None, description="The C5 bound on active fields, if set.")
     transitions: int
+    episodes: dict[str, int] = Field(default_factory=dict, description="Episodes by status.")
 
 
 class PolicyFired(_Wire):

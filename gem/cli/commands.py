@@ -153,10 +153,23 @@ def _parse_facts(lines: Iterator[str]) -> tuple[list[tuple[int, Any]], list[tupl
             bad.append((number, "not a JSON object"))
             continue
         try:
-            facts.append((number, gem.Fact.model_validate_json(line)))  # `at`: ISO 8601 text
+            if "text" in obj and "topic" not in obj:  # an episode: something said, kept as said
+                facts.append((number, _episode(obj)))
+            else:
+                facts.append((number, gem.Fact.model_validate_json(line)))  # `at`: ISO 8601 text
         except (InvalidInput, TypeError) as exc:
             bad.append((number, str(exc)))
     return facts, bad
+
+
+def _episode(obj: dict[str, Any]) -> Any:
+    import gem
+    if isinstance(obj.get("at"), str):
+        try:
+            obj["at"] = datetime.fromisoformat(obj["at"])
+        except ValueError:
+            raise InvalidInput(f"invalid Episode: at: not an ISO 8601 time: {obj['at']!r}") from None
+    return gem.Episode(**obj)
 
 
 def ingest(args: argparse.Namespace) -> int:
@@ -183,7 +196,7 @@ def ingest(args: argparse.Namespace) -> int:
         print(f"gem ingest: refused: {len(bad)} bad line(s); nothing was ingested "
               "(--skip-bad ingests the good ones)", file=sys.stderr)
         return 1
-    summary: dict[str, Any] = {"facts": 0, "batches": 0, "created_topics": 0, "new_values": 0,
+    summary: dict[str, Any] = {"facts": 0, "episodes": 0, "batches": 0, "created_topics": 0, "new_values": 0,
                                "corroborations": 0, "denials": 0, "flagged_topics": 0,
                                "skipped_lines": len(bad), "rejected": None}
     progress = Progress(len(facts), sys.stderr,
@@ -200,6 +213,7 @@ def ingest(args: argparse.Namespace) -> int:
                                        "error": ops.describe_rejection(mem, exc).message}
                 break
             summary["facts"] += len(chunk)
+            summary["episodes"] += len(result.episodes)
             summary["batches"] += 1
             summary["created_topics"] += len(result.created_topics)
             summary["new_values"] += len(result.entries)
@@ -229,8 +243,13 @@ def query_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topic", help="a topic title to read directly")
     p.add_argument("--field", action="append", dest="fields", metavar="FIELD",
                    help="only this field (repeatable; hidden fields included)")
+    p.add_argument("--all-fields", action="store_true",
+                   help="every visible field of each topic the query found")
     p.add_argument("--as-of", type=_time, help="answer as of this ISO 8601 time")
-    p.add_argument("-k", type=int, default=5, help="at most this many topics (default 5)")
+    p.add_argument("--between", type=_time, nargs=2, metavar=("START", "END"),
+                   help="only values and episodes whose time lies in this window (ISO 8601)")
+    p.add_argument("-k", type=int, default=5,
+                   help="at most this many results: fields and episodes (default 5)")
     p.add_argument("--history", action="store_true", help="include each field's history")
     p.add_argument("--include-archived", action="store_true")
 
@@ -238,9 +257,13 @@ def query_arguments(p: argparse.ArgumentParser) -> None:
 def query(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise InvalidInput("-k must be a positive integer")
-    request = s.RetrieveRequest(query=args.text, topic=args.topic, fields=args.fields,
+    if args.all_fields and args.fields:
+        raise InvalidInput("--all-fields and --field exclude each other")
+    request = s.RetrieveRequest(query=args.text, topic=args.topic,
+                                fields="all" if args.all_fields else args.fields,
                                 as_of=args.as_of, k=args.k, history=args.history,
-                                include_archived=args.include_archived, actor="cli")
+                                include_archived=args.include_archived, actor="cli",
+                                between=None if args.between is None else tuple(args.between))
     with opened(args) as mem:
         _emit(args, ops.recall(mem, request), render.recall)
     return 0

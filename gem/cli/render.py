@@ -45,9 +45,11 @@ def topic(t: s.TopicCard) -> str:
 
 
 def recall(r: s.RecallResult) -> str:
-    if not r.topics:
+    if not r.topics and not r.episodes:
         return "nothing found\n"
-    return "\n".join(topic(t) for t in r.topics)
+    said = [f"{_day(e.at)} {e.speaker or '?'}: {e.text} ({e.source}"
+            + (f", recalled from {e.recalled})" if e.recalled else ")") for e in r.episodes]
+    return "\n".join([*(topic(t) for t in r.topics), *said]) + ("\n" if said else "")
 
 
 def history(r: s.HistoryResult) -> str:
@@ -112,7 +114,9 @@ def maintain(r: s.MaintainResult, run: int) -> str:
 
 def ingest_summary(summary: dict[str, Any]) -> str:
     rate = summary["facts"] / summary["seconds"] if summary["seconds"] else 0.0
-    return (f"ingested {summary['facts']} facts in {summary['batches']} transitions "
+    what = (f"lines ({summary['episodes']} of them episodes)" if summary.get("episodes")
+            else "facts")
+    return (f"ingested {summary['facts']} {what} in {summary['batches']} transitions "
             f"({summary['seconds']:.2f} s, {rate:,.0f} facts/s): "
             f"{summary['created_topics']} new topics, {summary['new_values']} new values, "
             f"{summary['corroborations']} corroborations, {summary['denials']} denials, "

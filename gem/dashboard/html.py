@@ -128,7 +128,7 @@ def card(title: str, body: str, cls: str = "", anchor: str | None = None,
             f'{body}</section>')
 
 
-NAV = (("/", "Overview"), ("/log", "Log"), ("/policies", "Policies"), ("/audit", "Audit"),
+NAV = (("/", "Overview"), ("/episodes", "Episodes"), ("/log", "Log"), ("/policies", "Policies"), ("/audit", "Audit"),
        ("/reports", "Reports"), ("/docs", "API"))
 
 

@@ -1,6 +1,6 @@
 """The dashboard's pages, each a function of a `Memory` (and the request's parameters) that
 returns a whole HTML document. They use the public, side-effect-free reads only (`topics`,
-`inspect`, `explain`, `salience_history`, `graph`, `recent_transitions`,
+`episodes`, `inspect`, `explain`, `salience_history`, `graph`, `recent_transitions`,
 `titles`, `audit`, `policies`): viewing a page never runs a transition and never reinforces.
 
 `gem serve` runs each on its memory's worker thread (gem/server/dashboard.py).
@@ -183,6 +183,38 @@ def overview(mem: Memory, q: OverviewQuery) -> str:
     return page("Overview", body, active="/", where=_where(mem),
                 subtitle="Topics with their status, salience and open revision flags; the "
                          "forgetting ladder; the audit; the latest transitions.")
+
+
+def episodes(mem: Memory, text: str | None, status: str | None, offset: int) -> str:
+    listing = mem.episodes(text=text, status=status, offset=offset, limit=PAGE_SIZE)
+    rows = [[f'<span class="num">{when(e.at)}</span>', esc(e.speaker or "—"),
+             esc(short(e.text, 400)), esc(e.source), badge(e.status), meter(e.salience)]
+            for e in listing.episodes]
+    statuses = "".join(f'<option value="{s}"{" selected" if status == s else ""}>{label}</option>'
+                       for s, label in (("", "any status"), ("active", "active"),
+                                        ("hidden", "hidden")))
+    filters = (f'<form class="filters" method="get" action="/episodes">'
+               f'<input type="search" name="text" placeholder="said or speaker contains…" '
+               f'value="{esc(text or "")}"><select name="status">{statuses}</select>'
+               f'{scope_input()}<button type="submit">Filter</button></form>')
+    params = {"text": text or None, "status": status}
+    pager = []
+    if offset > 0:
+        pager.append(link("/episodes", "← newer", offset=max(offset - PAGE_SIZE, 0) or None,
+                          **params))
+    if offset + PAGE_SIZE < listing.matching:
+        pager.append(link("/episodes", "older →", offset=offset + PAGE_SIZE, **params))
+    shown = f"{offset + 1}-{offset + len(rows)} of {listing.matching}" if rows \
+        else f"0 of {listing.matching}"
+    counts = " · ".join(f"{n} {s}" for s, n in listing.counts.items())
+    body = card(f"Episodes ({shown}; {counts})", filters + (
+        table(["said at", "speaker", "text", "source", "status", "salience"], rows, "episodes")
+        if rows else '<p class="muted">No episode matches.</p>')
+        + (f'<div class="pager">{" ".join(pager)}</div>' if pager else ""))
+    return page("Episodes", body, active="/episodes", where=_where(mem),
+                subtitle="What was said or observed, kept as said, newest first: the raw tier "
+                         "that facts cite. Hidden episodes faded from default retrieval; a "
+                         "query that matches one strongly recalls it.")
 
 
 # memory path -> (the log head it audited, the report). gem is its database's only writer and

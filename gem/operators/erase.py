@@ -8,6 +8,12 @@ unit ids, the redacted records and a salted hash commitment of the erased conten
 content itself. The salt goes to the caller in the receipt: only its holder can later show
 what the commitment commits to.
 
+Episodes are raw text that may say whatever an erased fact said, so they follow provenance: an
+episode an erased entry or observation cites (`ref`) goes with it, as do, with `source`, the
+scope's episodes recorded from that source, and with `erase_all` every episode of the scope. The
+episode said just after an erased one no longer reads it as context (`follows`), and the log
+records that touched an erased episode are redacted like a topic's.
+
 The hash chain survives redaction (gem/attest.py): a redacted record keeps its commitment and
 loses its content and salt. The surviving units those records attested are attested again by
 the erasure's own record, with their current content, so the audit still covers them; their
@@ -21,19 +27,20 @@ from typing import Any, Iterable
 
 from .. import attest, history
 from ..errors import UnknownUnit
-from ..state.transition import Transition
+from ..state.transition import Transition, episode_order
 from ..store import queries
 from ..store.schema import EDGE_TABLES, Row
-from ..units import dumps
+from ..units import dumps, is_episode
 from .common import field_named, settle_current
 
 
 def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
-          reason: str) -> dict[str, Any]:
+          reason: str, every_episode: bool = False) -> dict[str, Any]:
     """Erase topics (`field` and `source` None), one field of one topic, or what `source`
-    said in one topic (or one of its fields). Returns the receipt's content."""
+    said in one topic (or one of its fields), and the episodes that said it (with
+    `every_episode`, all the scope's). Returns the receipt's content."""
     erased: dict[str, list[Any]] = {"topics": [], "fields": [], "entries": [], "observations": [],
-                                    "flags": []}
+                                    "flags": [], "episodes": [], "cited": []}
     content: list[Any] = []
     changed: list[str] = []
     for tid in tids:
@@ -56,7 +63,8 @@ def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
                 _erase_field(t, tid, fid, erased)
             else:
                 content += _erase_said_by(t, tid, fid, source, erased)
-    if not any(erased[k] for k in ("topics", "fields", "entries", "observations")):
+    content += _erase_episodes(t, _episodes_of(t, erased["cited"], source, every_episode), erased)
+    if not any(erased[k] for k in ("topics", "fields", "entries", "observations", "episodes")):
         raise UnknownUnit("nothing to erase" + (f": no entry or observation from source {source!r}"
                                                 if source is not None else ""))
     for tid in changed:
@@ -64,7 +72,7 @@ def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
         t.touch_topic(tid)
     salt = attest.new_salt()
     commitment = hashlib.sha256((salt + "\n" + dumps(content)).encode("utf-8")).hexdigest()
-    redacted = _redact(t, tids)
+    redacted = _redact(t, [*tids, *erased["episodes"]])
     t.write_behind_now = True
     field_salt = attest.new_salt()
     t.tombstone = {
@@ -72,7 +80,8 @@ def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
         # a field id holds its name: the tombstone keeps a salted hash of it instead
         "fields": sorted([f.split("/", 1)[0], _hidden(field_salt, f)] for f in erased["fields"]),
         "entries": sorted(erased["entries"]), "observations": sorted(erased["observations"]),
-        "flags": sorted(erased["flags"]), "redacted": redacted, "commitment": commitment,
+        "flags": sorted(erased["flags"]), "episodes": sorted(erased["episodes"]),
+        "redacted": redacted, "commitment": commitment,
         "field_salt": field_salt, "reason": reason}
     return {"salt": salt, "commitment": commitment, "tombstone": t.tombstone}
 
@@ -99,7 +108,9 @@ def _entry_content(t: Transition, e: Row) -> dict[str, Any]:
 
 
 def _erase_entry(t: Transition, fid: str, eid: str, erased: dict[str, list[Any]]) -> None:
+    erased["cited"].append(t.get("Entry", eid)["ref"])
     for obs in list(t.observations(eid)):
+        erased["cited"].append(obs["ref"])
         t.delete("Observation", obs["id"], eid)
         erased["observations"].append(obs["id"])
     t.delete("Entry", eid, fid)
@@ -147,6 +158,7 @@ def _erase_said_by(t: Transition, tid: str, fid: str, source: str,
             if obs["source"] == source:
                 content.append({"observation": obs["id"], "of": e["id"], "source": source,
                                 "ref": obs["ref"]})
+                erased["cited"].append(obs["ref"])
                 t.delete("Observation", obs["id"], e["id"])
                 erased["observations"].append(obs["id"])
     remaining = t.entries(fid)
@@ -177,6 +189,42 @@ def _erase_said_by(t: Transition, tid: str, fid: str, source: str,
         if best is not None:
             t.link_successor(e, best)
     t.touch_field(fid, tid)
+    return content
+
+
+# ---------------------------------------------------------------------- episodes
+def _episodes_of(t: Transition, cited: Iterable[Any], source: str | None,
+                 every_episode: bool) -> list[str]:
+    """The scope's episodes that go: those cited by what was erased, those recorded from
+    `source`, or all of them."""
+    if every_episode:
+        return t.episode_ids_where(frozenset({"active", "hidden"}))
+    found = [ref for ref in cited if isinstance(ref, str) and is_episode(ref)
+             and ref[:len(ref) - len(ref.rsplit(":", 1)[-1])] == t.prefix]
+    if source is not None:
+        with t.cache.store.reading() as tx:
+            found += queries.episode_ids_from(tx, t.scope, source)
+    t.prefetch("Episode", found)
+    return [eid for eid in dict.fromkeys(found) if t.row("Episode", eid) is not None]
+
+
+def _erase_episodes(t: Transition, eids: list[str], erased: dict[str, list[Any]]) -> list[Any]:
+    content: list[Any] = []
+    gone = set(eids)
+    for eid in eids:
+        row = t.get("Episode", eid)
+        content.append({"episode": eid, "text": row["text"], "source": row["source"],
+                        "speaker": row["speaker"]})
+        t.delete("Episode", eid)
+        erased["episodes"].append(eid)
+    # only the episode recorded right after one can read it as context (gem/operators/ingest.py)
+    after = {f"{t.prefix}ep{episode_order(eid)[0] + 1}": eid for eid in eids}
+    t.prefetch("Episode", [a for a in after if a not in gone])
+    for key, before in after.items():
+        follower = None if key in gone else t.row("Episode", key)
+        if follower is not None and follower["follows"] == before:
+            t.update("Episode", key, follows=None)
+            t.touched.episodes[key] = None
     return content
 
 
@@ -213,7 +261,8 @@ def _attest_again(t: Transition, keys: set[str]) -> None:
     edges = [k for k in keys if "|" in k]
     units = [k for k in keys if "|" not in k]
     for table, prefix in (("Entry", "e"), ("Observation", "o"), ("Flag", "g")):
-        ids = [k for k in units if "/" not in k and k.rsplit(":", 1)[-1].startswith(prefix)]
+        ids = [k for k in units if "/" not in k and k.rsplit(":", 1)[-1].startswith(prefix)
+               and not is_episode(k)]
         t.prefetch(table, ids)
         for key in ids:
             row = t.row(table, key)
@@ -223,7 +272,8 @@ def _attest_again(t: Transition, keys: set[str]) -> None:
                 t.attested[key] = None
     fields = [k for k in units if "/" in k]
     topics = [k for k in units if "/" not in k and k.rsplit(":", 1)[-1].startswith("t")]
-    for table, ids in (("Field", fields), ("Topic", topics)):
+    episodes = [k for k in units if is_episode(k)]
+    for table, ids in (("Field", fields), ("Topic", topics), ("Episode", episodes)):
         t.prefetch(table, ids)
         for key in ids:
             row = t.row(table, key)
@@ -249,11 +299,12 @@ def verify(engine: Any, receipt: Any) -> Any:
         stone = json.loads(found[0]["tombstone"]) if found and found[0]["tombstone"] else None
         if stone is None or found[0]["scope"] != receipt.scope or any(
                 stone[k] != getattr(receipt, k) for k in
-                ("topics", "fields", "entries", "observations", "redacted", "commitment")):
+                ("topics", "fields", "entries", "observations", "redacted", "commitment")) \
+                or stone.get("episodes", []) != receipt.episodes:
             raise InvalidInput(f"the receipt matches no erasure of this memory (transition "
                                f"{receipt.transition})")
         for table, ids in (("Topic", receipt.topics), ("Entry", receipt.entries),
-                           ("Observation", receipt.observations)):
+                           ("Observation", receipt.observations), ("Episode", receipt.episodes)):
             for row in queries.read_rows(tx, table, ids):
                 problems.append(f"{table.lower()} {row['id']} is still stored")
         hidden = {tuple(pair) for pair in receipt.fields}
@@ -265,9 +316,10 @@ def verify(engine: Any, receipt: Any) -> Any:
             if record["salt"] or any(record[p] for p in attest.PARTS):
                 problems.append(f"log record {record['seq']} still holds its content")
         gone = set(receipt.topics)
+        erased_episodes = set(receipt.episodes)
         for seq, units in queries.touches(tx):
             if seq < receipt.transition and any(
-                    u.split("/", 1)[0] in gone or
+                    u.split("/", 1)[0] in gone or u in erased_episodes or
                     (u.split("/", 1)[0], _hidden(stone["field_salt"], u)) in hidden for u in units):
                 problems.append(f"log record {seq} still names an erased unit")
     scope = engine.derived.scope(receipt.scope)
@@ -275,4 +327,8 @@ def verify(engine: Any, receipt: Any) -> Any:
         if tid in scope.names.names_of or tid in scope.lexical or tid in scope.vectors or \
                 tid in scope.summaries or scope.topics.status_of(tid) is not None:
             problems.append(f"derived state still holds topic {tid}")
+    for eid in receipt.episodes:
+        if eid in scope.unit_lexical or eid in scope.unit_vectors or eid in scope.unit_docs or \
+                scope.episodes.status_of(eid) is not None:
+            problems.append(f"derived state still holds episode {eid}")
     return ErasureCheck(ok=not problems, problems=problems)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..runtime import PolicyRuntime, action
 from ..state.transition import Transition
-from ..units import FieldRef, TopicRef
+from ..units import EpisodeRef, FieldRef, TopicRef
 from .common import field_ref
 
 
@@ -53,6 +53,27 @@ def hide_field(t: Transition, fid: str) -> bool:
     t.update("Field", fid, status="hidden")
     t.content_changed(row["topic_id"])
     _attenuated(t, fid, "hidden")
+    return True
+
+
+def hide_episode(t: Transition, eid: str) -> bool:
+    row = t.row("Episode", eid)
+    if row is None or row["status"] == "hidden":
+        return False
+    t.update("Episode", eid, status="hidden")
+    t.touched.episodes[eid] = None
+    t.detail.setdefault("attenuated", []).append([eid, "hidden"])
+    t.emit("attenuated", unit=EpisodeRef(eid), level="hidden")
+    return True
+
+
+def restore_episode(t: Transition, eid: str) -> bool:
+    row = t.row("Episode", eid)
+    if row is None or row["status"] == "active":
+        return False
+    t.update("Episode", eid, status="active")
+    t.touched.episodes[eid] = None
+    t.emit("restored", unit=EpisodeRef(eid))
     return True
 
 
@@ -162,6 +183,8 @@ def _compress(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], poli
 def _hide(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: str) -> None:
     if isinstance(args[0], FieldRef):
         hide_field(rt.t, args[0].id)
+    elif isinstance(args[0], EpisodeRef):
+        hide_episode(rt.t, args[0].id)
 
 
 @action("archive")
@@ -178,4 +201,6 @@ def _restore(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], polic
     elif isinstance(unit, FieldRef):
         restore_topic(rt.t, unit.topic_id)
         restore_field(rt.t, unit.id)
+    elif isinstance(unit, EpisodeRef):
+        restore_episode(rt.t, unit.id)
 

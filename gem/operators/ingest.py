@@ -13,16 +13,17 @@ and a future date (a typo such as 9999-12-31) would otherwise outrank every late
 """
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Sequence
 
 from .. import history
 from ..errors import InvalidInput
-from ..model import Fact
+from ..model import Episode, Fact
 from ..resolve import TieredResolver
 from ..runtime import FACT
 from ..state.transition import Transition
 from ..text import name_key
-from ..units import EntryRef, FieldRef, TopicRef, dumps, field_id
+from ..units import EntryRef, EpisodeRef, FieldRef, TopicRef, dumps, field_id
 from .common import entry_value, field_named
 from .forget import restore_field, restore_topic
 from .resolution import Directory
@@ -105,6 +106,44 @@ def ingest(t: Transition, facts: Sequence[Fact], first: int = 0) -> dict[str, An
     return {"created_topics": created_topics, "entries": new_entries,
             "corroborations": corroborations, "denials": denials, "resolved": resolved,
             "dropped": report}
+
+
+# An episode said within this long after the previous one is read in its context: its search
+# document includes the previous episode's text ("Yes, in May" answers what was asked just
+# before). Measured on LoCoMo turns: evidence any@10 0.666 -> 0.761 with the hashing embedder.
+CONVERSATION_GAP = timedelta(minutes=30)
+
+
+def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
+                         episodes: Sequence[tuple[Episode, Sequence[Fact]]]) -> dict[str, Any]:
+    """Record each episode, then ingest the facts extracted from it (citing it by its id in
+    `ref` and dated when it was said, unless they say otherwise) and `facts`, in this one
+    transition."""
+    created: list[str] = []
+    extracted: list[Fact] = []
+    last = t.row("Episode", f"{t.prefix}ep{t.counters.episode}") if t.counters.episode else None
+    for episode, derived in episodes:
+        at = episode.at or t.now
+        follows = None
+        if last is not None and timedelta(0) <= at - last["at"] <= CONVERSATION_GAP:
+            follows = last["id"]
+        row = t.new_episode(episode.text, at, episode.source, episode.actor, episode.speaker,
+                            follows)
+        last = row
+        created.append(row["id"])
+        t.emit("episode_recorded", episode=EpisodeRef(row["id"]))
+        for fact in derived:
+            cite: dict[str, Any] = {}
+            if fact.ref is None:
+                cite["ref"] = row["id"]
+            if fact.at is None:
+                cite["at"] = at
+            extracted.append(fact.model_copy(update=cite) if cite else fact)
+    batch = [*extracted, *facts]
+    summary: dict[str, Any] = ingest(t, batch) if batch else \
+        {"created_topics": [], "entries": [], "corroborations": 0, "denials": 0,
+         "resolved": [], "dropped": []}
+    return {**summary, "episodes": created, "extracted": len(extracted)}
 
 
 def _resolve_hosts(t: Transition, facts: Sequence[Fact],

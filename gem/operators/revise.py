@@ -20,8 +20,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from .. import history
-from ..errors import InvalidInput
-from ..model import Fact, PendingRevision
+from ..model import Fact, PendingRevision, returned_facts
 from ..runtime import PolicyRuntime, action
 from ..state.transition import Transition
 from ..store.schema import EDGE_KINDS
@@ -274,19 +273,10 @@ def evaluate_flags(t: Transition, tids: list[str], run_policies: Any,
 
 def _ask(reviser: Reviser, revision: PendingRevision) -> list[Fact] | None:
     answer = reviser(revision)
-    if answer is None:
+    if answer is None:  # the reviser left this topic to someone else
         return None
-    if isinstance(answer, Fact):
-        return [answer]
-    if isinstance(answer, (str, bytes, dict)) or not hasattr(answer, "__iter__"):
-        raise InvalidInput(f"the reviser must return None or a list of gem.Fact, got "
-                           f"{type(answer).__name__} for {revision.title!r}")
-    facts = list(answer)
-    for i, fact in enumerate(facts):
-        if not isinstance(fact, Fact):
-            raise InvalidInput(f"the reviser returned a {type(fact).__name__} as fact {i} for "
-                               f"{revision.title!r}, not a gem.Fact")
-    return facts
+    return returned_facts(answer, f"the reviser (for {revision.title!r})",
+                          "None or a list of gem.Fact")
 
 
 # ---------------------------------------------------------------------- policy actions

@@ -16,14 +16,48 @@ from typing import Sequence
 import numpy as np
 
 from ..derived import FIELD_STATUS, ScopeState
-from ..model import GraphEdge, GraphNode, LadderChange, Neighbourhood, SalienceHistory, \
-    SaliencePoint, TopicPage, TopicSummary, UnitHistory
+from ..model import EpisodePage, GraphEdge, GraphNode, LadderChange, Neighbourhood, \
+    SalienceHistory, SaliencePoint, TopicPage, TopicSummary, UnitHistory
 from ..salience import salience_of
 from ..store.schema import EDGE_KINDS, Row
 from ..state.transition import Transition, topic_order
 from ..text import name_key
 
 ORDERS: tuple[str, ...] = ("salience", "title", "recent", "flags")
+
+
+def episode_listing(t: Transition, derived: ScopeState, *, text: str | None = None,
+                    status: str | None = None, offset: int = 0, limit: int = 50) -> EpisodePage:
+    """Episodes newest first (by when they were recorded), from the derived columns; only the
+    page's rows are read, or with `text` (a part of what was said or of the speaker, any case)
+    the rows of the episodes it filters."""
+    from .retrieve import episode_view
+
+    episodes = derived.episodes
+    n = len(episodes)
+    statuses = episodes.status[:n]
+    keep = np.ones(n, dtype=bool)
+    if status is not None:
+        keep &= statuses == episodes.codes[status]
+    if text:  # what each said, not its search document (that includes the turn before it)
+        want = text.casefold()
+        candidates = [episodes.ids[r] for r in np.flatnonzero(keep).tolist()]
+        t.prefetch("Episode", candidates)
+        said = {eid for eid in candidates if (row := t.row("Episode", eid)) is not None and (
+            want in row["text"].casefold() or want in (row["speaker"] or "").casefold())}
+        keep &= np.fromiter((eid in said for eid in episodes.ids), dtype=bool, count=n)
+    rows = sorted(np.flatnonzero(keep).tolist(), key=lambda r: _episode_seq(episodes.ids[r]),
+                  reverse=True)
+    return EpisodePage(
+        episodes=[episode_view(t, episodes.ids[r]) for r in rows[offset:offset + limit]],
+        matching=len(rows), offset=offset, limit=limit,
+        counts={name: int(np.count_nonzero(statuses == code))
+                for name, code in episodes.codes.items()})
+
+
+def _episode_seq(eid: str) -> int:
+    """An episode's number in its scope ("ep12", "acme:ep12")."""
+    return int(eid.rsplit(":", 1)[-1][2:])
 
 
 def topic_listing(t: Transition, derived: ScopeState, *, status: str | None = None,

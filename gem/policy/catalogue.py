@@ -39,7 +39,8 @@ TOPIC = Type("Topic")
 FIELD = Type("Field")
 ENTRY = Type("Entry")
 EDGE = Type("Edge")
-UNIT = Type("Unit")  # a Topic or a Field
+EPISODE = Type("Episode")
+UNIT = Type("Unit")  # a Topic, a Field or an Episode
 TEXT = Type("Text")
 NUMBER = Type("Number")
 BOOL = Type("Bool")
@@ -65,7 +66,7 @@ def record(**fields: Type) -> Type:
 
 PROVENANCE = record(source=TEXT, actor=TEXT, ref=TEXT, confidence=NUMBER, polarity=TEXT)
 
-ENTITIES = frozenset({"Topic", "Field", "Entry", "Edge", "Unit"})
+ENTITIES = frozenset({"Topic", "Field", "Entry", "Edge", "Unit", "Episode"})
 
 
 def is_data(t: Type) -> bool:
@@ -86,7 +87,7 @@ def assignable(actual: Type, expected: Type) -> bool:
     if expected.name == "Union":
         return any(assignable(actual, m) for m in expected.args)
     if expected == UNIT:
-        return actual in (TOPIC, FIELD, UNIT)
+        return actual in (TOPIC, FIELD, EPISODE, UNIT)
     if expected == VALUE:
         return is_data(actual)
     if actual == VALUE:
@@ -150,6 +151,9 @@ EVENTS: dict[str, EventSig] = {
         _event("restored", "an attenuated unit was restored", unit=UNIT),
         _event("linked", "an edge was added between two topics", edge=EDGE, source=TOPIC, target=TOPIC,
                kind=TEXT),
+        _event("episode_recorded", "an episode was ingested", episode=EPISODE),
+        _event("episode_retrieved", "an episode was returned by a free-text retrieval",
+               episode=EPISODE, query=TEXT),
         _event("tick", "scheduled maintenance", now=TIME),
         _event("commit", "the whole proposed transition, just before commit", op=TEXT,
                touched=list_of(TOPIC)),
@@ -179,6 +183,7 @@ RELATIONS: dict[str, RelationSig] = {
         RelationSig("visible_fields", list_of(FIELD), (),
                     "every field of an active topic that is not hidden (active or compressed)"),
         RelationSig("active_topics", list_of(TOPIC), (), "every active topic in the memory"),
+        RelationSig("active_episodes", list_of(EPISODE), (), "every active (not hidden) episode"),
         RelationSig("flagged_topics", list_of(TOPIC), (), "topics with pending revision flags"),
         RelationSig("interactions", NUMBER, (), "ingest and retrieve transitions of this scope so far (n)"),
         RelationSig("scope", TEXT, (), "the scope (tenant) the transition runs in"),
@@ -226,6 +231,11 @@ ATTRIBUTES: dict[str, dict[str, AttrSig]] = {
         AttrSig("status", TEXT), AttrSig("provenance", PROVENANCE),
         AttrSig("field", FIELD), AttrSig("topic", TOPIC),
         AttrSig("labels", list_of(TEXT), "the labels of the facts that stated it"),
+    ),
+    "Episode": _attrs(
+        AttrSig("id", TEXT), AttrSig("text", TEXT), AttrSig("speaker", TEXT),
+        AttrSig("source", TEXT), AttrSig("at", TIME, "when it was said or observed"),
+        AttrSig("recorded_at", TIME), *_UNIT_ATTRS,
     ),
     "Edge": _attrs(
         AttrSig("kind", TEXT), AttrSig("source", TOPIC), AttrSig("target", TOPIC), AttrSig("created_at", TIME),
@@ -296,7 +306,8 @@ ACTIONS: dict[str, ActionSig] = {
                 "move fields of a topic into a new topic with the given title"),
         _action("link", (TOPIC, TOPIC, TEXT), "linked", "add an edge: kind 'extension' or 'association'"),
         _action("compress", (FIELD,), "attenuated", "compress a field's history (recoverable)"),
-        _action("hide", (FIELD,), "attenuated", "hide a field from default retrieval"),
+        _action("hide", (union(FIELD, EPISODE),), "attenuated",
+                "hide a field or an episode from default retrieval"),
         _action("archive", (TOPIC,), "archived attenuated", "archive a topic (restorable)"),
         _action("restore", (UNIT,), "restored", "undo attenuation of a unit"),
         _action("contest", (FIELD,), "", "mark a field's current value contested"),
@@ -423,8 +434,13 @@ SETTINGS: dict[str, SettingSig] = {
         SettingSig("half_life", DURATION, timedelta(days=30), "salience half-life"),
         SettingSig("reinforce_amount", NUMBER, 0.5, "default strength added by reinforce: "
                    "s <- s + (1 - exp(-amount)) (1 - s)", 0, 1),
-        SettingSig("relevance_floor", NUMBER, 0.05, "fused relevance score (BM25 and cosine) below "
-                   "which a topic is not returned by a text query, and so not reinforced", 0, 1),
+        SettingSig("relevance_floor", NUMBER, 0.1, "relevance (the query's lexical coverage and "
+                   "embedding cosine, each weighted 0.5) below which a unit is not returned by a "
+                   "text query, and so not reinforced", 0, 1),
+        SettingSig("recall_floor", NUMBER, 0.3, "relevance (as for relevance_floor) at or above "
+                   "which a text query recalls a forgotten unit (a hidden field or episode, a "
+                   "field of an archived topic), returns it marked with its ladder level and "
+                   "revives it", 0, 1),
         SettingSig("cascade_depth", NUMBER, 8, "how deep policy cascades may go in one transition", 1, None,
                    integer=True),
         SettingSig("active_bound", NUMBER, None,

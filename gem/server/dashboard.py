@@ -6,6 +6,7 @@ memory's worker (like every API call), and answers HTML with a policy that forbi
                       fields, values, provenance, timelines, evidence, salience
     /graph?topic=&depth=   its neighbourhood through typed edges (or id=)
     /log?topic=&before=    the transition log, newest first (or id=)
+    /episodes?text=&status=&offset=   episodes, newest first
     /policies         the policy set in force and its trigger graph
     /audit?full=      C1-C6 and the hash chain
     /reports, /reports/NAME   benchmark reports (HTML files in --reports DIR)
@@ -134,6 +135,13 @@ def build_dashboard(service: Service) -> APIRouter:
         q = request.query_params
         return await render(lambda mem: pages.log(mem, _topic(q) if _given(q, "id", "topic") else None,
                                                   _int(q, "before", None, 1)), request)
+
+    @r.get("/episodes")
+    async def episodes(request: Request) -> HTMLResponse:
+        q = request.query_params
+        return await render(lambda mem: pages.episodes(
+            mem, (q.get("text") or "").strip() or None, q.get("status") or None,
+            _int(q, "offset", 0, 0)), request)
 
     @r.get("/policies")
     async def policies(request: Request) -> HTMLResponse:

@@ -66,9 +66,11 @@ def build_router(service: Service) -> APIRouter:
         status = 200 if body.status == "ok" else 503
         return JSONResponse(body.model_dump(mode="json"), status_code=status)
 
-    @r.post("/ingest", response_model=s.RememberResult, summary="Ingest facts as one transition")
+    @r.post("/ingest", response_model=s.RememberResult,
+            summary="Ingest facts and episodes as one transition")
     async def ingest(body: s.IngestRequest) -> s.RememberResult:
-        return await call("ingest", ops.remember, list(body.facts), body.actor)
+        return await call("ingest", ops.remember, list(body.facts), body.actor,
+                          list(body.episodes))
 
     @r.post("/retrieve", response_model=s.RecallResult,
             summary="Retrieve (a transition: what is returned is reinforced)")

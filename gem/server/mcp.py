@@ -25,8 +25,8 @@ from .service import Service
 
 INSTRUCTIONS = """\
 gem is a long-term memory with governance. Store what you learn with memory_remember
-(one fact = topic + field + value, with its source); read with memory_recall (a free-text
-query or a topic title). Every value keeps its history and provenance: a newer value
+(one fact = topic + field + value, with its source; episodes keep what was said verbatim);
+read with memory_recall (a free-text query or a topic title, optionally a time window). Every value keeps its history and provenance: a newer value
 supersedes an older one, and topics that depend on a changed topic get flagged for review
 (memory_review). Recalling reinforces what it returns; things never recalled fade
 (memory_maintain) but can always be restored (memory_restore). Refer to topics by title."""
@@ -65,28 +65,39 @@ def build_mcp(service: Service) -> MCPServer:
     call = service.call
 
     async def memory_remember(
-        facts: Annotated[list[s.FactIn], Field(min_length=1, description="The facts to store.")],
+        facts: Annotated[list[s.FactIn] | None, Field(description="The facts to store.")] = None,
+        episodes: Annotated[list[s.EpisodeIn] | None, Field(description=(
+            "Things said or observed, kept verbatim (e.g. a user's message), searchable "
+            "next to facts."))] = None,
     ) -> s.RememberResult:
-        """Store facts in long-term memory, as one atomic step. Each fact says that a
-        topic's field has a value (e.g. topic 'Website Redesign', field 'deadline', value
-        'April 20'), with its source. Restating a known value corroborates it instead of
-        duplicating it; a new value supersedes the old one, which stays in the history.
+        """Store facts and episodes in long-term memory, as one atomic step. Each fact says
+        that a topic's field has a value (e.g. topic 'Website Redesign', field 'deadline',
+        value 'April 20'), with its source. Restating a known value corroborates it instead
+        of duplicating it; a new value supersedes the old one, which stays in the history.
         Returns the topics touched and those now flagged for review."""
-        return await call("remember", ops.remember, facts, "mcp")
+        if not facts and not episodes:
+            raise InvalidInput("give at least one fact or episode")
+        return await call("remember", ops.remember, facts or [], "mcp", episodes or [])
 
     async def memory_recall(
         query: Annotated[str | None, Field(description="What you want to know, in words.")] = None,
         topic: Annotated[str | None, Field(description="A topic title to read directly.")] = None,
-        fields: Annotated[list[str] | None, Field(description="Only these fields.")] = None,
+        fields: Annotated[list[str] | Literal["all"] | None, Field(description=(
+            "These fields of each topic returned, or 'all' its visible fields; default: "
+            "the fields the query matched."))] = None,
         as_of: Annotated[datetime | None, Field(description="Answer as of this time.")] = None,
-        k: Annotated[int, Field(ge=1, le=50, description="At most this many topics.")] = 5,
+        between: Annotated[tuple[datetime, datetime] | None, Field(description=(
+            "[start, end]: only values and episodes whose time lies in this window."))] = None,
+        k: Annotated[int, Field(ge=1, le=50, description=(
+            "At most this many results (fields and episodes)."))] = 5,
         include_history: Annotated[bool, Field(description="Add each field's history.")] = False,
     ) -> s.RecallResult:
         """Recall from memory by free-text query and/or topic title. Returns current
         values with their source and time, fields that are contested (with every
         candidate), names of fields faded from view (ask for them by name), and flags
         saying a topic needs review. Recalling reinforces what it returns."""
-        request = s.RetrieveRequest(query=query, topic=topic, fields=fields, as_of=as_of, k=k,
+        request = s.RetrieveRequest(query=query, topic=topic, fields=fields, as_of=as_of,
+                                    between=between, k=k,
                                     history=include_history, include_archived=False,
                                     actor="mcp")
         return await call("recall", ops.recall, request)

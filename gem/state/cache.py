@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..store import GraphStore, queries
 from ..store.schema import Row
 
-NODE_TABLES = ("Topic", "Field", "Entry", "Observation", "Flag")
+NODE_TABLES = ("Topic", "Field", "Entry", "Observation", "Flag", "Episode")
 CHILD_RELS = ("HAS_FIELD", "HAS_ENTRY", "CORROBORATES", "FLAGS")
 Edge = tuple[str, str, str, Row]  # (table, source, target, properties)
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # Salience columns are written behind (gem/derived.py): a transition's log record carries them.
 SALIENCE = frozenset({"strength", "last_access"})
-SALIENT = frozenset({"Topic", "Field"})
+SALIENT = frozenset({"Topic", "Field", "Episode"})
 # Topic properties the derived indexes (names, title vectors, status) are built from.
 INDEXED = frozenset({"title", "aliases", "status"})
 # The child table each owning relationship leads to, and back.
@@ -49,6 +49,9 @@ class Committed(Protocol):
     title_vectors: Any  # VectorIndex
     lexical: Any        # LexicalIndex over topic summaries
     vectors: Any        # VectorIndex over topic summaries
+    unit_lexical: Any   # LexicalIndex over units (fields and episodes)
+    unit_vectors: Any   # VectorIndex over units
+    unit_valid: dict[str, float]  # unit -> valid time (seconds), for `between`
     unpaired: dict[str, None]   # titles duplicate detection has not compared yet
     touched_by: dict[str, Any]  # topic -> the log records that touched it
     paired_at: float | None     # the threshold it last compared them at
@@ -69,6 +72,11 @@ class Committed(Protocol):
                               ) -> list[tuple[float, str]]: ...
     def most_salient_topics(self, k: int, now: datetime, half_life: timedelta,
                             statuses: Sequence[str]) -> list[str]: ...
+    def episode_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
+                          half_life: timedelta) -> list[str]: ...
+    def unit_status(self, key: str) -> tuple[str | None, str | None]: ...
+    def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float: ...
+    def refresh_units(self, cache: CommittedCache) -> None: ...
     def summary(self, cache: CommittedCache, summarizer: Callable[[str, dict[str, Any]], str],
                 tid: str) -> str: ...
     def refresh(self, cache: CommittedCache, summarizer: Callable[[str, dict[str, Any]], str],
@@ -83,6 +91,7 @@ class Counters:
     observation: int = 0
     flag: int = 0
     interactions: int = 0
+    episode: int = 0
 
     def next(self, kind: str) -> int:
         value = getattr(self, kind) + 1
@@ -102,6 +111,7 @@ class Touched:
     accessed: dict[tuple[str, str], float] = field(default_factory=dict)  # unit -> strength before
     content: dict[str, None] = field(default_factory=dict)    # topics whose summary is stale
     reindex: dict[str, None] = field(default_factory=dict)    # topics whose names/status changed
+    episodes: dict[str, None] = field(default_factory=dict)   # episodes created or changed
 
 
 @dataclass(frozen=True)
@@ -353,6 +363,16 @@ class Transition:
                 count += int(now_active) - int(committed_active(fid, tid))
         return count
 
+    def episode_ids_where(self, statuses: frozenset[str], below: float | None = None) -> list[str]:
+        """Episodes whose status is in `statuses` (and, with `below`, whose salience now is
+        under it), in the proposed state, in creation order."""
+        found = set(self.committed.episode_ids_where(statuses, below, self.now, self.half_life))
+        for key, row in self._changed_rows("Episode").items():
+            found.discard(key)
+            if row["status"] in statuses and (below is None or self.salience_now(row) < below):
+                found.add(key)
+        return sorted(found, key=episode_order)
+
     def flagged_topics(self) -> list[str]:
         """Topics with open revision flags in the proposed state."""
         found = set(self.committed.flagged_topics())
@@ -540,6 +560,18 @@ class Transition:
         self.touch_topic(tid)
         return row
 
+    def new_episode(self, text: str, at: datetime, source: str, actor: str,
+                    speaker: str | None, follows: str | None = None) -> Row:
+        n = self.counters.next("episode")
+        row = self.create("Episode", {
+            "id": f"{self.prefix}ep{n}", "seq": n, "tx": self.seq, "text": text, "at": at,
+            "recorded_at": self.now, "source": source, "actor": actor, "speaker": speaker,
+            "follows": follows,
+            "strength": 0.0, "last_access": self.now, "status": "active", "scope": self.scope,
+            "annotations": "{}"})
+        self.touched.episodes[row["id"]] = None
+        return row
+
     def link_successor(self, entry: Row, successor: Row, **props: Any) -> None:
         """Record which entry took `entry`'s place, and in which transition (by key)."""
         self.update("Entry", entry["id"], superseded_by=successor["id"], superseded_tx=self.seq,
@@ -597,6 +629,12 @@ class Transition:
 
 
 LISTS_OF = {"Topic": ("HAS_FIELD", "FLAGS"), "Field": ("HAS_ENTRY",), "Entry": ("CORROBORATES",)}
+
+
+def episode_order(eid: str) -> tuple[int, str]:
+    """Episodes in creation order (ids are "ep<seq>", after the scope's prefix)."""
+    digits = eid.rsplit(":", 1)[-1][2:]
+    return (int(digits), eid) if digits.isdigit() else (-1, eid)
 
 
 def topic_order(tid: str) -> tuple[int, str]:

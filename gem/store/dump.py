@@ -17,8 +17,13 @@ from .graph import Tx
 from .queries import create_rels, create_rows, stream_rels, stream_rows
 from .schema import RELS, TABLES, Row, cypher_type
 
-# Node tables before the relationships that join them; parents before children.
-NODE_ORDER = ("Meta", "Policy", "Topic", "Field", "Entry", "Observation", "Flag", "Transition")
+# Node tables before the relationships that join them; parents before children. Every table
+# of the schema is in it (checked below): a table left out would be lost by export, import and
+# compaction alike.
+NODE_ORDER = ("Meta", "Policy", "Topic", "Field", "Entry", "Observation", "Flag", "Episode",
+              "Transition")
+if set(NODE_ORDER) != set(TABLES):  # pragma: no cover - a schema change that forgot this list
+    raise ImportError(f"gem/store/dump.py NODE_ORDER misses tables: {set(TABLES) - set(NODE_ORDER)}")
 REL_ORDER = tuple(RELS)
 BATCH = 2000
 

@@ -323,7 +323,7 @@ def delete_rows(tx: Tx, table: str, keys: list[str]) -> None:
 def write_salience(tx: Tx, rows: list[tuple[str, str, float, Any]], seq: int) -> None:
     """Salience written behind: (table, key, strength, last access) rows and the log position
     they bring the stored columns up to."""
-    for table in ("Topic", "Field"):
+    for table in ("Topic", "Field", "Episode"):
         updates = [(key, {"strength": s, "last_access": last}) for t, key, s, last in rows if t == table]
         if updates:
             update_rows(tx, table, updates)
@@ -374,16 +374,25 @@ def latest_counters(tx: Tx) -> dict[str, dict[str, int]]:
 
 
 def highest_ids(tx: Tx) -> dict[tuple[str, str], int]:
-    """(scope, "topic") -> the highest topic sequence number in use in each scope, and
+    """(scope, "topic") -> the highest topic sequence number in use in each scope, the same
+    for episodes, and
     (scope, "entry") for the entry with the highest sequence number of all (one column scan)."""
     out: dict[tuple[str, str], int] = {}
     for scope, top in tx.run("MATCH (x:Topic) RETURN x.scope, max(x.seq)"):
         out[(scope, "topic")] = int(top)
+    for scope, top in tx.run("MATCH (x:Episode) RETURN x.scope, max(x.seq)"):
+        out[(scope, "episode")] = int(top)
     row = tx.one("MATCH (e:Entry) RETURN e.id, e.seq ORDER BY e.seq DESC LIMIT 1")
     if row is not None:
         head = row[0].split("/", 1)[0]
         out[(head.split(":", 1)[0] if ":" in head else "default", "entry")] = int(row[1])
     return out
+
+
+def episode_ids_from(tx: Tx, scope: str, source: str) -> list[str]:
+    """The ids of a scope's episodes recorded from `source` (erasure by source)."""
+    return [r[0] for r in tx.run("MATCH (x:Episode) WHERE x.scope = $scope AND x.source = $source "
+                                 "RETURN x.id ORDER BY x.seq", {"scope": scope, "source": source})]
 
 
 def touches(tx: Tx) -> Iterator[tuple[int, list[str]]]:
@@ -505,7 +514,9 @@ def status_counts(tx: Tx, scope: str | None = None) -> dict[str, dict[str, int]]
     fields = {r[0]: int(r[1]) for r in tx.run(
         f"MATCH (x:Topic)-[:HAS_FIELD]->(f:Field) {where}RETURN "
         "CASE WHEN x.status = 'archived' THEN 'archived' ELSE f.status END, count(*)", params)}
-    return {"topics": topics, "fields": fields}
+    episodes = {r[0]: int(r[1]) for r in tx.run(
+        f"MATCH (x:Episode) {where}RETURN x.status, count(*)", params)}
+    return {"topics": topics, "fields": fields, "episodes": episodes}
 
 
 def active_fields_by_scope(tx: Tx) -> dict[str, int]:
@@ -602,7 +613,7 @@ def count_owned(tx: Tx, rel: str) -> int:
 def negative_strengths(tx: Tx) -> list[tuple[str, float]]:
     strength = "toFloat(n.strength)" if tx.text_values else "n.strength"
     out = []
-    for table in ("Topic", "Field"):
+    for table in ("Topic", "Field", "Episode"):
         out += [(r[0], _as_float(r[1])) for r in tx.run(
             f"MATCH (n:{table}) WHERE {strength} < 0 RETURN n.id, n.strength")]
     return out

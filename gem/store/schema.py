@@ -109,6 +109,26 @@ class FlagRow(TypedDict):
     cleared_by: str | None    # "reviser" or "policy:<name>": what handled it
 
 
+class EpisodeRow(TypedDict):
+    """A raw observation (a turn of a conversation, a message, a note), kept as said: the tier
+    facts are extracted from, and searchable beside them (issue 10)."""
+    id: str                   # "ep<seq>"
+    seq: int
+    tx: int
+    text: str
+    at: datetime              # when it was said or observed (valid time)
+    recorded_at: datetime
+    source: str
+    actor: str
+    speaker: str | None
+    follows: str | None       # the episode said just before it (gem/operators/ingest.py)
+    strength: float           # salience, as for topics and fields
+    last_access: datetime
+    status: str               # active | hidden
+    scope: str
+    annotations: str
+
+
 class PolicyRow(TypedDict):
     name: str
     file: str
@@ -189,6 +209,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("Entry", EntryRow, "id"),
     Table("Observation", ObservationRow, "id"),
     Table("Flag", FlagRow, "id"),
+    Table("Episode", EpisodeRow, "id"),
     Table("Policy", PolicyRow, "name"),
     Table("Transition", TransitionRow, "seq"),
 )}
@@ -269,5 +290,5 @@ def owning_rel(child_table: str) -> Rel | None:
 
 __all__ = ["SCHEMA_VERSION", "TABLES", "RELS", "EDGE_TABLES", "EDGE_KINDS", "Table", "Rel", "Row",
            "TopicRow", "FieldRow", "EntryRow", "ObservationRow", "FlagRow", "PolicyRow",
-           "TransitionRow", "MetaRow", "EdgeProps", "DerivedProps", "ddl", "cypher_type",
-           "owning_rel", "add_column", "columns_of_type"]
+           "TransitionRow", "MetaRow", "EpisodeRow", "EdgeProps", "DerivedProps", "ddl",
+           "cypher_type", "owning_rel", "add_column", "columns_of_type"]

@@ -47,8 +47,10 @@ def derived_disagreements(mem: Any) -> list[str]:
     with engine.store.lock:
         derived = engine.derived
         derived.refresh(engine.cache, engine.services.summarizer)
+        derived.refresh_units(engine.cache)
         rebuilt = DerivedState.rebuild(engine.store, engine.services.embedder)
         rebuilt.refresh(engine.cache, engine.services.summarizer)
+        rebuilt.refresh_units(engine.cache)
         have, want = derived.fingerprint(), rebuilt.fingerprint()
     return differences(have, want)
 

@@ -7,9 +7,10 @@ The model is plain Python: for every (topic, field) the list of entries with the
 value, valid time, recording order and polarity, from which the current value, the
 value as of any time and the history length follow by the field-history rules. Rules
 ingest (new values, updates, re-ingests, late-arriving facts, denials, batches, with labels),
-retract, retrieve (text, structured, as-of, history), link, revise (with a reviser that
-handles some topics and declines the others), forget, restore, erase a field, act in a second
-scope (ingest with labels, retract, revise), advance the clock and reload the policies. One small invariant per correctness condition C1-C6,
+retract, retrieve (text, structured, as-of, history, unit-level with k and time windows), record
+episodes, link, revise (with a reviser that handles some topics and declines the others),
+forget, restore, erase a field, act in a second scope (ingest with labels, retract, revise),
+advance the clock and reload the policies. One small invariant per correctness condition C1-C6,
 plus "model and memory agree", runs after every step; every step is `note()`d, so a
 failure prints a readable trace. Shipped in the package so other policy sets (and other
 stores behind the same API) can reuse it.
@@ -37,6 +38,8 @@ FIELDS = ("deadline", "owner", "status")
 CANONICAL = {t.lower(): t for t in TOPICS}
 VALUES = st.sampled_from(["March 15", "April 20", "May 1", "Alice", "Bob", "green", "red", 7, 11])
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+EPISODES = ("Alpha Project deadline moved to May 1", "Bob owns the Beta Launch now",
+            "the Gamma Budget status is red", "lunch at the deli on Friday")
 
 # The machine's governance: the default policies and a tight C5 bound, so attenuation and
 # rejection (and so rollback) both happen within a few dozen steps. The second set drops the
@@ -72,6 +75,7 @@ class Model:
     flagged: set[str] = field(default_factory=set)
     labels: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # a field's: every fact's
     order: int = 0
+    episodes: dict[str, tuple[str, datetime]] = field(default_factory=dict)  # id -> (text, at)
 
     def candidates(self, key: tuple[str, str], when: datetime | None = None) -> list[ModelEntry]:
         return [e for e in self.histories.get(key, []) if e.positive
@@ -318,6 +322,53 @@ class GemMachine(RuleBasedStateMachine):
             for name in FIELDS:
                 if name not in view.fields:
                     assert self.model.current((view.title, name), when) is None
+
+    @rule(text=st.sampled_from(EPISODES), back=st.integers(0, 3),
+          with_fact=st.booleans())
+    def record_episode(self, text, back, with_fact):
+        self.steps += 1
+        at = self.now - timedelta(days=back)
+        items: list[Any] = [gem.Episode(text, at=at, source="chat", speaker="Ana")]
+        note(f"episode {text!r} at {at.isoformat()} (with a fact: {with_fact})")
+        before = {k: [replace(e, stated=list(e.stated)) for e in v]
+                  for k, v in self.model.histories.items()}
+        order, outcome = self.model.order, None
+        if with_fact:
+            outcome = self.model.record(("Delta Team", "status"), text, at, True)
+            items.append(gem.Fact("Delta Team", "status", text, at=at, source="episode"))
+        must_reject_c3 = outcome == "updated" and not self.propagating and any(
+            a == "Delta Team" for a, _ in self.model.extension)
+        try:
+            result = self.mem.ingest(items)
+        except gem.TransitionRejected as exc:  # C5 (the fact's field), or C3 without Listing 1
+            assert exc.condition == ("C3" if must_reject_c3 else "C5"), f"unexpected: {exc}"
+            self.model.histories, self.model.order = before, order
+            return
+        assert not must_reject_c3
+        (eid,) = result.episodes
+        assert eid not in self.model.episodes
+        self.model.episodes[eid] = (text, at)
+        if outcome == "updated":
+            self.model.flagged |= {b for a, b in self.model.extension if a == "Delta Team"}
+
+    @rule(query=st.sampled_from(["deadline", "who owns the launch", "budget status red",
+                                 "lunch friday", "Alpha Project deadline moved"]),
+          k=st.integers(1, 4), window=st.booleans())
+    def retrieve_units(self, query, k, window):
+        self.steps += 1
+        between = (START, self.now - timedelta(days=2)) if window and self.now - timedelta(days=2) >= START \
+            else None
+        result = self.mem.retrieve(query, k=k, between=between)
+        fields = [(t.title, n) for t in result.topics if t.context_of is None for n in t.fields]
+        note(f"retrieve units {query!r} k={k} between={between} -> {fields}, "
+             f"{[e.id for e in result.episodes]}, truncated={result.truncated}")
+        assert len(fields) + len(result.episodes) <= k
+        self._check_retrieval(result)
+        for e in result.episodes:
+            text, at = self.model.episodes[e.id]
+            assert (e.text, e.at) == (text, at) and e.status == "active"
+            if between is not None:
+                assert between[0] <= e.at <= between[1]
 
     # ------------------------------------------------------------------ structure and maintenance
     @rule(a=st.sampled_from(TOPICS), b=st.sampled_from(TOPICS),

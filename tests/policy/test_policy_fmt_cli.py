@@ -168,13 +168,13 @@ DO reinforce(field, old_value)
 
 def test_check_clean_file_exits_0():
     rc, out, err = run("check", "--no-defaults", str(default_policy_path()))
-    assert (rc, out, err) == (0, "ok: 1 file, 7 policies in force\n", "")
+    assert (rc, out, err) == (0, "ok: 1 file, 9 policies in force\n", "")
 
 
 def test_check_composes_the_default_policy_first(tmp_path):
     mine = tmp_path / "mine.policy"
     mine.write_text("OVERRIDE SET half_life = 7d\nDISABLE POLICY hide-faded-fields\n")
-    assert run("check", str(mine)) == (0, "ok: 1 file on the default policy, 6 policies in force\n", "")
+    assert run("check", str(mine)) == (0, "ok: 1 file on the default policy, 8 policies in force\n", "")
     rc, out, err = run("check", "--no-defaults", str(mine))
     assert (rc, out) == (1, "")
     assert err.startswith(f"{mine}:1:14: gem_nothing_to_override: no earlier file sets 'half_life'\n")
@@ -189,7 +189,7 @@ def test_check_prints_warnings_and_fails_on_them_only_when_strict(tmp_path):
     mine = tmp_path / "mine.policy"
     mine.write_text("# reads are not reinforced here\nDISABLE POLICY reinforce-on-retrieval\n")
     rc, out, err = run("check", str(mine))
-    assert (rc, out) == (0, "ok: 1 file on the default policy, 6 policies in force, 1 warning\n")
+    assert (rc, out) == (0, "ok: 1 file on the default policy, 8 policies in force, 1 warning\n")
     assert err == (
         f"{mine}:2:16: warning: gem_c6_no_reinforcement: no policy reinforces on 'retrieved', so C6 will reject "
         "every retrieval that returns something\n"
@@ -251,7 +251,7 @@ def test_check_checks_files_together(tmp_path):
     rc, _, err = run("check", str(a), str(b))
     assert rc == 1 and "gem_duplicate_policy: policy 'same' is already defined at" in err
     b.write_text('OVERRIDE POLICY same ON tick DO reject("b")\n')
-    assert run("check", str(a), str(b))[:2] == (0, "ok: 2 files on the default policy, 8 policies in force\n")
+    assert run("check", str(a), str(b))[:2] == (0, "ok: 2 files on the default policy, 10 policies in force\n")
 
 
 def test_fmt_rewrites_in_place_and_check_mode_reports(tmp_path):
@@ -290,7 +290,7 @@ def test_explain_with_defaults_shows_the_composed_trigger_graph(tmp_path):
     assert rc == 0
     assert out.startswith(
         "Files, composed in this order:\n"
-        f"  {default}: 2 settings, 7 policies\n"
+        f"  {default}: 2 settings, 9 policies\n"
         f"  {mine}: 1 setting, 1 policy, 1 disable\n"
         "Changes to earlier files:\n"
         f"  {mine}:1:14: OVERRIDE SET half_life (set at {default}:4:5)\n"
@@ -299,6 +299,8 @@ def test_explain_with_defaults_shows_the_composed_trigger_graph(tmp_path):
     assert ("  tick\n"
             "    -> compress-faded-fields [priority 30] (default.policy): WHEN EXISTS f IN active_fields "
             "WHERE f.salience < 0.3 DO compress\n"
+            "    -> hide-faded-episodes [priority 20] (default.policy): WHEN EXISTS e IN active_episodes "
+            "WHERE e.salience < 0.15 DO hide\n"
             "    -> archive-faded-topics [priority 10] (mine.policy): WHEN EXISTS t IN active_topics "
             "WHERE t.salience < 0.01 DO archive\n") in out
     assert ("Correctness conditions that need a policy:\n"

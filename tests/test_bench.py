@@ -1,0 +1,45 @@
+"""Every benchmark still runs: each script at a tiny size, in a subprocess, must finish and
+print its table. Benchmarks are not tests of speed (nothing here looks at a time); this only
+keeps them from rotting when the API they drive changes."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+RUNS = {
+    "scale.py": ["--sizes", "60", "--fields", "2", "--engines", "kuzu"],
+    "tenants.py": ["--topics", "40", "--big", "60", "--engines", "kuzu"],
+    "serve.py": ["--topics", "20", "--ops", "4", "--rounds", "1"],
+    "dashboard.py": ["--topics", "120", "--rounds", "1"],
+    "maintenance.py": ["--sizes", "200"],
+    "index.py": ["--sizes", "300", "--queries", "20"],
+    "vectors.py": ["--sizes", "500", "--queries", "10", "--reps", "1", "--snapshot-docs", "500",
+                   "--pair-sizes", "500"],
+    "ingest_retrieve.py": ["--quick", "--engines", "kuzu"],
+    "locomo.py": ["--conversations", "1", "--questions", "5", "--k", "10"],
+    "scaleout.py": ["--writers", "1,2", "--ops", "4", "--scopes", "3", "--facts", "3"],
+}
+
+
+def test_every_benchmark_is_listed():
+    scripts = {p.name for p in BENCH.glob("*.py")} - {"common.py"}
+    assert scripts == set(RUNS), "add the new benchmark to RUNS with tiny arguments"
+
+
+@pytest.mark.parametrize("script", sorted(RUNS))
+def test_benchmark_runs_at_a_tiny_size(script):
+    env = {**os.environ, "GEM_TEST_ENGINE": "kuzu"}
+    if script != "locomo.py":  # the others' made-up data, as on a machine without LoCoMo
+        env["GEM_LOCOMO"] = os.path.join(os.sep, "nonexistent", "locomo-dev.json")
+    done = subprocess.run([sys.executable, str(BENCH / script), *RUNS[script]], cwd=BENCH,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    if done.stdout.startswith("skipped:"):  # data read by path that this machine lacks
+        pytest.skip(done.stdout.strip())
+    assert len(done.stdout.strip().splitlines()) >= 2, done.stdout  # a table: a header and rows
