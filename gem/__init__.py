@@ -9,7 +9,8 @@ __version__ = "0.1.0"  # first: modules below read it while this package is impo
 
 from .embed import Embedder, HashingEmbedder, MiniLMEmbedder
 from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, PolicySyntaxError,
-                     StoreError, StoreLocked, TransitionRejected, UnknownUnit)
+                     StoreError, StoreLocked, TransitionRejected, UnknownUnit,
+                     WriteConflict)
 from .aio import AsyncMemory
 from .memory import Memory, import_jsonl, open
 from .model import (AuditReport, DroppedFact, Episode, EpisodeView, Explanation, Fact, FieldView,
@@ -22,7 +23,7 @@ from .units import TopicId
 __all__ = [
     "open", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact", "Episode",
     "EpisodeView", "Embedder", "HashingEmbedder", "MiniLMEmbedder", "Resolver", "TieredResolver",
-    "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected",
+    "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected", "WriteConflict",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
     "RetrieveResult", "TopicView", "TopicId", "PendingRevision", "FlagView", "DroppedFact",

@@ -94,6 +94,23 @@ def audit(engine: "Engine", *, full: bool = False, progress: Progress | None = N
     return report
 
 
+def merge(report: AuditReport, scope: str, other: AuditReport) -> AuditReport:
+    """One report of a memory whose scopes are separate stores (FalkorDB: one graph, one log
+    and one chain per scope): `other` is scope `scope`'s. A log record is named with its
+    scope (`acme:12`), its number alone being the scope's."""
+    found = [v if v.condition != "log" else
+             Violation(condition=v.condition, unit=f"{scope}:{v.unit}", detail=v.detail)
+             for v in other.violations]
+    checked = dict(report.checked)
+    for name, n in other.checked.items():
+        checked[name] = checked.get(name, 0) + n
+    return AuditReport(ok=report.ok and other.ok, checked=checked,
+                       violations=[*report.violations, *found],
+                       transitions=report.transitions + other.transitions,
+                       chain_ok=report.chain_ok and other.chain_ok,
+                       since=min(report.since, other.since))
+
+
 def _report(engine: "Engine", found: list[tuple[str, str | None, str]], checked: dict[str, int],
             chain: tuple[bool, int | None], active: dict[str, int], since: int) -> AuditReport:
     for scope, count in sorted(active.items()):  # C5 holds per scope, with that scope's n

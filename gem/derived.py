@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import json
 import math
+import random
+import time
 from array import array
 import os
 from datetime import datetime, timedelta, timezone
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from .errors import StoreError
 from .history import is_retraction
 from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
@@ -580,6 +583,8 @@ class DerivedState:
     """What gem derives from one database, shared by every handle on it in a process: the log's
     head, salience written behind, the last clean audit, and a `ScopeState` per scope."""
 
+    REBUILD_ATTEMPTS = 50  # reads of a shared store's state that a commit overtook, at most
+
     def __init__(self, embedder: "Embedder") -> None:
         self.embedder = embedder
         self.seq = 0
@@ -615,6 +620,9 @@ class DerivedState:
             row = t.rows[table][key]
             assert row is not None
             pending[key] = (table, row["strength"], row["last_access"])
+        for table in ("Topic", "Field"):  # rows this transition deletes get no write
+            for key in t.deleted[table]:
+                pending.pop(key, None)
         if len(pending) < self.WRITE_BEHIND_UNITS and not t.write_behind_now and \
                 t.seq - self.salience_seq < self.WRITE_BEHIND_TRANSITIONS:
             return []
@@ -668,24 +676,41 @@ class DerivedState:
         """Everything derived, from the database alone (summaries are left stale: the first
         reader refreshes them)."""
         state = cls(embedder)
-        with store.reading() as tx:
-            last = queries.last_transition(tx)
-            counters = queries.latest_counters(tx)
-            topics = queries.scan(tx, "Topic", columns=("id", "title", "aliases", "status",
-                                                        "strength", "last_access", "scope"),
-                                  order="seq")
-            fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
-                                                        "last_access", "labels"))
-            flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
-            episodes = queries.scan(tx, "Episode", columns=("id", "status", "strength",
-                                                            "last_access", "scope"), order="seq")
-            state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
-            behind = queries.transitions(tx, state.salience_seq)
-            touches = queries.touches(tx)
+        attempt = 0
+        while True:
+            attempt += 1
+            with store.reading() as tx:
+                state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
+                last = queries.last_transition(tx)
+                counters = queries.latest_counters(tx)
+                topics = queries.scan(tx, "Topic", columns=("id", "title", "aliases", "status",
+                                                            "strength", "last_access", "scope"),
+                                      order="seq")
+                fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
+                                                            "last_access", "labels"))
+                flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
+                episodes = queries.scan(tx, "Episode", columns=("id", "status", "strength",
+                                                                "last_access", "scope"), order="seq")
+                behind = queries.transitions(tx, state.salience_seq)
+                touches = queries.touches(tx)
+                # On a store other processes write, each read above is its own query: they
+                # describe one state only if no commit, and no write-behind of the salience
+                # columns, came between the first and the last.
+                if not store.shared_writers or (
+                        _unmoved(tx, last) and
+                        int(queries.meta_get(tx, "salience_seq") or 0) == state.salience_seq):
+                    break
+            if attempt >= cls.REBUILD_ATTEMPTS:
+                raise StoreError(f"{store.path!r}: other processes kept committing while this "
+                                 f"one read the state ({attempt} times); open it again")
+            time.sleep(random.uniform(0, 0.002 * attempt))
         for record in behind:  # the salience the stored columns do not have yet
             for key, (strength, last_access) in json.loads(record["salience"] or "{}").items():
                 state.pending_salience[key] = (unit_table(key), strength,
                                                datetime.fromisoformat(last_access))
+            for key, digest in json.loads(record["writes"] or "{}").items():
+                if digest is None:  # deleted later: nothing of it is pending (as after `apply`)
+                    state.pending_salience.pop(key, None)
         topics = [state.patch("Topic", r) for r in topics]
         fields = [state.patch("Field", r) for r in fields]
         episodes = [state.patch("Episode", r) for r in episodes]
@@ -720,6 +745,13 @@ class DerivedState:
             if progress is not None:
                 progress("index titles", min(i + step, total), total)
         return state
+
+
+def _unmoved(tx: Any, last: Row | None) -> bool:
+    """Whether the log's head is still `last` (no later record; its hash unchanged)."""
+    seq = 0 if last is None else last["seq"]
+    return queries.record_hash(tx, seq + 1) is None and \
+        (last is None or queries.record_hash(tx, seq) == last["hash"])
 
 
 def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summarizer) -> dict[str, str]:

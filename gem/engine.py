@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -17,7 +18,7 @@ from typing import Any, Callable, Sequence
 from . import snapshot
 from .derived import DerivedState, Progress, Summarizer, default_summary
 from .embed import Embedder, default_embedder, embedder_named
-from .errors import GemError, InvalidInput, TransitionRejected
+from .errors import GemError, InvalidInput, TransitionRejected, WriteConflict
 from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
 from .policy import PolicySet, catalogue, load_sources
@@ -35,24 +36,38 @@ DEFAULT_SETTINGS: dict[str, Any] = {name: sig.default for name, sig in catalogue
 
 
 @dataclass
+class Governance:
+    """The policies in force and their index by event. A memory whose scopes are separate
+    stores (FalkorDB: a graph per scope) shares one between its scopes. `install` replaces
+    both at once, and a transition keeps the ones it started with."""
+    policies: PolicySet | None = None
+    by_event: dict[str, list[Any]] = field(default_factory=dict)
+
+    def install(self, policies: PolicySet | None) -> None:
+        by_event: dict[str, list[Any]] = {}
+        for policy in policies.policies if policies is not None else ():
+            for event in policy.events:
+                by_event.setdefault(event, []).append(policy)
+        self.policies, self.by_event = policies, by_event
+
+
+@dataclass
 class SharedState:
     """What gem keeps about one database in a process, shared by its handles."""
     cache: CommittedCache
     derived: DerivedState
     embedder_name: str
-    policies: PolicySet | None = None
-    by_event: dict[str, list[Any]] = field(default_factory=dict)
+    governance: Governance = field(default_factory=Governance)
+
+    @property
+    def policies(self) -> PolicySet | None:
+        return self.governance.policies
 
     def install(self, policies: PolicySet | None) -> None:
-        self.policies = policies
-        by_event: dict[str, list[Any]] = {}
-        for policy in policies.policies if policies is not None else ():
-            for event in policy.events:
-                by_event.setdefault(event, []).append(policy)
-        self.by_event = by_event
+        self.governance.install(policies)
 
     def policies_for(self, event: str) -> Sequence[Any]:
-        return self.by_event.get(event, ())
+        return self.governance.by_event.get(event, ())
 
 
 def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None) -> SharedState:
@@ -96,8 +111,10 @@ def check_log(store: GraphStore) -> None:
     database whose log was deleted or whose counters were lowered would otherwise fail every
     later write with a duplicate key."""
     with store.reading() as tx:
-        counters = queries.latest_counters(tx)
+        # The ids before the counters: on a store other processes write these are two queries,
+        # and a commit between them raises both the ids and the counters, never the ids alone.
         highest = queries.highest_ids(tx)
+        counters = queries.latest_counters(tx)
     for (scope, kind), top in highest.items():
         have = counters.get(scope, {}).get(kind)
         if have is None:
@@ -110,12 +127,24 @@ def check_log(store: GraphStore) -> None:
 
 
 class Engine:
+    """Runs transitions on one store. `policy_home`: the engine of the store that holds the
+    policies, when it is another (a scope's graph on FalkorDB: the default scope's)."""
+
+    # On a store other processes write, a transition that lost the race to another process's
+    # commit is run again on the caught-up state, up to this many times in all, after a short
+    # random pause that grows with each loss (so that racing processes fall out of step).
+    MAX_ATTEMPTS = 32
+    MAX_PAUSE = 0.05  # seconds
+
     def __init__(self, store: GraphStore, embedder: Embedder, resolver: Resolver, clock: Clock,
-                 summarizer: Summarizer | None = None, progress: Progress | None = None) -> None:
+                 summarizer: Summarizer | None = None, progress: Progress | None = None,
+                 policy_home: "Engine | None" = None) -> None:
         self.store = store
         self.clock = clock
         self.services = Services(embedder, resolver, summarizer or default_summary)
         self.pipeline: Pipeline = DEFAULT
+        self.policy_home = policy_home
+        self.conflicts = 0  # transitions run again because another process committed first
         self.reviser: Callable[[Any], Any] | None = None  # asked by revise() (gem/memory.py)
         self.extractor: Callable[[Any], Any] | None = None  # asked by ingest() about episodes
         with store.lock:
@@ -127,6 +156,8 @@ class Engine:
                 raise InvalidInput(f"this database was embedded with {shared.embedder_name!r}; "
                                    f"open it with that embedder, not {embedder.name!r}")
         self.shared: SharedState = shared
+        if policy_home is not None:
+            shared.governance = policy_home.shared.governance
 
     # ------------------------------------------------------------------ shared state
     @property
@@ -161,8 +192,10 @@ class Engine:
         t = Transition(self.cache, self.derived.scope(scope), self.services, op=op, actor=actor,
                        now=now or self.now(), counters=counters, seq=self.derived.seq + 1,
                        scope=scope)
-        t.policies_for = self.shared.policies_for
-        t.settings = self.evaluate_settings(t)
+        governance = self.shared.governance
+        policies, by_event = governance.policies, governance.by_event
+        t.policies_for = lambda event: by_event.get(event, ())
+        t.settings = self.evaluate_settings(t, policies)
         return t
 
     def now(self) -> datetime:
@@ -173,17 +206,17 @@ class Engine:
         last = self.derived.at
         return now if last is None or now >= last else last
 
-    def evaluate_settings(self, t: Transition) -> dict[str, Any]:
+    def evaluate_settings(self, t: Transition, policies: PolicySet | None) -> dict[str, Any]:
         """Every setting's value for this transition. A value out of its range (a half-life
         computed as 0, a negative merge similarity) rejects the transition: the engine never
         computes with it."""
         values = dict(DEFAULT_SETTINGS)
-        if self.policies is not None:
+        if policies is not None:
             # A setting may read the state (`count(active_topics)`), whose reads decay salience
             # with `half_life`: while the settings are evaluated, they see the defaults.
             t.settings = dict(DEFAULT_SETTINGS)
             rt = PolicyRuntime(t)
-            for name, expr in self.policies.settings.items():
+            for name, expr in policies.settings.items():
                 value = expr(rt)
                 problem = catalogue.SETTINGS[name].validate(value)
                 if problem is not None:
@@ -197,13 +230,17 @@ class Engine:
             progress: Callable[[str, int, int], None] | None = None) -> tuple[Any, Transition]:
         """Run one transition through the pipeline, in one scope; commit it or raise (nothing
         written). When policies drop facts, it runs again from the committed state without
-        them, at the same time; each run drops at least one more fact, so this ends."""
+        them, at the same time; each run drops at least one more fact, so this ends. On a
+        store other processes write, it runs on the state caught up with their commits, and
+        again (whole) if one of them committed to the same scope before its flush."""
         with self.store.lock:
             self.store.check_open()
             started = time.perf_counter()
             dropped: dict[int, dict[str, Any]] = {}
             now = None
+            attempt = 0
             while True:
+                self.follow()
                 t = self.transition(op, actor=actor, interaction=interaction, now=now,
                                     scope=scope)
                 t.operator = operator
@@ -213,14 +250,30 @@ class Engine:
                 try:
                     with single_threaded():
                         self.pipeline.run(t, self)
-                except FactsDropped as exc:
-                    dropped, now = exc.dropped, t.now
-                    continue
-                except TransitionRejected as exc:
-                    log.warning("gem transition %s (%s) rejected by %s on %s: %s", t.seq, op,
-                                exc.condition, exc.unit, exc.detail)
-                    raise
-                break
+                    break
+                except WriteConflict as exc:
+                    lost: Exception = exc
+                except Exception as exc:
+                    # Its reads may have seen another process's commit that came after the
+                    # state it follows: then neither a rejection, a drop nor an error is its
+                    # verdict, and it runs again from the start.
+                    if not self._overtaken():
+                        if isinstance(exc, FactsDropped):
+                            dropped, now = exc.dropped, t.now
+                            continue
+                        if isinstance(exc, TransitionRejected):
+                            log.warning("gem transition %s (%s) rejected by %s on %s: %s", t.seq,
+                                        op, exc.condition, exc.unit, exc.detail)
+                        raise
+                    lost = exc
+                attempt += 1
+                self.conflicts += 1
+                if attempt >= self.MAX_ATTEMPTS:
+                    raise WriteConflict(f"{op}: other processes committed to scope {scope!r} "
+                                        f"first {attempt} times in a row; nothing was written "
+                                        f"({lost})") from lost
+                dropped, now = {}, None
+                time.sleep(random.uniform(0, min(self.MAX_PAUSE, 0.001 * 2 ** attempt)))
             self._after_commit(t)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("gem transition %s %s by %s: %.2f ms, %d units, policies fired %s",
@@ -238,15 +291,57 @@ class Engine:
             title_vectors = t.directory.title_vectors() if t.directory is not None else None
             self.derived.apply(t, title_vectors)
         except BaseException:
+            governance = self.shared.governance
             self.store.shared_state = None
             self.shared = open_shared(self.store, self.services.embedder, None)
+            self.shared.governance = governance
             self.store.shared_state = self.shared
             raise
+
+    def _overtaken(self) -> bool:
+        """Whether another process committed after the log position this process follows
+        (never on an embedded database: only this process writes it)."""
+        if not self.store.shared_writers:
+            return False
+        with self.store.reading() as tx:
+            return queries.record_hash(tx, self.derived.seq + 1) is not None
+
+    def follow(self) -> None:
+        """On a store other processes write (FalkorDB): take in what they committed after the
+        position this process knows (the log records after it, gem/snapshot.py `catch_up`;
+        the row cache is emptied, its rows may be stale), and the policies in force if they
+        changed. One key lookup when nothing changed. Nothing to do on an embedded database:
+        only this process writes it."""
+        store = self.store
+        if not store.shared_writers:
+            return
+        derived = self.derived
+        with store.reading() as tx:
+            moved = queries.record_hash(tx, derived.seq + 1) is not None
+        if moved:
+            snapshot.catch_up(derived, store, live=True)
+            self.cache.clear()
+        if moved or self.policy_home is not None:
+            self._follow_policies()
+
+    def _follow_policies(self) -> None:
+        home = self.policy_home.store if self.policy_home is not None else self.store
+        governance = self.shared.governance
+        with home.reading() as tx:
+            stamp = queries.meta_get(tx, "policy_set")
+            if stamp is None or (governance.policies is not None and governance.policies.hash == stamp):
+                return
+            sources = queries.meta_get(tx, "policy_sources")
+        if sources is not None:
+            governance.install(load_sources([tuple(x) for x in json.loads(sources)],
+                                            available_actions=available_actions()))
 
     def write_behind(self, *, stamp: bool = False) -> None:
         """Bring the stored salience columns up to date with the log (see gem/derived.py).
         `stamp`: also when nothing is pending, so that the stored log position is the head's
-        (an export carries it, and its import must not replay what is already written)."""
+        (an export carries it, and its import must not replay what is already written). On a
+        store other processes write, only while the log's head is still this process's (a
+        later writer's columns are newer; the log has everything anyway)."""
         from .store import queries
         with self.store.lock:
             derived = self.derived
@@ -255,15 +350,18 @@ class Engine:
                 return
             rows = [(table, key, s, last) for key, (table, s, last) in
                     sorted(derived.pending_salience.items())]
-            with self.store.transaction() as tx:
-                queries.write_salience(tx, rows, derived.seq)
+            try:
+                with self.store.transaction(after=(derived.seq, derived.hash)) as tx:
+                    queries.write_salience(tx, rows, derived.seq)
+            except WriteConflict:
+                return
             derived.pending_salience.clear()
             derived.salience_seq = derived.seq
 
     def save_snapshot(self) -> None:
         """Save the derived state beside the database (temporary databases keep none)."""
         with self.store.lock:
-            if not self.store.closed and not self.store.temporary:
+            if not self.store.closed and self.store.keeps_snapshot:
                 snapshot.save(self.derived, self.store.path)
 
     def read(self, fn: Callable[[Transition], Any], scope: str = "default") -> Any:
@@ -271,7 +369,18 @@ class Engine:
         an interaction, nothing logged."""
         with self.store.lock, single_threaded():
             self.store.check_open()
-            return fn(self.transition("read", scope=scope))
+            attempt = 0
+            while True:
+                attempt += 1
+                self.follow()
+                try:
+                    return fn(self.transition("read", scope=scope))
+                except Exception:
+                    # Its reads may have met another process's later commit (a row it
+                    # deleted): read again on the caught-up state, as a transition runs again.
+                    if attempt >= self.MAX_ATTEMPTS or not self._overtaken():
+                        raise
+                    self.conflicts += 1
 
 
 def utc_now() -> datetime:

@@ -30,6 +30,12 @@ class StoreError(GemError):
     """The storage engine failed in a way that is not the caller's fault."""
 
 
+class WriteConflict(StoreError):
+    """Another process committed to the same scope first, every time this transition was
+    tried (a store several processes write: FalkorDB). Nothing of it was written; calling again
+    runs it on the state as it is then."""
+
+
 class TransitionRejected(GemError):
     """A transition violated a correctness condition or a policy and was rolled back whole."""
 

@@ -5,6 +5,7 @@ import json
 import logging
 import os
 import re
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Sequence, overload
@@ -35,7 +36,7 @@ from .reliability import evidence_states
 from .resolve import Resolver, TieredResolver
 from .runtime import available_actions
 from .state.transition import Transition
-from .store import open_store, queries
+from .store import falkor_database, open_store, queries
 from .transfer import TransferReport
 
 log = logging.getLogger("gem")
@@ -70,6 +71,52 @@ def _flag(value: Any, what: str) -> bool:
 SCOPE_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
+class ScopeEngines:
+    """The engine that runs each scope of a memory. On an embedded database, the memory's one
+    engine runs every scope. On FalkorDB each scope is its own graph (its own log and hash
+    chain, gem/store/falkor.py), with its own engine, opened when the scope is first used; the
+    policies stay with the default scope's, shared by all (`Engine.policy_home`)."""
+
+    def __init__(self, root: Engine, database: Any = None) -> None:
+        self.root = root
+        self.database = database
+        self.engines: dict[str, Engine] = {DEFAULT_SCOPE: root}
+        self._lock = threading.Lock()
+
+    @property
+    def per_scope(self) -> bool:
+        return self.database is not None
+
+    def get(self, scope: str) -> Engine:
+        if self.database is None:
+            return self.root
+        with self._lock:
+            engine = self.engines.get(scope)
+            if engine is None:
+                store = self.database.graph(scope)
+                services = self.root.services
+                try:
+                    engine = Engine(store, services.embedder, services.resolver, self.root.clock,
+                                    services.summarizer, policy_home=self.root)
+                except BaseException:
+                    store.close()
+                    raise
+                engine.reviser, engine.extractor = self.root.reviser, self.root.extractor
+                self.engines[scope] = engine
+            return engine
+
+    def scopes(self) -> list[str]:
+        """The scopes that hold something (on FalkorDB: every graph of the memory with a log)."""
+        if self.database is None:
+            derived = self.root.derived
+            return sorted(n for n, s in derived.scopes.items() if s.topics.ids or s.counters)
+        return self.database.scope_names(logged=True)
+
+    def opened(self) -> list[Engine]:
+        with self._lock:
+            return list(self.engines.values())
+
+
 class Memory:
     """A governed evolving memory on one database. Use `gem.open(...)` to make one.
 
@@ -81,10 +128,11 @@ class Memory:
     """
 
     def __init__(self, engine: Engine, scope: str = DEFAULT_SCOPE,
-                 root: "Memory | None" = None) -> None:
+                 root: "Memory | None" = None, engines: ScopeEngines | None = None) -> None:
         self._engine = engine
         self._scope = scope
         self._root = root  # the handle a scope view was made from (it owns the database)
+        self._engines = engines or ScopeEngines(engine)
         self._closed = False
         self._scheduler = None
         self.maintenance_runs = 0      # scheduled maintenance runs that committed
@@ -114,14 +162,13 @@ class Memory:
             raise InvalidInput(f"scope names are 1-64 characters of a-z, 0-9, '_', '.', '-', "
                                f"starting with a letter or digit; got {name!r}")
         self._check_open()
-        return Memory(self._engine, name, self._root or self)
+        return Memory(self._engines.get(name), name, self._root or self, self._engines)
 
     def scopes(self) -> list[str]:
         """Every scope that holds something, in name order."""
         self._check_open()
         with self._engine.store.lock:
-            return sorted(name for name, s in self._engine.derived.scopes.items()
-                          if s.topics.ids or s.counters)
+            return self._engines.scopes()
 
     def close(self) -> None:
         """Close this handle (waiting for a call running in another thread). Salience written
@@ -133,13 +180,16 @@ class Memory:
         if not self._closed:
             self.stop_maintenance()
             self._closed = True
-            try:
-                self._engine.write_behind()
-                self._engine.save_snapshot()
-            except (GemError, OSError):  # the log still has it all: the next open catches up
-                log.warning("gem: could not bring the database and its snapshot up to date at "
-                            "close", exc_info=True)
-            self._engine.store.close()
+            for engine in reversed(self._engines.opened()):  # the scopes' stores, then the root's
+                try:
+                    engine.write_behind()
+                    engine.save_snapshot()
+                except (GemError, OSError):  # the log still has it all: the next open catches up
+                    log.warning("gem: could not bring the database and its snapshot up to date "
+                                "at close", exc_info=True)
+                engine.store.close()
+            if self._engines.database is not None:
+                self._engines.database.close()
 
     def __enter__(self) -> "Memory":
         return self
@@ -510,6 +560,9 @@ class Memory:
         self._check_open()
         if self._root is not None:
             raise InvalidInput("export the memory, not a scope view: the file holds every scope")
+        if self._engines.per_scope:
+            raise InvalidInput("export reads one embedded database; a FalkorDB memory keeps a log "
+                               "per scope, which the export format (one log) does not hold yet")
         with self._engine.store.lock:  # no commit between writing behind and reading
             self._engine.write_behind(stamp=True)
             return transfer.export_jsonl(self._engine.store, dest, progress)
@@ -653,8 +706,18 @@ class Memory:
                                               and {"seq", "hash"} <= set(expected_head)):
             raise InvalidInput("expected_head must be a head() record: {'seq': ..., 'hash': ...}")
         with self._engine.store.lock:
-            return audit_mod.audit(self._engine, full=full, progress=progress,
-                                   expected_head=expected_head)
+            report = audit_mod.audit(self._engine, full=full, progress=progress,
+                                     expected_head=expected_head)
+        if self._root is None and self._engines.per_scope:
+            # Each scope of a FalkorDB memory is its own store with its own log: the memory's
+            # audit is every scope's.
+            for name in self._engines.scopes():
+                if name != self._scope:
+                    engine = self._engines.get(name)
+                    with engine.store.lock:
+                        report = audit_mod.merge(report, name, audit_mod.audit(
+                            engine, full=full, progress=progress))
+        return report
 
     def head(self) -> dict[str, Any]:
         """The log's head ({"seq", "hash"}): keep it outside the database and pass it to
@@ -814,7 +877,7 @@ class Memory:
                      if name not in names and old["enabled"]]
             # The files themselves are kept too: settings live outside any policy.
             files = json.dumps([[src.file, src.text] for src in policy_set.sources])
-            t.store_writes.append(lambda tx: queries.put_policies(tx, rows, files))
+            t.store_writes.append(lambda tx: queries.put_policies(tx, rows, files, policy_set.hash))
             for row, _ in rows:  # the log attests what was stored (gem/attest.py)
                 t.attested[f"Policy|{row['name']}"] = attest.row_hash("Policy", row)
             t.attested["Meta|policy_sources"] = attest.text_hash(files)
@@ -857,6 +920,10 @@ def import_jsonl(source: str | Path | IO[str], path: str | Path, *, engine: str 
     once it audits clean (every row hash against the log, the chain, C1-C6) and its log ends
     at the head the export names; on any error nothing is left at `path`."""
     path = str(path)
+    if engine == "falkordb":
+        raise InvalidInput("import builds an embedded database (engine 'kuzu' or 'ladybug'); a "
+                           "FalkorDB memory keeps a log per scope, which the export format does "
+                           "not hold yet")
     transfer.target_is_empty(path, engine)
     building = path + transfer.IMPORTING
     transfer.remove(building)
@@ -884,8 +951,16 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
          clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
          summarizer: Summarizer | None = None, create: bool = True,
          progress: Progress | None = None, *, defaults: bool = True,
-         reviser: Reviser | None = None, extractor: Extractor | None = None) -> Memory:
+         reviser: Reviser | None = None, extractor: Extractor | None = None,
+         buffer_pool_size: int | None = None, max_db_size: int | None = None) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
+
+    `engine`: "kuzu" (default) or "ladybug", embedded databases at `path`; or "falkordb", a
+    memory on a FalkorDB server that many processes share: `path` is its URL,
+    `redis://HOST:PORT/NAME` (each scope is a graph `gem:NAME:<scope>`; see
+    gem/store/falkor.py). `buffer_pool_size` and `max_db_size` (bytes) size an embedded
+    database (kuzu reserves 8 TiB of address space per database by default, so only ~15 fit in
+    one process; a smaller `max_db_size` lets thousands).
 
     `policies`: .policy files that extend the default governance (`defaults=False`: that
     replace it). Without `policies` a database keeps the policies stored in it (a new one
@@ -918,7 +993,13 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
                                      and isinstance(getattr(embedder, "name", None), str)):
         raise InvalidInput(f"embedder must have embed(texts), an int dim and a str name, got "
                            f"{type(embedder).__name__}")
-    if not create and path is not None and not Path(path).exists():
+    falkor = engine == "falkordb"
+    if falkor and (buffer_pool_size is not None or max_db_size is not None):
+        raise InvalidInput("buffer_pool_size and max_db_size size an embedded database; the "
+                           "FalkorDB server has its own memory settings")
+    if not falkor and isinstance(path, str) and "://" in path:
+        raise InvalidInput(f"{path!r} is a URL: open it with engine='falkordb'")
+    if not falkor and not create and path is not None and not Path(path).exists():
         raise InvalidInput(f"no database at {str(path)!r}")
     wanted = None
     if policies is not None:  # read and checked before anything is opened
@@ -926,7 +1007,21 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
                               defaults=defaults, argument="policies")
     elif not defaults:
         raise InvalidInput("defaults=False needs the policies that replace the default governance")
-    store = open_store(None if path is None else str(path), engine)
+    database = None
+    if falkor:
+        if path is None:
+            raise InvalidInput("engine 'falkordb' needs the memory's URL: redis://HOST:PORT/NAME")
+        database = falkor_database(str(path))
+        try:
+            if not create and not database.exists():
+                raise InvalidInput(f"no memory at {database.url}")
+            store = database.graph(DEFAULT_SCOPE)
+        except BaseException:
+            database.close()
+            raise
+    else:
+        store = open_store(None if path is None else str(path), engine,
+                           buffer_pool_size=buffer_pool_size, max_db_size=max_db_size)
     try:
         system_clock = clock or utc_now
 
@@ -936,7 +1031,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         core = Engine(store, embedder or embedder_for(store), resolver or TieredResolver(),
                       checked_clock, summarizer, progress)
         core.reviser = reviser
-        memory = Memory(core)
+        memory = Memory(core, engines=ScopeEngines(core, database))
         core.extractor = extractor
         stored = core.policies
         if stored is None:
@@ -950,6 +1045,8 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         return memory
     except BaseException:
         store.close()
+        if database is not None:
+            database.close()
         raise
 
 

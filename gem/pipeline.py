@@ -264,9 +264,11 @@ def write(tx: Any, w: Writes) -> None:
 
 def flush(t: Transition, engine: "Engine") -> None:
     """Write the proposal in one engine transaction; when enough salience changes have piled up
-    behind the log, they go with it."""
+    behind the log, they go with it. The writes follow the log head the transition was computed
+    on: where other processes write too, the store refuses them if one committed meanwhile
+    (`WriteConflict`, and the engine runs the transition again)."""
     t.salience_written = engine.derived.salience_due(t)
-    with engine.store.transaction() as tx:
+    with engine.store.transaction(after=(engine.derived.seq, engine.derived.hash)) as tx:
         write(tx, Writes.of(t))
 
 

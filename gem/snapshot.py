@@ -117,6 +117,8 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
 def load(store: GraphStore, embedder: "Embedder", progress: Progress | None = None) -> DerivedState:
     """The derived state from the snapshot beside the database, caught up with the log; a
     rebuild from the database when there is no usable snapshot."""
+    if not store.keeps_snapshot:
+        return DerivedState.rebuild(store, embedder, progress)
     try:
         state = _read(store.path, embedder)
     except SnapshotError:
@@ -217,22 +219,35 @@ def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> Sa
     return table
 
 
-def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None = None) -> None:
-    """Bring a loaded state up to the log's head: the salience behind the stored columns is
-    replayed, and every unit a later transition touched is derived again from the database."""
+def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None = None, *,
+             live: bool = False) -> None:
+    """Bring a state up to the log's head: the salience behind the stored columns is replayed,
+    and every unit a later transition touched is derived again from the database (the units
+    it deleted are forgotten). A loaded snapshot replays the salience from the stored columns'
+    position; a `live` state (exact at its position: a process following the commits of
+    others on a shared store) keeps what it has pending unless the stored columns moved past
+    it, and reads only the records after its position."""
     with store.reading() as tx:
         stored_salience = int(queries.meta_get(tx, "salience_seq") or 0)
-        records = queries.transitions(tx, min(state.seq, stored_salience))
+        start = state.seq if live else min(state.seq, stored_salience)
+        records = queries.transitions(tx, start)
+        if not live or stored_salience > state.seq:
+            state.pending_salience = {}
         state.salience_seq = stored_salience
-        state.pending_salience = {}
         for record in records:
             if record["seq"] > stored_salience:
                 for key, (strength, last) in json.loads(record["salience"] or "{}").items():  # "": redacted
                     state.pending_salience[key] = (unit_table(key), strength,
                                                    datetime.fromisoformat(last))
+            for key, digest in json.loads(record["writes"] or "{}").items():
+                if digest is None:  # deleted (erasure): nothing of it is pending any more
+                    state.pending_salience.pop(key, None)
         later = [r for r in records if r["seq"] > state.seq]
         units = {u for r in later for u in json.loads(r["units"] or "[]")}
-        keys = units | set(state.pending_salience)
+        # A later record's salience part names what it reinforced: re-read even when the
+        # stored columns already have it (another process wrote them behind).
+        reinforced = {k for r in later for k in json.loads(r["salience"] or "{}")}
+        keys = units | reinforced | set(state.pending_salience)
         eids = sorted(u for u in keys if unit_table(u) == "Episode")
         tids = sorted({u.split("/", 1)[0] for u in keys if unit_table(u) != "Episode"})
         fids = sorted(u for u in keys if "/" in u)
@@ -261,6 +276,12 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         if flag["status"] == "open":
             state.scope(scope_of(parent)).open_flags[parent] += 1
     for r in later:
+        if r["tombstone"]:  # the records an erasure redacted touch nothing any more
+            redacted = set(json.loads(r["tombstone"]).get("redacted", []))
+            for scope in state.scopes.values():
+                for tid, seqs in list(scope.touched_by.items()):
+                    if redacted.intersection(seqs):
+                        scope.touched_by[tid] = array("q", [s for s in seqs if s not in redacted])
         for tid in {unit.split("/", 1)[0] for unit in json.loads(r["units"] or "[]")}:
             scope = state.scope(scope_of(tid))
             if unit_table(tid) == "Topic":
@@ -268,18 +289,12 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
             scope.touched_by.setdefault(tid, array("q")).append(r["seq"])
         state.scope(r["scope"]).counters = json.loads(r["counters"])
         state.scope(r["scope"])._active_fields = None
-    # units a later transition erased are gone from the database: from here too, and the
-    # records its erasure redacted touch nothing any more
+    # units a later transition erased are gone from the database: from here too (a field's
+    # id comes back when its name is stated again: then it is found)
     found = {r["id"] for r in (*topics, *fields, *episodes)}
     gone = {u for u in (*tids, *fids, *eids) if u not in found}
     for r in later:
         gone.update(k for k, v in json.loads(r["writes"] or "{}").items() if v is None and "|" not in k)
-        if r["tombstone"]:
-            redacted = set(json.loads(r["tombstone"])["redacted"])
-            for scope in state.scopes.values():
-                for tid, seqs in list(scope.touched_by.items()):
-                    if redacted.intersection(seqs):
-                        scope.touched_by[tid] = array("q", [x for x in seqs if x not in redacted])
     for unit in sorted(gone - found):
         scope = state.scope(scope_of(unit))
         if "/" in unit:

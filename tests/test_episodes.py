@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from conftest import ENGINE, T0, snapshot
+from conftest import ENGINE, T0, memory_location, snapshot
 
 import gem
 from gem.testing.consistency import cache_disagreements, derived_disagreements
@@ -77,7 +77,7 @@ def test_a_rejected_transition_with_episodes_leaves_nothing_behind(tmp_path, clo
     policy = tmp_path / "no-secrets.policy"
     policy.write_text('POLICY no-secrets\nON episode_recorded\nWHEN "password" IN episode.text\n'
                       'DO reject("episodes must not hold passwords")\n')
-    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE, policies=[policy]) as mem:
+    with gem.open(memory_location(tmp_path), clock=clock, engine=ENGINE, policies=[policy]) as mem:
         mem.ingest(gem.Episode("the launch moved to April", source="chat:1"))
         before = snapshot(mem)
         with pytest.raises(gem.TransitionRejected, match="passwords"):
@@ -89,7 +89,7 @@ def test_a_rejected_transition_with_episodes_leaves_nothing_behind(tmp_path, clo
 
 
 def test_episodes_survive_reopen_and_a_hidden_one_stays_searchable(tmp_path, clock):
-    path = tmp_path / "db"
+    path = memory_location(tmp_path)
     with gem.open(path, clock=clock, engine=ENGINE) as mem:
         mem.ingest([gem.Episode("The kickoff is in the red room", source="chat:1", at=T0),
                     gem.Episode("Parking is behind building C", source="chat:2",
@@ -106,7 +106,7 @@ def test_episodes_survive_reopen_and_a_hidden_one_stays_searchable(tmp_path, clo
 
 
 def test_a_database_made_with_the_v1_embedder_opens_with_it_by_default(tmp_path, clock):
-    path = tmp_path / "db"
+    path = memory_location(tmp_path)
     with gem.open(path, clock=clock, engine=ENGINE, embedder=gem.HashingEmbedder(256, version=1)) as mem:
         mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
     with gem.open(path, clock=clock, engine=ENGINE) as mem:
@@ -114,7 +114,7 @@ def test_a_database_made_with_the_v1_embedder_opens_with_it_by_default(tmp_path,
         assert mem.retrieve("website redesign deadline").value("Website Redesign", "deadline") == "April 20"
     with pytest.raises(gem.InvalidInput, match="hashing-256-v1"):
         gem.open(path, clock=clock, engine=ENGINE, embedder=gem.HashingEmbedder(256))
-    with gem.open(tmp_path / "new", clock=clock, engine=ENGINE) as mem:
+    with gem.open(memory_location(tmp_path, "new"), clock=clock, engine=ENGINE) as mem:
         assert mem._engine.services.embedder.name == "hashing-256-v2"
 
 

@@ -19,7 +19,7 @@ import threading
 import pytest
 
 import gem
-from conftest import ENGINE
+from conftest import ENGINE, memory_location
 from gem.testing.consistency import cache_disagreements, derived_disagreements
 
 REJECT_POISON = 'POLICY no-poison ON commit WHEN EXISTS t IN touched WHERE t.title = "Poison" ' \
@@ -47,7 +47,7 @@ def seed(mem: gem.Memory, n: int) -> dict[str, dict[str, object]]:
 
 @pytest.mark.parametrize("after", ["reopen", "rejection"])
 def test_a_batch_adding_a_new_field_to_many_topics_after_a_checkpoint(tmp_path, clock, after):
-    path = str(tmp_path / "db")
+    path = memory_location(tmp_path)
     policy = tmp_path / "guard.policy"
     policy.write_text(REJECT_POISON)
     mem = gem.open(path, clock=clock, engine=ENGINE, policies=[str(policy)])
@@ -77,7 +77,7 @@ def test_a_batch_adding_a_new_field_to_many_topics_after_a_checkpoint(tmp_path, 
 def test_concurrent_batches_with_rejections_keep_every_topic_its_own(tmp_path, clock):
     policy = tmp_path / "guard.policy"
     policy.write_text(REJECT_POISON)
-    path = str(tmp_path / "db")
+    path = memory_location(tmp_path)
     mem = gem.open(path, clock=clock, engine=ENGINE, policies=[str(policy)])
     want = seed(mem, 80)
     mem.close()
@@ -119,7 +119,7 @@ def test_concurrent_batches_with_rejections_keep_every_topic_its_own(tmp_path, c
 
 
 def test_close_and_reopen_many_times_in_one_process(tmp_path, clock):
-    path = str(tmp_path / "db")
+    path = memory_location(tmp_path)
     want: dict[str, dict[str, object]] = {}
     for cycle in range(8):
         with gem.open(path, clock=clock, engine=ENGINE) as mem:
@@ -138,7 +138,7 @@ def test_closing_while_another_thread_is_in_a_call_neither_crashes_nor_corrupts(
     """In a subprocess, so that a crash of the engine shows as a failed exit code."""
     script = textwrap.dedent(f"""
         import threading, gem
-        path = {str(tmp_path / "db")!r}
+        path = {memory_location(tmp_path)!r}
         for attempt in range(10):
             mem = gem.open(path, engine={ENGINE!r})
             stop = threading.Event()

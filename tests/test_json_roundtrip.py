@@ -38,7 +38,7 @@ def _results(mem, clock) -> list[pydantic.BaseModel]:
             mem.explain("Website Redesign", "deadline"), mem.audit()]
     out += mem.history("Website Redesign", "deadline")
     out += [mem.topics(), mem.graph("Website Redesign", depth=2),
-            mem.salience_history("Website Redesign")]
+            mem.salience_history("Website Redesign"), mem.episodes()]
     out.append(gem.Fact("Topic", "field", ["a", 1], at=t0, source="s", polarity="-"))
     clock.advance(days=400)  # everything fades: the ladder history has something to show
     mem.forget()

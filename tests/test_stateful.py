@@ -7,12 +7,19 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from conftest import ENGINE
 from gem.testing.stateful import memory_machine
 
 Machine = memory_machine(engine=ENGINE)
+
+
+@pytest.fixture(autouse=True)
+def _server(request):
+    if ENGINE == "falkordb":  # each example is a temporary memory on the session's server
+        Machine.server = request.getfixturevalue("falkordb_server")
 Machine.TestCase.settings = settings(
     max_examples=int(os.environ.get("GEM_STATEFUL_EXAMPLES", "20")),
     stateful_step_count=int(os.environ.get("GEM_STATEFUL_STEPS", "30")),

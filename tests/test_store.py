@@ -13,7 +13,12 @@ from conftest import ENGINE
 from gem.store import open_store, queries
 from gem.store.schema import SCHEMA_VERSION
 
+# The embedded adapter's own interface; tests/test_falkordb.py tests FalkorDB's write sets.
+EMBEDDED = pytest.mark.skipif(ENGINE == "falkordb", reason="the embedded engines' adapter "
+                              "(open_store, one writer process per database file)")
 
+
+@EMBEDDED
 def test_schema_creation_is_idempotent(db_path):
     for _ in range(2):
         store = open_store(db_path, ENGINE)
@@ -23,6 +28,7 @@ def test_schema_creation_is_idempotent(db_path):
         store.close()
 
 
+@EMBEDDED
 def test_a_database_made_before_a_column_existed_gets_it_at_open(db_path, clock):
     """Columns added to the schema (labels, a retraction's reason, who cleared a flag) are
     added to an older database when it is opened: empty lists and nulls, nothing else moves."""
@@ -44,6 +50,7 @@ def test_a_database_made_before_a_column_existed_gets_it_at_open(db_path, clock)
         assert mem.audit(full=True).ok
 
 
+@EMBEDDED
 def test_transaction_commits_or_rolls_back_whole(db_path):
     store = open_store(db_path, ENGINE)
     queries.ensure_schema(store)
@@ -59,6 +66,7 @@ def test_transaction_commits_or_rolls_back_whole(db_path):
     store.close()
 
 
+@EMBEDDED
 def test_a_held_engine_error_does_not_keep_a_closed_database_alive(db_path):
     """LadybugDB 0.22: an exception's traceback holds a prepared statement, which kept the
     closed database alive; its shutdown after a reopen overwrote the new database's writes."""
@@ -82,6 +90,7 @@ def test_a_held_engine_error_does_not_keep_a_closed_database_alive(db_path):
     assert rows == {f"k{c}": f"v{c} ✓" for c in range(12)}
 
 
+@EMBEDDED
 def test_values_never_enter_query_text(db_path):
     store = open_store(db_path, ENGINE)
     queries.ensure_schema(store)
@@ -119,6 +128,7 @@ def test_handles_in_one_process_share_the_database_and_writers_wait(db_path, clo
         assert c.audit().ok
 
 
+@EMBEDDED
 def test_a_second_process_gets_store_locked(db_path, clock):
     with gem.open(db_path, clock=clock, engine=ENGINE):
         code = textwrap.dedent(f"""
@@ -160,3 +170,33 @@ def test_the_two_engines_cannot_share_a_process():
 def test_unknown_engine_is_invalid_input():
     with pytest.raises(gem.InvalidInput):
         gem.open(engine="sqlite")
+
+
+@EMBEDDED
+def test_a_small_max_db_size_lets_more_than_fifteen_databases_open_in_one_process(tmp_path):
+    """Each embedded database reserves max_db_size of address space (8 TiB by default, so the
+    16th of a process fails to map): with 1 GiB each, 18 are open at once and all work."""
+    mems = []
+    try:
+        for i in range(18):
+            mems.append(gem.open(tmp_path / f"db{i}", engine=ENGINE, buffer_pool_size=64 << 20,
+                                 max_db_size=1 << 30))
+            mems[-1].ingest(gem.Fact("Website Redesign", "owner", f"team {i}"))
+        assert [m.inspect("Website Redesign", "owner").value for m in mems] == \
+            [f"team {i}" for i in range(18)]
+    finally:
+        for m in mems:
+            m.close()
+
+
+@EMBEDDED
+@pytest.mark.parametrize("options, problem", [
+    ({"max_db_size": 3 << 29}, "power of 2"),
+    ({"max_db_size": 0}, "positive number of bytes"),
+    ({"buffer_pool_size": -1}, "positive number of bytes"),
+    ({"buffer_pool_size": "16MB"}, "positive number of bytes"),
+])
+def test_bad_database_sizes_are_invalid_input_and_create_nothing(tmp_path, options, problem):
+    with pytest.raises(gem.InvalidInput, match=problem):
+        gem.open(tmp_path / "db", engine=ENGINE, **options)
+    assert not (tmp_path / "db").exists()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 from dataclasses import replace
 from datetime import timedelta
@@ -18,7 +17,8 @@ from gem.bench.stream import (CHATTER, IMPORTANCE, PROJECT_POOL, START, FactSpec
                               LinkSpec, QuerySpec, StreamConfig, Turn, generate, ground_truth)
 from gem.bench.trajectory import GemSystem, run_benchmark, run_system, score
 
-ENGINE = os.environ.get("GEM_TEST_ENGINE", "kuzu")
+from conftest import ENGINE, temporary_location
+
 SMALL = StreamConfig(turns=90, seed=7)
 
 
@@ -249,7 +249,7 @@ def test_ga_memgpt_evicts_the_least_recent_and_important_and_pages_back():
 def test_gem_small_stream_accuracy_and_flags():
     stream = generate(SMALL)
     truth = ground_truth(stream)
-    system = GemSystem(stream.config, engine=ENGINE)
+    system = GemSystem(stream.config, engine=ENGINE, path=temporary_location())
     try:
         run = run_system(stream, truth, system)
     finally:
@@ -268,7 +268,7 @@ def test_gem_keeps_a_tight_bound():
     config = replace(SMALL, turns=70, bound_base=15, bound_slope=0.05)
     stream = generate(config)
     truth = ground_truth(stream)
-    system = GemSystem(config, engine=ENGINE)
+    system = GemSystem(config, engine=ENGINE, path=temporary_location())
     try:
         run = run_system(stream, truth, system)
         hidden = system.mem.stats()["fields"].get("hidden", 0)
@@ -283,7 +283,7 @@ def test_gem_keeps_a_tight_bound():
 
 def test_gem_restated_value_outranks_an_older_late_fact():
     now = [START]
-    with gem.open(clock=lambda: now[0], engine=ENGINE) as mem:
+    with gem.open(temporary_location(), clock=lambda: now[0], engine=ENGINE) as mem:
         mem.ingest(gem.Fact("Support Chatbot", "owner", "Erin", at=START))
         now[0] += timedelta(days=18)
         mem.ingest(gem.Fact("Support Chatbot", "owner", "Erin"))       # "still Erin"

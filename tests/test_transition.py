@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gem
-from conftest import snapshot
+from conftest import memory_location, raw_write, snapshot
 from gem.pipeline import DEFAULT, Stage
 
 
@@ -91,7 +91,7 @@ def test_c5_rejects_when_attenuation_cannot_restore_the_bound(tmp_path, clock):
     from conftest import ENGINE
     policy = tmp_path / "tight.policy"
     policy.write_text("SET active_bound = 1\n")
-    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE, policies=[str(policy)]) as mem:
+    with gem.open(memory_location(tmp_path), clock=clock, engine=ENGINE, policies=[str(policy)]) as mem:
         mem.ingest(gem.Fact("A", "x", 1))
         mem.ingest(gem.Fact("B", "y", 2))  # the bound hides the least salient field, A.x
         assert mem.inspect("A", "x").status == "hidden"
@@ -115,8 +115,7 @@ def test_the_transition_log_is_a_hash_chain(seeded):
     log = seeded.transitions()
     assert all(a["hash"] == b["prev_hash"] for a, b in zip(log, log[1:]))
     assert seeded.audit().chain_ok
-    with seeded._engine.store.transaction() as tx:
-        tx.run("MATCH (x:Transition {seq: 2}) SET x.actor = 'mallory'")
+    raw_write(seeded, "MATCH (x:Transition {seq: 2}) SET x.actor = 'mallory'")
     assert seeded.audit().ok  # the audit since the last clean one does not reread record 2
     report = seeded.audit(full=True)
     assert not report.ok and not report.chain_ok
@@ -160,9 +159,8 @@ def test_the_audit_checks_what_changed_since_the_last_clean_one(seeded, clock):
     assert report.checked["C1"] == 1 and report.checked["C6"] == 1  # one field changed, one read
     # An edit of a unit a later transition touched is found without a full audit.
     seeded.ingest(gem.Fact("Launch Milestones", "launch", "March 21"))
-    with seeded._engine.store.transaction() as tx:
-        tx.run("MATCH (e:Entry {status: 'current'}) WHERE e.field_id ENDS WITH '/launch' "
-               "SET e.status = 'superseded'")
+    raw_write(seeded, "MATCH (e:Entry {status: 'current'}) WHERE e.field_id ENDS WITH '/launch' "
+              "SET e.status = 'superseded'")
     found = seeded.audit()
     assert not found.ok and found.since == report.transitions
     # no current entry (C1), no successor (C2), and not the row its transition attested
@@ -174,12 +172,12 @@ def test_salience_is_written_behind_and_replayed_from_the_log(tmp_path, clock):
     columns catch up in bulk; whatever the columns say, every read sees the log's value."""
     from conftest import ENGINE
     from gem.testing.consistency import cache_disagreements, derived_disagreements
-    path = tmp_path / "db"
+    path = memory_location(tmp_path)
     mem = gem.open(path, clock=clock, engine=ENGINE)
     derived = mem._engine.derived
     derived.WRITE_BEHIND_TRANSITIONS = 4
     mem.ingest([gem.Fact("A", "x", 1), gem.Fact("B", "y", 2)])
-    stored = lambda: {r[0]: r[1] for r in mem._engine.store.reading().__enter__().run(
+    stored = lambda: {r[0]: float(r[1]) for r in mem._engine.store.reading().__enter__().run(
         "MATCH (f:Field) RETURN f.id, f.strength")}
     at_ingest = stored()
     mem.retrieve(topic="A")

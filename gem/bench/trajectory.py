@@ -42,7 +42,9 @@ class GemSystem(System):
 
     def __init__(self, config: StreamConfig, *, engine: str = "kuzu",
                  extra_policies: str = "", maintain_every: int = 0,
-                 name: str | None = None) -> None:
+                 name: str | None = None, path: str | None = None) -> None:
+        """`path`: where the memory lives (None: a temporary embedded database; with engine
+        "falkordb", a server's URL without a name is a temporary memory on it)."""
         super().__init__()
         import gem
         self._gem = gem
@@ -53,7 +55,7 @@ class GemSystem(System):
         bound.write_text("# the trajectory benchmark's C5 bound\n" + config.bound_policy()
                          + extra_policies, encoding="utf-8")
         self.policy_files = [str(bound)]  # composed on the default governance
-        self.mem = gem.open(path=None, policies=self.policy_files,
+        self.mem = gem.open(path=path, policies=self.policy_files,
                             embedder=gem.HashingEmbedder(), clock=lambda: self.now,
                             engine=engine)
         self.config = config

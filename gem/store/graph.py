@@ -37,7 +37,7 @@ _NATIVE = {"kuzu": "kuzu._kuzu", "ladybug": "ladybug._lbug"}
 
 def _import_engine(engine: str) -> Any:
     if engine not in ENGINES:
-        raise InvalidInput(f"unknown engine {engine!r}; choose one of {sorted(ENGINES)}")
+        raise InvalidInput(f"unknown engine {engine!r}; choose one of {sorted([*ENGINES, 'falkordb'])}")
     other = next(e for e in ENGINES if e != engine)
     if _NATIVE[other] in sys.modules:
         # Both packages register the same native types; loading the second crashes.
@@ -94,6 +94,8 @@ class Tx:
     query texts, and preparing costs as much as running a key lookup (measured ~2x).
     """
 
+    text_values = False  # datetimes and floats are stored as such (see gem/store/queries.py)
+
     def __init__(self, conn: Any, prepared: dict[str, Any], engine: str = "kuzu",
                  sizes: dict[str, int] | None = None) -> None:
         self._conn = conn
@@ -138,6 +140,11 @@ class Tx:
             rows.append([_from_db(v) for v in result.get_next()])
         return rows
 
+    def write(self, query: str, params: dict[str, Any] | None = None, rows: int = 1) -> None:
+        """A write statement. Here it runs at once, inside the engine transaction; `rows` (how
+        many rows it must reach) matters to engines that run a write set as one query."""
+        self.run(query, params)
+
     def stream(self, query: str, params: dict[str, Any] | None = None) -> Iterator[list[Any]]:
         """Rows one at a time, for scans too large to hold as a list."""
         try:
@@ -157,9 +164,20 @@ class Tx:
 
 
 class GraphStore:
-    """A handle on one database path; many handles in a process share one `Database`."""
+    """A handle on one database path; many handles in a process share one `Database`.
 
-    def __init__(self, path: str | None, engine: str = "kuzu") -> None:
+    `buffer_pool_size` and `max_db_size` (bytes) go to the engine's `Database`: each database
+    reserves `max_db_size` of address space (8 TiB by default on kuzu 0.11.3, so the 16th
+    database of a process fails to map) and, by default, a buffer pool of 80% of the RAM.
+    They apply when this process opens the path first; later handles share that `Database`.
+    """
+
+    # Only this process writes an embedded database (another one gets StoreLocked), so nothing
+    # committed can be unknown to this process's shared state.
+    shared_writers = False
+
+    def __init__(self, path: str | None, engine: str = "kuzu", *, buffer_pool_size: int | None = None,
+                 max_db_size: int | None = None) -> None:
         module = _import_engine(engine)
         self.engine = engine
         self._tempdir: str | None = None
@@ -173,8 +191,11 @@ class GraphStore:
             if shared is None:
                 if self._tempdir is None:
                     compact.recover(self.path)  # a compaction a crash interrupted
+                options = {name: int(value) for name, value in (
+                    ("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size))
+                    if value is not None}
                 try:
-                    database = module.Database(self.path)
+                    database = module.Database(self.path, **options)
                 except RuntimeError as exc:
                     if "lock" in str(exc).lower():
                         raise StoreLocked(self.path, str(exc).splitlines()[0]) from exc
@@ -199,9 +220,16 @@ class GraphStore:
     def shared_state(self, value: Any) -> None:
         self._shared.state = value
 
+    @property
+    def keeps_snapshot(self) -> bool:
+        """The derived state is saved beside the database (not for a temporary one)."""
+        return self._tempdir is None
+
     @contextmanager
-    def transaction(self) -> Iterator[Tx]:
-        """BEGIN; COMMIT on success; ROLLBACK on any exception (and re-raise it)."""
+    def transaction(self, after: tuple[int, str] | None = None) -> Iterator[Tx]:
+        """BEGIN; COMMIT on success; ROLLBACK on any exception (and re-raise it). `after`, the
+        log head (seq, hash) the writes follow, is for stores several processes write
+        (gem/store/falkor.py); here the process lock already guarantees it."""
         with self._shared.lock:
             self.check_open()
             self._conn.execute("BEGIN TRANSACTION")
@@ -316,5 +344,12 @@ class GraphStore:
             shutil.rmtree(self._tempdir, ignore_errors=True)
 
 
-def open_store(path: str | None = None, engine: str = "kuzu") -> GraphStore:
-    return GraphStore(path, engine)
+def open_store(path: str | None = None, engine: str = "kuzu", *,
+               buffer_pool_size: int | None = None, max_db_size: int | None = None) -> GraphStore:
+    """A store on an embedded database (FalkorDB: `gem.store.falkor_database`)."""
+    for name, value in (("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+            raise InvalidInput(f"{name} must be a positive number of bytes, got {value!r}")
+    if max_db_size is not None and max_db_size & (max_db_size - 1):
+        raise InvalidInput(f"max_db_size must be a power of 2 (the engine requires it), got {max_db_size}")
+    return GraphStore(path, engine, buffer_pool_size=buffer_pool_size, max_db_size=max_db_size)

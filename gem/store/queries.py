@@ -11,11 +11,11 @@ lookup on the other, which is the difference between flat and linear cost in the
 from __future__ import annotations
 
 import json
-
-from typing import Any, Iterable, Iterator, Sequence
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .graph import GraphStore, Tx
-from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, ddl
+from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, columns_of_type, ddl
 
 # The forms below were measured on both engines at 10k, 100k and 1M rows (bench/engine_forms.py;
 # numbers in its report). In short: kuzu 0.11.3 uses the primary-key index only when the key
@@ -23,8 +23,11 @@ from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, ddl
 # a list, IN) is a scan, cheapest as one hash join (`WITH r, r.id AS k MATCH (n {id: k})`).
 # LadybugDB 0.22 looks up row-driven keys by index (`UNWIND ... MATCH (n {id: r.id})`), but
 # not in IN lists, comma patterns or MERGE, which scan on both engines.
-CHUNK = 200          # rows per UNWIND write on ladybug
-READ_CHUNK = 1000    # keys per UNWIND read on ladybug
+# FalkorDB (gem/store/falkor.py) looks keys up by index in every form below, IN lists
+# included, and runs a transition's writes as one query: it takes the ladybug forms, and one
+# statement for a 1-hop from many parents.
+CHUNK = 200          # rows per UNWIND write on ladybug and FalkorDB
+READ_CHUNK = 1000    # keys per UNWIND read on ladybug and FalkorDB
 JOIN_CHUNK = 5000    # rows per kuzu hash-join statement (each scans the table once)
 
 
@@ -32,13 +35,72 @@ def _kuzu(tx: Tx) -> bool:
     return tx.engine == "kuzu"
 
 
+def _falkor(tx: Tx) -> bool:
+    return tx.engine == "falkordb"
+
+
+# ---------------------------------------------------------------------- typed columns
+# FalkorDB keeps no exact datetime (its localdatetime drops microseconds) and returns a double
+# rounded to 15 digits (a salience of 17.878793403559726 comes back as 17.8787934035597, and
+# the audit compares it with the log). On an engine with `tx.text_values`, datetime and float
+# columns are stored as text (ISO time in UTC; Python's shortest exact float repr) and typed
+# back here, from the schema's declaration, so a new column needs no edit.
+_TIMES = columns_of_type(datetime)
+_FLOATS = columns_of_type(float)
+
+
+def _as_time(value: Any) -> Any:
+    if isinstance(value, str):
+        return datetime.fromisoformat(value).replace(tzinfo=timezone.utc)
+    return value
+
+
+def _as_float(value: Any) -> Any:
+    return float(value) if isinstance(value, str) else value
+
+
+def _typing(tx: Tx, name: str, cols: Sequence[str]) -> Callable[[Row], Row] | None:
+    """A function that types a row read back (None when the engine needs none)."""
+    if not tx.text_values:
+        return None
+    typed = [(c, _as_time) for c in cols if c in _TIMES[name]] + \
+        [(c, _as_float) for c in cols if c in _FLOATS[name]]
+    if not typed:
+        return None
+
+    def convert(row: Row) -> Row:
+        for c, to in typed:
+            row[c] = to(row[c])
+        return row
+    return convert
+
+
+def _rows(tx: Tx, name: str, cols: Sequence[str], found: Iterable[Sequence[Any]]) -> list[Row]:
+    """Rows of table or relationship `name` from returned values, typed back."""
+    typed = _typing(tx, name, cols)
+    rows = [dict(zip(cols, values)) for values in found]
+    return rows if typed is None else [typed(r) for r in rows]
+
+
+def _for_engine(tx: Tx, name: str, rows: list[Row]) -> list[Row]:
+    """Float columns as exact text on an engine with `tx.text_values` (its adapter sends
+    datetimes as text itself)."""
+    floats = _FLOATS[name] if tx.text_values else ()
+    if not floats:
+        return rows
+    return [{c: repr(float(v)) if c in floats and v is not None else v for c, v in r.items()}
+            for r in rows]
+
+
 # ---------------------------------------------------------------------- schema and meta
 def ensure_schema(store: GraphStore) -> str:
-    """Create missing tables; return the schema version the database holds."""
+    """Create missing tables; return the schema version the database holds. (FalkorDB has no
+    tables: its adapter indexes and constrains each table's key when it opens a graph.)"""
     with store.transaction() as tx:
-        for statement in ddl():
-            tx.run(statement)
-        add_missing_columns(tx)
+        if not _falkor(tx):  # FalkorDB has no tables, hence no columns to add either
+            for statement in ddl():
+                tx.write(statement)
+            add_missing_columns(tx)
         version = meta_get(tx, "schema")
         if version is None:
             meta_put(tx, "schema", SCHEMA_VERSION)
@@ -59,8 +121,8 @@ def add_missing_columns(tx: Tx) -> None:
 
 def create_tables(tx: Tx) -> None:
     """The tables only, nothing in them (an import brings its own Meta rows)."""
-    for statement in ddl():
-        tx.run(statement)
+    for statement in ([] if _falkor(tx) else ddl()):
+        tx.write(statement)
 
 
 def meta_get(tx: Tx, key: str) -> str | None:
@@ -68,7 +130,7 @@ def meta_get(tx: Tx, key: str) -> str | None:
 
 
 def meta_put(tx: Tx, key: str, value: str) -> None:
-    tx.run("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+    tx.write("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
 
 
 # ---------------------------------------------------------------------- keyed reads
@@ -86,12 +148,12 @@ def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
     if len(keys) == 1 or (_kuzu(tx) and len(keys) <= tx.size(table) // 500):
         text = f"MATCH (n:{table} {{{spec.key}: $k}}) RETURN {returns}"
         found = [r for key in keys for r in tx.run(text, {"k": key})]
-    else:  # kuzu: one hash join; ladybug: an index lookup per row
+    else:  # kuzu: one hash join; ladybug and FalkorDB: an index lookup per row
         chunk = JOIN_CHUNK if _kuzu(tx) else READ_CHUNK
         text = f"UNWIND $keys AS k MATCH (n:{table} {{{spec.key}: k}}) RETURN {returns}"
         found = [r for i in range(0, len(keys), chunk)
                  for r in tx.run(text, {"keys": list(keys[i:i + chunk])})]
-    return [dict(zip(cols, values)) for values in found]
+    return _rows(tx, table, cols, found)
 
 
 def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
@@ -103,10 +165,10 @@ def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
         return []
     columns = f"p.id AS parent_key, c.id AS child_key, {returns}"
     arrow = f"(p:{parent}){hop}"
-    if (_kuzu(tx) and len(keys) < 4) or (not _kuzu(tx) and len(keys) <= 64):
+    if (_kuzu(tx) and len(keys) < 4) or (not _kuzu(tx) and not _falkor(tx) and len(keys) <= 64):
         text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
         return [r for key in keys for r in tx.run(text, {"id": key})]
-    if _kuzu(tx):
+    if _kuzu(tx) or _falkor(tx):
         return tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {columns} {order}", {"ids": list(keys)})
     out = []
     for i in range(0, len(keys), READ_CHUNK):
@@ -124,7 +186,8 @@ def read_children(tx: Tx, rel: str, parents: Sequence[str]) -> list[tuple[str, R
     hop = f"<-[:{rel}]-(c:{child})" if spec.child_first else f"-[:{rel}]->(c:{child})"
     order = "ORDER BY c.seq" if "seq" in cols else "ORDER BY c.created_at, c.id"
     found = _one_hop(tx, parent, hop, _returns("c", cols), order, parents)
-    return [(values[0], dict(zip(cols, values[2:]))) for values in found]
+    rows = _rows(tx, child, cols, (values[2:] for values in found))
+    return [(values[0], row) for values, row in zip(found, rows)]
 
 
 def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]:
@@ -134,9 +197,10 @@ def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]
         cols = RELS[name].columns
         props = _returns("r", cols) if cols else "1"
         for hop, outgoing in ((f"-[r:{name}]->(c:Topic)", True), (f"<-[r:{name}]-(c:Topic)", False)):
-            for v in _one_hop(tx, "Topic", hop, props, "", topics):
+            found = _one_hop(tx, "Topic", hop, props, "", topics)
+            for v, row in zip(found, _rows(tx, name, cols, (v[2:] for v in found))):
                 source, target = (v[0], v[1]) if outgoing else (v[1], v[0])
-                out.append((name, source, target, dict(zip(cols, v[2:]))))
+                out.append((name, source, target, row))
     # An edge between two of the topics is found from both ends.
     unique: dict[tuple[str, str, str], tuple[str, str, str, Row]] = {}
     for edge in out:
@@ -145,14 +209,17 @@ def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]
 
 
 # ---------------------------------------------------------------------- writes
+# Each write says how many rows it must reach (`tx.write(..., rows=n)`): an engine that runs
+# a write set as one query (FalkorDB) checks it there, so a write that missed its row fails
+# the whole set instead of landing in part.
 def _per_row(tx: Tx, statement: str, rows: list[Row]) -> None:
     for row in rows:
-        tx.run(statement, row)
+        tx.write(statement, row, 1)
 
 
 def _chunks(tx: Tx, statement: str, rows: list[Row], size: int) -> None:
     for i in range(0, len(rows), size):
-        tx.run(statement, {"rows": rows[i:i + size]})
+        tx.write(statement, {"rows": rows[i:i + size]}, len(rows[i:i + size]))
 
 
 def _by_null_columns(rows: Iterable[Row], columns: Sequence[str]) -> dict[tuple[str, ...], list[Row]]:
@@ -171,7 +238,7 @@ def create_rows(tx: Tx, table: str, rows: list[Row], owner: Rel | None = None,
     parent (`parent_of[row key]`), in the same statement."""
     spec = TABLES[table]
     tx.grew(table, len(rows))
-    for names, batch in _by_null_columns(rows, spec.columns).items():
+    for names, batch in _by_null_columns(_for_engine(tx, table, rows), spec.columns).items():
         if owner is None or parent_of is None:
             node = "(:" + table + " {" + ", ".join(f"{c}: r.{c}" for c in names) + "})"
             _chunks(tx, f"UNWIND $rows AS r CREATE {node}", batch, CHUNK)
@@ -199,7 +266,7 @@ def update_rows(tx: Tx, table: str, updates: list[tuple[Any, Row]]) -> None:
     """Set properties of existing rows, by key; None sets a property to null."""
     spec = TABLES[table]
     groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Row]] = {}
-    for key, props in updates:
+    for key, props in zip([k for k, _ in updates], _for_engine(tx, table, [p for _, p in updates])):
         values = tuple(sorted(p for p, v in props.items() if v is not None))
         nulls = tuple(sorted(p for p, v in props.items() if v is None))
         groups.setdefault((values, nulls), []).append({"key": key, **{p: props[p] for p in values}})
@@ -219,7 +286,8 @@ def update_rows(tx: Tx, table: str, updates: list[tuple[Any, Row]]) -> None:
 
 def create_rels(tx: Tx, rel: str, pairs: list[tuple[str, str, Row]]) -> None:
     spec = RELS[rel]
-    rows = [{"a": a, "b": b, **props} for a, b, props in pairs]
+    props_of = _for_engine(tx, rel, [props for _, _, props in pairs])
+    rows = [{"a": a, "b": b, **props} for (a, b, _), props in zip(pairs, props_of)]
     for names, batch in _by_null_columns(rows, ("a", "b", *spec.columns)).items():
         props = [c for c in names if c not in ("a", "b")]
 
@@ -267,13 +335,19 @@ _LOG_COLUMNS = TABLES["Transition"].columns
 
 
 def append_transition(tx: Tx, row: Row) -> None:
-    tx.run("CREATE (:Transition {" + ", ".join(f"{c}: ${c}" for c in _LOG_COLUMNS) + "})", row)
+    tx.write("CREATE (:Transition {" + ", ".join(f"{c}: ${c}" for c in _LOG_COLUMNS) + "})", row, 1)
 
 
 def last_transition(tx: Tx) -> Row | None:
     found = tx.one(f"MATCH (x:Transition) RETURN {_returns('x', _LOG_COLUMNS)} "
                    "ORDER BY x.seq DESC LIMIT 1")
-    return None if found is None else dict(zip(_LOG_COLUMNS, found))
+    return None if found is None else _rows(tx, "Transition", _LOG_COLUMNS, [found])[0]
+
+
+def record_hash(tx: Tx, seq: int) -> str | None:
+    """The hash of log record `seq`, None if there is none (one key lookup: how a process
+    that shares its store learns whether another one committed after what it knows)."""
+    return tx.scalar("MATCH (x:Transition {seq: $s}) RETURN x.hash", {"s": seq})
 
 
 def transitions(tx: Tx, since: int = 0, until: int | None = None,
@@ -288,7 +362,7 @@ def transitions(tx: Tx, since: int = 0, until: int | None = None,
         params["scope"] = scope
     rows = tx.run(f"MATCH (x:Transition) WHERE {where} RETURN {_returns('x', _LOG_COLUMNS)} "
                   "ORDER BY x.seq", params)
-    return [dict(zip(_LOG_COLUMNS, r)) for r in rows]
+    return _rows(tx, "Transition", _LOG_COLUMNS, rows)
 
 
 def latest_counters(tx: Tx) -> dict[str, dict[str, int]]:
@@ -365,7 +439,7 @@ def log_records(tx: Tx, *, before: int | None = None, limit: int | None = None,
     if limit is not None:
         text += " LIMIT $limit"
         params["limit"] = limit
-    return [dict(zip(cols, r)) for r in tx.run(text, params)]
+    return _rows(tx, "Transition", cols, tx.run(text, params))
 
 
 def transition_count(tx: Tx) -> int:
@@ -378,11 +452,12 @@ _POLICY_COLUMNS = TABLES["Policy"].columns
 
 def stored_policies(tx: Tx) -> list[Row]:
     rows = tx.run(f"MATCH (p:Policy) RETURN {_returns('p', _POLICY_COLUMNS)} ORDER BY p.name")
-    return [dict(zip(_POLICY_COLUMNS, r)) for r in rows]
+    return _rows(tx, "Policy", _POLICY_COLUMNS, rows)
 
 
-def put_policies(tx: Tx, rows: list[tuple[Row, bool]], files: str) -> None:
-    """Store policy rows ((row, already stored) pairs) and the source files they came from."""
+def put_policies(tx: Tx, rows: list[tuple[Row, bool]], files: str, set_hash: str) -> None:
+    """Store policy rows ((row, already stored) pairs), the source files they came from, and
+    the set's hash (what another process compares to learn that the policies changed)."""
     updates = [(r["name"], {k: v for k, v in r.items() if k != "name"}) for r, exists in rows if exists]
     if updates:
         update_rows(tx, "Policy", updates)
@@ -390,6 +465,7 @@ def put_policies(tx: Tx, rows: list[tuple[Row, bool]], files: str) -> None:
     if created:
         create_rows(tx, "Policy", created)
     meta_put(tx, "policy_sources", files)
+    meta_put(tx, "policy_set", set_hash)
 
 
 # ---------------------------------------------------------------------- whole-state scans
@@ -400,7 +476,7 @@ def scan(tx: Tx, table: str, where: str = "", params: dict[str, Any] | None = No
     order_by = f" ORDER BY n.{order}" if order else ""
     rows = tx.run(f"MATCH (n:{table}) {('WHERE ' + where) if where else ''} "
                   f"RETURN {_returns('n', cols)}{order_by}", params)
-    return [dict(zip(cols, r)) for r in rows]
+    return _rows(tx, table, cols, rows)
 
 
 def current_values(tx: Tx) -> list[tuple[str, str, str, str, Any]]:
@@ -415,7 +491,7 @@ def scan_edges(tx: Tx, rel: str) -> list[tuple[str, str, Row]]:
     cols = RELS[rel].columns
     rows = tx.run(f"MATCH (a:Topic)-[r:{rel}]->(b:Topic) RETURN a.id, b.id, {_returns('r', cols)}"
                   if cols else f"MATCH (a:Topic)-[r:{rel}]->(b:Topic) RETURN a.id, b.id")
-    return [(r[0], r[1], dict(zip(cols, r[2:]))) for r in rows]
+    return [(r[0], r[1], props) for r, props in zip(rows, _rows(tx, rel, cols, (r[2:] for r in rows)))]
 
 
 def scan_owned(tx: Tx, rel: str) -> list[tuple[str, str]]:
@@ -501,6 +577,7 @@ def conflicting_fields(tx: Tx, scope: str) -> list[str]:
 def stream_histories(tx: Tx) -> Iterator[tuple[str, list[Row]]]:
     """Every field's history, (field key, entries in recording order), one field at a time."""
     cols = TABLES["Entry"].columns
+    typed = _typing(tx, "Entry", cols)
     current: str | None = None
     entries: list[Row] = []
     for values in tx.stream(f"MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry) RETURN f.id, "
@@ -509,26 +586,31 @@ def stream_histories(tx: Tx) -> Iterator[tuple[str, list[Row]]]:
             if current is not None:
                 yield current, entries
             current, entries = values[0], []
-        entries.append(dict(zip(cols, values[1:])))
+        row = dict(zip(cols, values[1:]))
+        entries.append(row if typed is None else typed(row))
     if current is not None:
         yield current, entries
 
 
 def stream_rows(tx: Tx, table: str, order: str | None = None) -> Iterator[Row]:
     cols = TABLES[table].columns
+    typed = _typing(tx, table, cols)
     order_by = f" ORDER BY n.{order}" if order else ""
     for values in tx.stream(f"MATCH (n:{table}) RETURN {_returns('n', cols)}{order_by}"):
-        yield dict(zip(cols, values))
+        row = dict(zip(cols, values))
+        yield row if typed is None else typed(row)
 
 
 def stream_rels(tx: Tx, rel: str) -> Iterator[tuple[str, str, Row]]:
     """(source key, target key, properties) of every relationship of one table."""
     spec = RELS[rel]
     cols = spec.columns
+    typed = _typing(tx, rel, cols)
     returns = "".join(f", r.{c}" for c in cols)
     for a, b, *values in tx.stream(f"MATCH (a:{spec.source})-[r:{rel}]->(b:{spec.target}) "
                                    f"RETURN a.id, b.id{returns}"):
-        yield a, b, dict(zip(cols, values))
+        row = dict(zip(cols, values))
+        yield a, b, row if typed is None else typed(row)
 
 
 def count_owned(tx: Tx, rel: str) -> int:
@@ -537,8 +619,9 @@ def count_owned(tx: Tx, rel: str) -> int:
 
 
 def negative_strengths(tx: Tx) -> list[tuple[str, float]]:
+    strength = "toFloat(n.strength)" if tx.text_values else "n.strength"
     out = []
     for table in ("Topic", "Field", "Episode"):
-        out += [(r[0], r[1]) for r in tx.run(f"MATCH (n:{table}) WHERE n.strength < 0 "
-                                              "RETURN n.id, n.strength")]
+        out += [(r[0], _as_float(r[1])) for r in tx.run(
+            f"MATCH (n:{table}) WHERE {strength} < 0 RETURN n.id, n.strength")]
     return out

@@ -234,11 +234,28 @@ _CYPHER_TYPES = {str: "STRING", int: "INT64", float: "DOUBLE", bool: "BOOLEAN",
 
 def cypher_type(annotation: Any) -> str:
     """The engine type of a TypedDict annotation (`X | None` is X: every column is nullable)."""
-    if get_origin(annotation) in (Union, types.UnionType):
-        (annotation,) = [a for a in get_args(annotation) if a is not type(None)]
+    annotation = _base_type(annotation)
     if get_origin(annotation) is list:
         return cypher_type(get_args(annotation)[0]) + "[]"
     return _CYPHER_TYPES[annotation]
+
+
+def _base_type(annotation: Any) -> Any:
+    if get_origin(annotation) in (Union, types.UnionType):
+        (annotation,) = [a for a in get_args(annotation) if a is not type(None)]
+    return annotation
+
+
+def columns_of_type(kind: type) -> dict[str, frozenset[str]]:
+    """Table or relationship name -> its columns of one Python type (`X | None` counts as X).
+    An engine that cannot store a type natively (FalkorDB: datetimes) converts these columns
+    at its boundary, found from the declaration so a new column needs no edit there."""
+    out = {t.name: frozenset(c for c, a in get_type_hints(t.row).items() if _base_type(a) is kind)
+           for t in TABLES.values()}
+    out.update({r.name: frozenset(c for c, a in get_type_hints(r.props).items()
+                                  if _base_type(a) is kind) if r.props else frozenset()
+                for r in RELS.values()})
+    return out
 
 
 def _columns_ddl(row: type) -> str:
@@ -274,4 +291,4 @@ def owning_rel(child_table: str) -> Rel | None:
 __all__ = ["SCHEMA_VERSION", "TABLES", "RELS", "EDGE_TABLES", "EDGE_KINDS", "Table", "Rel", "Row",
            "TopicRow", "FieldRow", "EntryRow", "ObservationRow", "FlagRow", "PolicyRow",
            "TransitionRow", "MetaRow", "EpisodeRow", "EdgeProps", "DerivedProps", "ddl",
-           "cypher_type", "owning_rel", "add_column"]
+           "cypher_type", "owning_rel", "add_column", "columns_of_type"]

@@ -126,6 +126,8 @@ class Model:
 
 class GemMachine(RuleBasedStateMachine):
     engine = "kuzu"
+    # engine "falkordb": the server's URL (each run is a temporary memory on it)
+    server: str | None = None
     policy_files: Sequence[str] = ()
     defaults = True  # policy files extend the default governance (False: they replace it)
 
@@ -141,7 +143,10 @@ class GemMachine(RuleBasedStateMachine):
             self.policy_sets = {True: [self._machine_policy(propagate=True)],
                                 False: [self._machine_policy(propagate=False)]}
         self.propagating = True
-        self.mem = gem.open(os.path.join(self.dir, "db"), clock=lambda: self.now,
+        if self.engine == "falkordb" and not self.server:
+            raise ValueError("engine 'falkordb' needs the server's URL (memory_machine(server=...))")
+        location = self.server if self.engine == "falkordb" else os.path.join(self.dir, "db")
+        self.mem = gem.open(location, clock=lambda: self.now,
                             engine=self.engine, policies=self.policy_sets[True],
                             defaults=self.defaults, reviser=self._reviser)
         # Salience is written behind every few transitions, so the machine sees both the
@@ -522,11 +527,13 @@ class GemMachine(RuleBasedStateMachine):
 
 
 def memory_machine(policies: Sequence[str | Path] = (), engine: str = "kuzu", *,
-                   defaults: bool = True) -> type[GemMachine]:
+                   defaults: bool = True, server: str | None = None) -> type[GemMachine]:
     """A machine class for a policy set: `policies` composed on gem's default governance
-    (`defaults=False`: instead of it); without `policies`, the defaults plus a tight C5 bound."""
+    (`defaults=False`: instead of it); without `policies`, the defaults plus a tight C5 bound.
+    With engine "falkordb", `server` is the FalkorDB server's URL."""
     return type("GemMachine", (GemMachine,), {"policy_files": [str(p) for p in policies],
-                                              "engine": engine, "defaults": defaults})
+                                              "engine": engine, "defaults": defaults,
+                                              "server": server})
 
 
 __all__ = ["GemMachine", "memory_machine", "Model"]
