@@ -620,7 +620,7 @@ class DerivedState:
             row = t.rows[table][key]
             assert row is not None
             pending[key] = (table, row["strength"], row["last_access"])
-        for table in ("Topic", "Field"):  # rows this transition deletes get no write
+        for table in ("Topic", "Field", "Episode"):  # rows this transition deletes get no write
             for key in t.deleted[table]:
                 pending.pop(key, None)
         if len(pending) < self.WRITE_BEHIND_UNITS and not t.write_behind_now and \
