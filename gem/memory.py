@@ -62,6 +62,15 @@ def _callable(value: Any, what: str) -> None:
         raise InvalidInput(f"{what} must be a callable or None, got {type(value).__name__}")
 
 
+def _page(text: Any, offset: Any, limit: Any) -> None:
+    """The arguments every listing takes: a text filter and a page."""
+    if text is not None and not isinstance(text, str):
+        raise InvalidInput(f"text must be a string, got {type(text).__name__}")
+    for name, value, least in (("offset", offset, 0), ("limit", limit, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise InvalidInput(f"{name} must be an integer >= {least}")
+
+
 def _flag(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidInput(f"{what} must be True or False, got {type(value).__name__}")
@@ -735,13 +744,9 @@ class Memory:
         if status not in (None, "active", "archived"):
             raise InvalidInput(f"status must be 'active' or 'archived', got {status!r}")
         _flag(flagged, "flagged")
-        if text is not None and not isinstance(text, str):
-            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
         if order not in views.ORDERS:
             raise InvalidInput(f"order must be one of {', '.join(views.ORDERS)}, got {order!r}")
-        for name, value, least in (("offset", offset, 0), ("limit", limit, 1)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise InvalidInput(f"{name} must be an integer >= {least}")
+        _page(text, offset, limit)
         derived = self._engine.derived.scope(self._scope)
         return self._read(lambda t: views.topic_listing(
             t, derived, status=status, flagged=flagged, text=text, order=order,
@@ -753,11 +758,7 @@ class Memory:
         the speaker, `status` active|hidden. An administrative read: nothing is reinforced."""
         if status not in (None, "active", "hidden"):
             raise InvalidInput(f"status must be 'active' or 'hidden', got {status!r}")
-        if text is not None and not isinstance(text, str):
-            raise InvalidInput(f"text must be a string, got {type(text).__name__}")
-        for name, value, least in (("offset", offset, 0), ("limit", limit, 1)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise InvalidInput(f"{name} must be an integer >= {least}")
+        _page(text, offset, limit)
         derived = self._engine.derived.scope(self._scope)
         return self._read(lambda t: views.episode_listing(
             t, derived, text=text, status=status, offset=offset, limit=limit))
