@@ -20,8 +20,9 @@ from ..model import EpisodePage, GraphEdge, GraphNode, LadderChange, Neighbourho
     SalienceHistory, SaliencePoint, TopicPage, TopicSummary, UnitHistory
 from ..salience import salience_of
 from ..store.schema import EDGE_KINDS, Row
-from ..state.transition import Transition, topic_order
+from ..state.transition import Transition, episode_order, topic_order
 from ..text import name_key
+from .retrieve import episode_view
 
 ORDERS: tuple[str, ...] = ("salience", "title", "recent", "flags")
 
@@ -31,8 +32,6 @@ def episode_listing(t: Transition, derived: ScopeState, *, text: str | None = No
     """Episodes newest first (by when they were recorded), from the derived columns; only the
     page's rows are read, or with `text` (a part of what was said or of the speaker, any case)
     the rows of the episodes it filters."""
-    from .retrieve import episode_view
-
     episodes = derived.episodes
     n = len(episodes)
     statuses = episodes.status[:n]
@@ -46,18 +45,13 @@ def episode_listing(t: Transition, derived: ScopeState, *, text: str | None = No
         said = {eid for eid in candidates if (row := t.row("Episode", eid)) is not None and (
             want in row["text"].casefold() or want in (row["speaker"] or "").casefold())}
         keep &= np.fromiter((eid in said for eid in episodes.ids), dtype=bool, count=n)
-    rows = sorted(np.flatnonzero(keep).tolist(), key=lambda r: _episode_seq(episodes.ids[r]),
+    rows = sorted(np.flatnonzero(keep).tolist(), key=lambda r: episode_order(episodes.ids[r]),
                   reverse=True)
     return EpisodePage(
         episodes=[episode_view(t, episodes.ids[r]) for r in rows[offset:offset + limit]],
         matching=len(rows), offset=offset, limit=limit,
         counts={name: int(np.count_nonzero(statuses == code))
                 for name, code in episodes.codes.items()})
-
-
-def _episode_seq(eid: str) -> int:
-    """An episode's number in its scope ("ep12", "acme:ep12")."""
-    return int(eid.rsplit(":", 1)[-1][2:])
 
 
 def topic_listing(t: Transition, derived: ScopeState, *, status: str | None = None,
