@@ -135,3 +135,27 @@ def side_by_side(script: str, args: list[str], engines: tuple[str, ...] = ("kuzu
     if not out:
         raise SystemExit("every engine's run failed")
     return out
+
+
+def start_server(path: str, engine: str) -> tuple[subprocess.Popen, str]:
+    """`gem serve PATH` on a free port, in its own session (the caller stops it by PID); its
+    URL once /v1/health answers."""
+    import httpx
+
+    from gem.server.endpoint import read_endpoint
+
+    proc = subprocess.Popen([sys.executable, "-m", "gem", "serve", path, "--port", "0", "--engine",
+                             engine, "--log-level", "WARNING"], start_new_session=True,
+                            stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        endpoint = read_endpoint(path)
+        if endpoint and endpoint.pid == proc.pid:
+            try:
+                if httpx.get(endpoint.url + "/v1/health").status_code == 200:
+                    return proc, endpoint.url
+            except httpx.HTTPError:
+                pass
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("gem serve did not start")

@@ -32,7 +32,7 @@ import httpx
 
 import gem
 from gem.dashboard import pages
-from gem.server.endpoint import read_endpoint
+from common import start_server
 
 WORDS = ("alpha bravo cobalt delta ember falcon garnet harbor indigo juniper kestrel lumen "
          "meadow nectar onyx pepper quartz raven saffron tundra umber velvet willow xenon "
@@ -101,24 +101,6 @@ def cpu_seconds(pid: int) -> float:
         except OSError:  # the thread ended meanwhile
             pass
     return total / 1e9
-
-
-def start_server(path: str, engine: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "gem", "serve", path, "--port", "0", "--engine",
-                             engine, "--log-level", "WARNING"], start_new_session=True,
-                            stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        endpoint = read_endpoint(path)
-        if endpoint and endpoint.pid == proc.pid:
-            try:
-                if httpx.get(endpoint.url + "/v1/health").status_code == 200:
-                    return proc, endpoint.url
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("gem serve did not start")
 
 
 def main() -> None:

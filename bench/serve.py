@@ -14,8 +14,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -25,7 +23,7 @@ from mcp import Client
 import gem
 from gem.api import ops
 from gem.api import schemas as s
-from gem.server.endpoint import read_endpoint
+from common import start_server
 
 WORDS = ("alpha bravo cobalt delta ember falcon garnet harbor indigo juniper kestrel lumen "
          "meadow nectar onyx pepper quartz raven saffron tundra umber velvet willow xenon "
@@ -39,24 +37,6 @@ def topic(i: int) -> str:
 def seed_facts(n: int) -> list[dict]:
     return [{"topic": topic(i), "field": "status", "value": f"phase {i % 7}", "source": "seed"}
             for i in range(n)]
-
-
-def start_server(path: str, engine: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "gem", "serve", path, "--port", "0", "--engine",
-                             engine, "--log-level", "WARNING"], start_new_session=True,
-                            stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        endpoint = read_endpoint(path)
-        if endpoint and endpoint.pid == proc.pid:
-            try:
-                if httpx.get(endpoint.url + "/v1/health").status_code == 200:
-                    return proc, endpoint.url
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("gem serve did not start")
 
 
 def percentile(values: list[float], q: float) -> float:
