@@ -13,6 +13,7 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 RUNS = {
+    "engine_forms.py": ["--sizes", "30", "--fields", "2", "--reps", "1"],
     "scale.py": ["--sizes", "60", "--fields", "2", "--engines", "kuzu"],
     "tenants.py": ["--topics", "40", "--big", "60", "--engines", "kuzu"],
     "serve.py": ["--topics", "20", "--ops", "4", "--rounds", "1"],

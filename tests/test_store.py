@@ -200,3 +200,44 @@ def test_bad_database_sizes_are_invalid_input_and_create_nothing(tmp_path, optio
     with pytest.raises(gem.InvalidInput, match=problem):
         gem.open(tmp_path / "db", engine=ENGINE, **options)
     assert not (tmp_path / "db").exists()
+
+
+
+FORMS = {"per key": (1, 0), "in list": (10**9, 10**9), "hash join": (10**9, 0)}
+
+
+@pytest.mark.skipif(ENGINE != "kuzu", reason="kuzu's statement forms")
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_every_statement_form_of_a_one_hop_read_returns_the_same_rows(db_path, clock, monkeypatch,
+                                                                      form):
+    """Which form reads a 1-hop from many parents depends on the table's size on kuzu (per
+    key, per topic for a field's entries, an IN list, a hash join); each returns what the
+    others do, every parent's children in creation order."""
+    with gem.open(db_path, clock=clock) as mem:
+        for round_ in range(3):
+            mem.ingest([gem.Fact(f"Topic {i}", f"f{j}", f"v{round_}.{i}.{j}")
+                        for i in range(70) for j in range(3)])
+        mem.link("Topic 1", "Topic 2")
+        mem.link("Topic 3", "Topic 1", kind="association")
+        store = mem._engine.store
+
+        def read(rows_per_key: int, in_list: int) -> dict[str, object]:
+            with monkeypatch.context() as patch:
+                patch.setattr(queries, "KUZU_ROWS_PER_KEYED_READ", rows_per_key)
+                patch.setattr(queries, "KUZU_IN_LIST_KEYS", in_list)
+                with store.reading() as tx:
+                    fields = [r[0] for r in tx.run("MATCH (f:Field) RETURN f.id")]
+                    topics = [r[0] for r in tx.run("MATCH (t:Topic) RETURN t.id")]
+                    out: dict[str, object] = {}
+                    for rel, parents in (("HAS_ENTRY", fields), ("HAS_FIELD", topics)):
+                        grouped: dict[str, list[str]] = {}
+                        for parent, row in queries.read_children(tx, rel, parents):
+                            grouped.setdefault(parent, []).append(repr(row))
+                        out[rel] = grouped
+                    out["edges"] = sorted(repr(e) for e in queries.read_edges(tx, topics))
+                    return out
+        baseline = read(*FORMS["per key"])
+        assert len(baseline["HAS_ENTRY"]) == 210 and len(baseline["HAS_FIELD"]) == 70
+        assert all(len(v) == 3 for v in baseline["HAS_ENTRY"].values())
+        assert len(baseline["edges"]) == 2
+        assert read(*FORMS[form]) == baseline

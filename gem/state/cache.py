@@ -10,10 +10,13 @@ The cache holds only committed state. A transition copies what it takes from her
 only its copies; rows it loads from the database are committed rows and go into the cache at
 once (they are valid whatever the transition's fate). After COMMIT the transition's rows and
 lists are absorbed; a rejected transition leaves the cache exactly as it was. Past `limit`
-rows the cache is emptied and refills on demand.
+rows the older half is dropped (rows, child lists and edge lists in the order they were loaded
+or last written) and refills on demand: a memory larger than the cache keeps its working set
+instead of reloading everything after each commit.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Iterable, Sequence
 
 from ..store import GraphStore, queries
@@ -109,12 +112,19 @@ class CommittedCache:
                edges: dict[str, list[Edge]]) -> None:
         """Take over a committed transition's rows, child lists and edge lists."""
         for table, changed in rows.items():
-            self.rows[table].update(changed)
+            _renew(self.rows[table], changed)
         for rel, lists in children.items():
-            self.children[rel].update(lists)
-        self.edges.update(edges)
+            _renew(self.children[rel], lists)
+        _renew(self.edges, edges)
         if sum(len(r) for r in self.rows.values()) > self.limit:
-            self.clear()
+            self.evict()
+
+    def evict(self) -> None:
+        """Drop the older half of every table, child list and edge list."""
+        tables: list[dict[str, Any]] = [*self.rows.values(), *self.children.values(), self.edges]
+        for kept in tables:
+            for key in list(itertools.islice(kept, (len(kept) + 1) // 2)):
+                del kept[key]
 
     def forget(self, table: str, keys: Sequence[str]) -> None:
         for key in keys:
@@ -129,3 +139,10 @@ class CommittedCache:
 
     def stats(self) -> dict[str, Any]:
         return {"rows": {t: len(r) for t, r in self.rows.items()}, "limit": self.limit}
+
+
+def _renew(kept: dict[str, Any], changed: dict[str, Any]) -> None:
+    """Write `changed` into `kept` as its newest entries (eviction drops the oldest)."""
+    for key in changed:
+        kept.pop(key, None)
+    kept.update(changed)

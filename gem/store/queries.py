@@ -4,9 +4,10 @@ Nothing outside gem/store/ writes Cypher. Rows come back as dicts keyed by the c
 the schema's TypedDicts (gem/store/schema.py), so a column added there is read and written
 everywhere at once.
 
-Statement forms are chosen per engine by measurement (bench/engine_forms.py): a form that
-looks equivalent can be planned as a full table scan per row on one engine and as an index
-lookup on the other, which is the difference between flat and linear cost in the table size.
+Statement forms are chosen per engine by measurement: a form that looks equivalent can be
+planned as a full table scan per row on one engine and as an index lookup on the other, which
+is the difference between flat and linear cost in the table size. `bench/engine_forms.py`
+puts kuzu's forms of a 1-hop read side by side.
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from .graph import GraphStore, Tx
 from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, columns_of_type, ddl
 
-# The forms below were measured on both engines at 10k, 100k and 1M rows (bench/engine_forms.py;
-# numbers in its report). In short: kuzu 0.11.3 uses the primary-key index only when the key
+# The forms below were measured on both engines at 10k, 100k and 1M rows (the engine v2
+# issue's notes hold the numbers). In short: kuzu 0.11.3 uses the primary-key index only when the key
 # is a statement parameter (one prepared statement per key); a key taken from a row (UNWIND,
 # a list, IN) is a scan, cheapest as one hash join (`WITH r, r.id AS k MATCH (n {id: k})`).
 # LadybugDB 0.22 looks up row-driven keys by index (`UNWIND ... MATCH (n {id: r.id})`), but
@@ -28,7 +29,10 @@ from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, columns_
 # statement for a 1-hop from many parents.
 CHUNK = 200          # rows per UNWIND write on ladybug and FalkorDB
 READ_CHUNK = 1000    # keys per UNWIND read on ladybug and FalkorDB
-JOIN_CHUNK = 5000    # rows per kuzu hash-join statement (each scans the table once)
+JOIN_CHUNK = 5000    # rows per kuzu hash-join write statement (each scans the table once)
+KEY_JOIN_CHUNK = 100_000  # keys per kuzu hash-join read: fewer scans of the table (a forgetting
+                          # pass reads every field: 40 scans of 200k fields, 8.6 s, became 2,
+                          # 0.9 s; updates gained nothing, their cost is per row)
 
 
 def _kuzu(tx: Tx) -> bool:
@@ -149,7 +153,7 @@ def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
         text = f"MATCH (n:{table} {{{spec.key}: $k}}) RETURN {returns}"
         found = [r for key in keys for r in tx.run(text, {"k": key})]
     else:  # kuzu: one hash join; ladybug and FalkorDB: an index lookup per row
-        chunk = JOIN_CHUNK if _kuzu(tx) else READ_CHUNK
+        chunk = KEY_JOIN_CHUNK if _kuzu(tx) else READ_CHUNK
         text = f"UNWIND $keys AS k MATCH (n:{table} {{{spec.key}: k}}) RETURN {returns}"
         found = [r for i in range(0, len(keys), chunk)
                  for r in tx.run(text, {"keys": list(keys[i:i + chunk])})]
@@ -158,23 +162,59 @@ def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
 
 def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
              keys: Sequence[str]) -> list[list[Any]]:
-    """Rows `p.id, c.id, <returns>` of `(p:parent)<hop>` from many parents `p` (kuzu: an IN
-    scan for 4 or more, which only ever reads committed relationships; ladybug: per parent up
-    to 64, then index lookups of the parents and an OPTIONAL MATCH)."""
+    """Rows `p.id, c.id, <returns>` of `(p:parent)<hop>` from many parents `p` (kuzu: see
+    `_kuzu_one_hop`; ladybug: per parent up to 64, then index lookups of the parents and an
+    OPTIONAL MATCH; FalkorDB: one IN list, looked up by index)."""
     if not keys:
         return []
     columns = f"p.id AS parent_key, c.id AS child_key, {returns}"
     arrow = f"(p:{parent}){hop}"
-    if (_kuzu(tx) and len(keys) < 4) or (not _kuzu(tx) and not _falkor(tx) and len(keys) <= 64):
+    if _kuzu(tx):
+        return _kuzu_one_hop(tx, parent, hop, columns, order, keys)
+    if not _falkor(tx) and len(keys) <= 64:
         text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
         return [r for key in keys for r in tx.run(text, {"id": key})]
-    if _kuzu(tx) or _falkor(tx):
+    if _falkor(tx):
         return tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {columns} {order}", {"ids": list(keys)})
     out = []
     for i in range(0, len(keys), READ_CHUNK):
         rows = tx.run(f"UNWIND $ids AS k MATCH (p:{parent} {{id: k}}) OPTIONAL MATCH (p){hop} "
                       f"RETURN {columns} {order}", {"ids": list(keys[i:i + READ_CHUNK])})
         out += [r for r in rows if r[1] is not None]
+    return out
+
+
+# kuzu's three ways of reading a 1-hop from many parents, measured at 200k parents
+# (bench/engine_forms.py): a statement per parent key (~0.65 ms, index lookup;
+# the entries of a field are read per topic instead, ~1.1 ms for all its fields), one IN list
+# (a scan that tests each row against the list: ~(40 + 1.8 x keys) ns per row) and one hash
+# join of the keys with the table (a scan: ~360 ns per row). Per key wins while keys stay under
+# rows / 1800; then the IN list up to ~180 keys; then the join.
+KUZU_ROWS_PER_KEYED_READ = 1800
+KUZU_IN_LIST_KEYS = 180
+
+
+def _kuzu_one_hop(tx: Tx, parent: str, hop: str, columns: str, order: str,
+                  keys: Sequence[str]) -> list[list[Any]]:
+    arrow = f"(p:{parent}){hop}"
+    rows = tx.size(parent)
+    if parent == "Field" and hop.endswith("(c:Entry)"):
+        by_topic: dict[str, list[str]] = {}
+        for fid in keys:
+            by_topic.setdefault(fid.split("/", 1)[0], []).append(fid)
+        if len(keys) >= 4 and len(by_topic) <= max(4, rows // KUZU_ROWS_PER_KEYED_READ):
+            text = (f"MATCH (t:Topic {{id: $t}})-[:HAS_FIELD]->{arrow} WHERE p.id IN $ids "
+                    f"RETURN {columns} {order}")
+            return [r for tid, fids in by_topic.items() for r in tx.run(text, {"t": tid, "ids": fids})]
+    if len(keys) < 4 or len(keys) <= rows // KUZU_ROWS_PER_KEYED_READ:
+        text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
+        return [r for key in keys for r in tx.run(text, {"id": key})]
+    if len(keys) <= KUZU_IN_LIST_KEYS:
+        return tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {columns} {order}", {"ids": list(keys)})
+    out = []
+    for i in range(0, len(keys), KEY_JOIN_CHUNK):
+        out += tx.run(f"UNWIND $ids AS x WITH x AS k MATCH (p:{parent} {{id: k}}){hop} "
+                      f"RETURN {columns} {order}", {"ids": list(keys[i:i + KEY_JOIN_CHUNK])})
     return out
 
 
