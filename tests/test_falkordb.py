@@ -340,6 +340,153 @@ def test_a_process_following_others_derives_what_a_rebuild_does(memory_url, cloc
         other.close()
 
 
+# ------------------------------------------------------------------ gem serve and the CLI
+def _gem(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gem", *args], capture_output=True, text=True,
+                          timeout=300, cwd=HERE.parent)
+
+
+def test_two_gem_serve_workers_share_one_memory_and_the_command_line_reads_it(memory_url, tmp_path):
+    """`gem init`, two `gem serve` processes on one FalkorDB memory (no lock, no endpoint file:
+    each is a worker), ingests racing through both, and the command line's audit."""
+    import threading
+
+    import httpx
+    from gem.testing.falkor import free_port
+    created = _gem("init", memory_url, "--engine", "falkordb")
+    assert created.returncode == 0, created.stderr
+    again = _gem("init", memory_url, "--engine", "falkordb")
+    assert again.returncode == 1 and "already exists" in again.stderr
+    assert "gem serve URL --engine falkordb" in _gem("mcp", memory_url, "--engine", "falkordb").stderr
+    workers = []
+    try:
+        for n in range(2):
+            port = free_port()
+            log = open(tmp_path / f"serve{n}.log", "wb")
+            process = subprocess.Popen([sys.executable, "-m", "gem", "serve", memory_url, "--engine",
+                                        "falkordb", "--port", str(port)], stdout=log, stderr=log,
+                                       stdin=subprocess.DEVNULL, start_new_session=True,
+                                       cwd=HERE.parent)
+            workers.append((process, f"http://127.0.0.1:{port}/v1"))
+        for process, url in workers:
+            def up() -> bool:
+                assert process.poll() is None, (tmp_path / "serve0.log").read_text()
+                try:
+                    return httpx.get(url + "/health").json()["status"] == "ok"
+                except httpx.HTTPError:
+                    return False
+            deadline = time.monotonic() + 60
+            while not up():
+                assert time.monotonic() < deadline, "gem serve did not answer"
+                time.sleep(0.1)
+            health = httpx.get(url + "/health").json()
+            assert health["engine"] == "falkordb" and health["path"] == memory_url
+        assert not list(HERE.parent.glob("*.endpoint.json"))
+        failures: list[str] = []
+
+        def post(n: int, url: str) -> None:
+            for i in range(10):
+                r = httpx.post(url + "/ingest", json={"facts": [
+                    {"topic": "Aurora", "field": f"w{n}", "value": f"round {i}"}]}, timeout=60)
+                if r.status_code != 200:
+                    failures.append(r.text)
+        threads = [threading.Thread(target=post, args=(n, url)) for n, (_, url) in enumerate(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+        for _, url in workers:  # each worker sees what the other wrote
+            fields = httpx.get(url + "/topic", params={"topic": "Aurora"}).json()["fields"]
+            assert {name: f["value"] for name, f in fields.items()} == {"w0": "round 9", "w1": "round 9"}
+    finally:
+        for process, _ in workers:
+            os.killpg(process.pid, 9)
+            process.wait(timeout=30)
+    audit = _gem("audit", memory_url, "--engine", "falkordb")
+    assert audit.returncode == 0 and "ok" in audit.stdout.lower(), audit.stdout + audit.stderr
+    shown = _gem("inspect", memory_url, "Aurora", "--engine", "falkordb", "--json")
+    assert shown.returncode == 0, shown.stderr
+
+
+def test_the_readme_deploying_section_runs_as_written(tmp_path):
+    """Its shell and Python blocks, in order, on a server the first block starts (the ports
+    6379, 8801 and 8802 swapped for free ones); every process is stopped by its PID."""
+    import re
+
+    import httpx
+    from gem.testing.falkor import free_port
+    readme = (HERE.parent / "README.md").read_text()
+    section = readme.split("## Deploying beyond one process", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```(sh|python)\n(.*?)```", section, re.S)
+    assert [kind for kind, _ in blocks] == ["sh", "python", "sh"]
+    ports = {"6379": str(free_port()), "8801": str(free_port()), "8802": str(free_port())}
+
+    def local(text: str) -> str:
+        return re.sub(r"\b(6379|8801|8802)\b", lambda m: ports[m.group(1)], text)
+    started: list[subprocess.Popen] = []
+
+    def run_sh(block: str) -> None:
+        for line in local(block).splitlines():
+            command = line.split("#", 1)[0].strip()
+            if not command or command.startswith("pip install"):
+                continue  # installed already: the suite runs in it
+            background = command.endswith("&")
+            env_words = re.findall(r"^(\w+)=(\S+)\s+", command)
+            command = re.sub(r"^(\w+=\S+\s+)+", "", command.rstrip("&").strip())
+            argv = command.split()
+            argv = [sys.executable, "-m", "gem", *argv[1:]] if argv[0] == "gem" else \
+                [sys.executable, *argv[1:]] if argv[0] == "python" else argv
+            env = {**os.environ, **dict(env_words)}
+            if background:
+                log = open(tmp_path / f"bg{len(started)}.log", "wb")
+                started.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log,
+                                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                                cwd=tmp_path))
+            else:
+                done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300,
+                                      cwd=tmp_path)
+                assert done.returncode == 0, (command, done.stdout, done.stderr)
+
+    def wait(ready) -> None:
+        deadline = time.monotonic() + 60
+        while not ready():
+            assert time.monotonic() < deadline, [p.args for p in started]
+            time.sleep(0.1)
+
+    def answers(url: str) -> bool:
+        try:
+            return httpx.get(url).status_code == 200
+        except httpx.HTTPError:
+            return False
+    try:
+        run_sh(blocks[0][1])
+        import redis
+        client = redis.Redis(port=int(ports["6379"]))
+        def pings() -> bool:
+            try:
+                return bool(client.ping())
+            except redis.RedisError:
+                return False
+        wait(pings)
+        done = subprocess.run([sys.executable, "-c", local(blocks[1][1])], capture_output=True,
+                              text=True, timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["March", "15", "True"]
+        run_sh(blocks[2][1].replace("gem audit", "#"))  # init and the workers
+        for port in (ports["8801"], ports["8802"]):
+            wait(lambda: answers(f"http://127.0.0.1:{port}/v1/health"))
+        run_sh("\n".join(l for l in blocks[2][1].splitlines() if l.startswith("gem audit")))
+    finally:
+        for process in reversed(started):
+            os.killpg(process.pid, 15)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, 9)
+                process.wait(timeout=30)
+
+
 # ------------------------------------------------------------------ a 3-node cluster
 def test_a_three_node_cluster_holds_scopes_on_different_shards_and_serves_each():
     """Three primaries on loopback (started here, stopped by PID): scopes whose graphs hash to

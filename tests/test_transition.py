@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gem
-from conftest import memory_location, raw_write, snapshot
+from conftest import ENGINE, memory_location, raw_write, snapshot
 from gem.pipeline import DEFAULT, Stage
 
 
@@ -88,7 +88,6 @@ def test_each_condition_can_reject(seeded, condition):
 
 
 def test_c5_rejects_when_attenuation_cannot_restore_the_bound(tmp_path, clock):
-    from conftest import ENGINE
     policy = tmp_path / "tight.policy"
     policy.write_text("SET active_bound = 1\n")
     with gem.open(memory_location(tmp_path), clock=clock, engine=ENGINE, policies=[str(policy)]) as mem:
@@ -170,7 +169,6 @@ def test_the_audit_checks_what_changed_since_the_last_clean_one(seeded, clock):
 def test_salience_is_written_behind_and_replayed_from_the_log(tmp_path, clock):
     """Reads reinforce without rewriting rows: the log carries the new salience, the stored
     columns catch up in bulk; whatever the columns say, every read sees the log's value."""
-    from conftest import ENGINE
     from gem.testing.consistency import cache_disagreements, derived_disagreements
     path = memory_location(tmp_path)
     mem = gem.open(path, clock=clock, engine=ENGINE)
@@ -202,7 +200,7 @@ def test_salience_is_written_behind_and_replayed_from_the_log(tmp_path, clock):
 def test_a_memory_larger_than_the_row_cache_keeps_the_newer_half_and_agrees_with_the_database(
         tmp_path, clock):
     from gem.testing.consistency import cache_disagreements
-    with gem.open(memory_location(tmp_path), clock=clock) as mem:
+    with gem.open(memory_location(tmp_path), clock=clock, engine=ENGINE) as mem:
         cache = mem._engine.cache
         cache.limit = 60
         evictions = 0

@@ -20,7 +20,7 @@ from ..api import schemas as s
 from ..errors import GemError, InvalidInput, StoreLocked, TransitionRejected
 from . import render
 
-ENGINES = ["kuzu", "ladybug"]
+ENGINES = ["kuzu", "ladybug", "falkordb"]
 
 
 # ---------------------------------------------------------------------- shared
@@ -50,7 +50,7 @@ def _served_by(path: str) -> str:
 @contextmanager
 def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[Any]:
     import gem
-    if not create and not os.path.exists(args.path):
+    if args.engine != "falkordb" and not create and not os.path.exists(args.path):
         raise InvalidInput(f"no database at {args.path!r} (create one with `gem init`)")
     with gem.open(args.path, engine=args.engine, create=create,
                   policies=getattr(args, "policies", None) or None) as mem:
@@ -58,7 +58,8 @@ def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[Any]:
 
 
 def _path(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", metavar="PATH", help="the database")
+    p.add_argument("path", metavar="PATH", help="the database (with --engine falkordb, the "
+                                                "memory's URL redis://HOST:PORT/NAME)")
     p.add_argument("--engine", default="kuzu", choices=ENGINES)
 
 
@@ -91,7 +92,15 @@ def init_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def init(args: argparse.Namespace) -> int:
-    if os.path.exists(args.path):
+    if args.engine == "falkordb":
+        from ..store import falkor_database
+        database = falkor_database(args.path)
+        try:
+            if database.exists():
+                raise InvalidInput(f"a memory already exists at {database.url}")
+        finally:
+            database.close()
+    elif os.path.exists(args.path):
         raise InvalidInput(f"{args.path!r} already exists")
     with opened(args, create=True) as mem:
         names = [p.name for p in mem.policies.policies]
@@ -538,5 +547,9 @@ def mcp(args: argparse.Namespace) -> int:
         from ..server.bridge import run_bridge
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise InvalidInput(f"gem mcp needs the server extra: pip install 'gem[server]' ({exc})")
+    if args.engine == "falkordb":
+        raise InvalidInput("gem mcp starts or finds the one server of a database path; for a "
+                           "FalkorDB memory run `gem serve URL --engine falkordb` (as many as "
+                           "you like) and point the MCP client at its /mcp")
     _logging("WARNING")
     return run_bridge(args.path, args.engine, args.idle_exit, key=args.key)

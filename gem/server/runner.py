@@ -38,6 +38,15 @@ EXIT_OK, EXIT_ERROR, EXIT_ALREADY_SERVED = 0, 1, 3
 
 def serve(cfg: ServeConfig) -> int:
     """Run the server until it is told to stop; returns the process exit code."""
+    if cfg.shared:  # many workers serve one FalkorDB memory: nothing to lock or announce
+        try:
+            sock = _bind(cfg.host, cfg.port)
+        except OSError as exc:
+            print(f"gem serve: cannot listen on {cfg.host}:{cfg.port}: {exc.strerror}",
+                  file=sys.stderr)
+            return EXIT_ERROR
+        with sock:
+            return asyncio.run(_run(cfg, sock))
     path = os.path.abspath(cfg.path)
     if not cfg.create and not os.path.exists(path):
         print(f"gem serve: no database at {cfg.path!r} (create it with `gem init`, or pass "
@@ -146,10 +155,11 @@ async def _run(cfg: ServeConfig, sock: socket.socket) -> int:
     async def announce() -> None:
         while not server.started:
             await asyncio.sleep(0.02)
-        endpoint = Endpoint(pid=os.getpid(), host=cfg.host, port=port, path=cfg.path,
+        endpoint = Endpoint(pid=os.getpid(), host=cfg.host, port=port, path=cfg.shown_path,
                             engine=cfg.engine, version=__version__, idle_exit=cfg.idle_exit,
                             started_at=datetime.now(timezone.utc).isoformat())
-        write_endpoint(cfg.path, endpoint)
+        if not cfg.shared:
+            write_endpoint(cfg.path, endpoint)
         log.info("listening on %s (MCP at %s)", endpoint.url, endpoint.mcp_url)
 
     async def exit_when_idle(seconds: float) -> None:
@@ -175,8 +185,9 @@ async def _run(cfg: ServeConfig, sock: socket.socket) -> int:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await service.close()
-            remove_endpoint(cfg.path, os.getpid())
-            log.info("stopped; %s closed", cfg.path)
+            if not cfg.shared:
+                remove_endpoint(cfg.path, os.getpid())
+            log.info("stopped; %s closed", cfg.shown_path)
 
     app = build_app(service, lifespan=lifespan, mcp_routes=list(mcp_app.routes))
     config = uvicorn.Config(app, lifespan="on", log_config=None, log_level="warning",

@@ -24,7 +24,7 @@ State = Literal["starting", "waiting_for_lock", "ok", "stopping"]
 
 @dataclass(frozen=True)
 class ServeConfig:
-    path: str
+    path: str                           # a database path, or a FalkorDB URL (engine "falkordb")
     engine: str = "kuzu"
     policies: tuple[str, ...] | None = None
     create: bool = False
@@ -37,6 +37,23 @@ class ServeConfig:
     graceful_timeout: float = 30.0      # seconds a running call may take to finish on SIGTERM
     reports: str | None = "bench/out"   # the dashboard lists the HTML reports found here
     keys: Keys | None = None            # API keys -> scopes (gem/server/keys.py); None: no auth
+
+    @property
+    def shared(self) -> bool:
+        """A memory on a server that many `gem serve` workers share (FalkorDB): no lock and no
+        endpoint file beside a database path."""
+        return self.engine == "falkordb"
+
+    @property
+    def shown_path(self) -> str:
+        """The path as /v1/health shows it: absolute, or the URL without its password."""
+        if not self.shared:
+            return os.path.abspath(self.path)
+        from ..store.falkor import parse_url
+        try:
+            return parse_url(self.path)[2]
+        except GemError:  # the open says what is wrong with it
+            return self.path.rsplit("@", 1)[-1]
 
 
 def _view(memory: Any, scope: str | None) -> Any:
@@ -144,7 +161,7 @@ class Service:
 
     def health(self) -> s.Health:
         return s.Health(status=self.state if not self.stopping.is_set() else "stopping",
-                        path=os.path.abspath(self.config.path), engine=self.config.engine,
+                        path=self.config.shown_path, engine=self.config.engine,
                         pid=os.getpid(), version=__version__, busy=self.busy, detail=self.detail)
 
     def idle_for(self) -> float | None:
