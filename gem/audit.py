@@ -173,6 +173,8 @@ class LogScan:
             return
         for key, value in record["writes"].items():
             self.latest[key] = (seq, value)
+            if value is None:  # deleted: a unit made again under its key starts afresh
+                self.salience.pop(key, None)
         for key, value in record["salience"].items():
             if seq <= self.salience_seq or key not in self.salience:
                 self.salience[key] = (seq, value)

@@ -86,6 +86,21 @@ def test_a_scope_erases_everything_it_holds_and_only_that(mem):
     consistent(mem)
 
 
+def test_a_field_erased_and_stated_again_is_audited_from_its_new_salience(mem, clock):
+    """Found by the state machine: the audit kept expecting the salience an earlier erasure
+    re-attested for the field (1.0), not what the field made again under its key was written
+    with (0.5)."""
+    mem.ingest([gem.Fact("Alpha Project", "deadline", "March 15"),
+                gem.Fact("Beta Launch", "deadline", "March 15")])
+    mem.ingest(gem.Fact("beta launch", "deadline", "March 15"))  # reinforces it
+    mem.erase("Alpha Project", "deadline", reason="test")  # re-attests Beta's salience
+    mem.erase("Beta Launch", "deadline", reason="test")
+    mem.ingest([gem.Fact("Alpha Project", "deadline", "March 15"),
+                gem.Fact("Beta Launch", "deadline", "March 15")])
+    report = mem.audit(full=True)
+    assert report.ok, report.violations
+
+
 def test_erasures_one_after_another_keep_the_log_consistent(mem, clock):
     """A record redacted twice: erasing A's field re-attests B's units that the shared batch
     wrote; erasing B's owner deletes them; erasing B's other field redacts that deletion too,
