@@ -96,8 +96,9 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
             mem.ingest(gem.Fact("Topic 1 " + WORDS[1], "field 0", "after the audit"))
             row["audit_since"] = timed(lambda: mem.audit())
             mem.close()
-            row["open"] = timed(lambda: gem.open(path, clock=clock, engine=engine).close())
-            mem = gem.open(path, clock=clock, engine=engine)
+            opened: list = []
+            row["open"] = timed(lambda: opened.append(gem.open(path, clock=clock, engine=engine)))
+            mem = opened[0]
             recorder = Recorder(mem)
             clock.advance(days=45)
             report = {}

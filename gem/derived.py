@@ -596,6 +596,16 @@ class DerivedState:
         # stored columns were last brought up to date (at log position `salience_seq`).
         self.pending_salience: dict[str, tuple[str, float, datetime]] = {}
         self.salience_seq = 0
+        self.saved_mark: tuple[Any, ...] | None = None  # `mark()` as the snapshot on disk has it
+
+    def mark(self) -> tuple[Any, ...]:
+        """What changes whenever the snapshot on disk stops describing this state: a commit, an
+        audit, or derived work done lazily (a summary or a search document refreshed, units
+        paired). Writing a snapshot at 100k topics costs seconds; a memory closed after reads
+        alone need not write one."""
+        return (self.seq, self.hash, self.salience_seq, self.audit_checkpoint, self.at,
+                tuple((name, len(s.summaries), len(s.stale), len(s.unit_docs), len(s.stale_units),
+                       len(s.unpaired), s.paired_at) for name, s in sorted(self.scopes.items())))
 
     def scope(self, name: str) -> ScopeState:
         """The state of one scope (an empty one for a scope nothing was written to yet)."""

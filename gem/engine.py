@@ -361,7 +361,8 @@ class Engine:
     def save_snapshot(self) -> None:
         """Save the derived state beside the database (temporary databases keep none)."""
         with self.store.lock:
-            if not self.store.closed and self.store.keeps_snapshot:
+            if not self.store.closed and self.store.keeps_snapshot and \
+                    self.derived.saved_mark != self.derived.mark():
                 snapshot.save(self.derived, self.store.path)
 
     def read(self, fn: Callable[[Transition], Any], scope: str = "default") -> Any:

@@ -79,6 +79,7 @@ def save(state: DerivedState, db_path: str) -> None:
     _write(os.path.join(folder, files["state"]), json.dumps(body).encode("utf-8"))
     meta = {"format": FORMAT, **stamp, "generation": gen, "files": files}
     _write(os.path.join(folder, "meta.json"), json.dumps(meta).encode("utf-8"))
+    state.saved_mark = state.mark()
     keep = {"meta.json", files["state"]} | {f for scope in files["scopes"].values() for f in scope.values()}
     for name in os.listdir(folder):
         if name not in keep:
@@ -129,7 +130,10 @@ def load(store: GraphStore, embedder: "Embedder", progress: Progress | None = No
     head_seq = 0 if head is None else head["seq"]
     if state.seq > head_seq or (state.seq and (not anchor or anchor[0]["hash"] != state.hash)):
         return DerivedState.rebuild(store, embedder, progress)  # not this database's history
+    saved = state.seq
     catch_up(state, store, progress)
+    if state.seq == saved:  # nothing after it: the snapshot on disk still describes the state
+        state.saved_mark = state.mark()
     return state
 
 

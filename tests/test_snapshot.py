@@ -63,6 +63,30 @@ def test_a_current_snapshot_is_loaded_not_rebuilt(tmp_path, clock):
         assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
 
 
+def test_closing_after_reads_alone_does_not_write_the_snapshot_again(tmp_path, clock):
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)
+    meta_file = os.path.join(snapshot_dir(path), "meta.json")
+
+    def generation() -> int:
+        return json.loads(open(meta_file).read())["generation"]
+    written = generation()
+    with reopen(path, clock) as mem:
+        mem.inspect("Website Redesign")
+        mem.history("Website Redesign", "deadline")
+    assert generation() == written                 # nothing it describes changed
+    with reopen(path, clock) as mem:
+        mem.audit()                                # a clean audit is a new checkpoint
+    assert generation() == written + 1
+    with reopen(path, clock) as mem:
+        mem.retrieve("deadline")                   # a transition
+    assert generation() == written + 2
+    with reopen(path, clock) as mem:
+        assert answers(mem)
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+
+
 @pytest.mark.parametrize("damage", ["deleted", "meta torn", "index corrupted", "other embedder",
                                     "another database's", "an older format"])
 def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, clock, damage):
