@@ -242,18 +242,25 @@ def _second_client(url: str, **options) -> gem.Memory:
     return gem.open(other, engine="falkordb", create=False, **options)
 
 
+def _race_once(mem: gem.Memory, other: gem.Memory, fact: gem.Fact) -> list[int]:
+    """Make `mem`'s next transition lose a race: after its proposal is logged, before it is
+    flushed, `other` commits `fact`. Returns the list the raced transition's seq goes into."""
+    raced: list[int] = []
+
+    def race(t, engine):
+        if not raced:
+            raced.append(t.seq)
+            other.ingest(fact)
+    mem._engine.pipeline = DEFAULT.insert_after("log", Stage("race", race))
+    return raced
+
+
 def test_a_transition_that_loses_the_race_runs_again_on_the_new_state(memory_url):
     mem = gem.open(memory_url, engine="falkordb")
     other = _second_client(memory_url)
     try:
         mem.ingest(gem.Fact("Aurora", "status", "planned"))
-        raced = []
-
-        def race(t, engine):  # after the proposal is logged, before it is flushed
-            if not raced:
-                raced.append(t.seq)
-                other.ingest(gem.Fact("Basalt", "colour", "grey"))
-        mem._engine.pipeline = DEFAULT.insert_after("log", Stage("race", race))
+        raced = _race_once(mem, other, gem.Fact("Basalt", "colour", "grey"))
         mem.ingest(gem.Fact("Aurora", "status", "started"))
         assert mem._engine.conflicts == 1
         log = mem.transitions()
@@ -273,14 +280,8 @@ def test_the_first_flag_of_a_scope_keeps_its_evidence_when_its_transition_lost_a
     try:
         mem.ingest([gem.Fact("Aurora", "status", "planned"), gem.Fact("Basalt", "colour", "grey")])
         mem.link("Aurora", "Basalt")
-        raced = []
-
-        def race(t, engine):  # the first flag of the scope is in this write set
-            if not raced:
-                raced.append(t.seq)
-                other.ingest(gem.Fact("Cobalt", "colour", "blue"))
-        mem._engine.pipeline = DEFAULT.insert_after("log", Stage("race", race))
-        mem.ingest(gem.Fact("Aurora", "status", "started"))
+        _race_once(mem, other, gem.Fact("Cobalt", "colour", "blue"))
+        mem.ingest(gem.Fact("Aurora", "status", "started"))  # the scope's first flag is in its write set
         assert mem._engine.conflicts == 1
         for client in (other, mem):  # other reads it from the graph
             [flag] = client.retrieve(topic="Basalt").topics[0].needs_review

@@ -39,14 +39,7 @@ EXIT_OK, EXIT_ERROR, EXIT_ALREADY_SERVED = 0, 1, 3
 def serve(cfg: ServeConfig) -> int:
     """Run the server until it is told to stop; returns the process exit code."""
     if cfg.shared:  # many workers serve one FalkorDB memory: nothing to lock or announce
-        try:
-            sock = _bind(cfg.host, cfg.port)
-        except OSError as exc:
-            print(f"gem serve: cannot listen on {cfg.host}:{cfg.port}: {exc.strerror}",
-                  file=sys.stderr)
-            return EXIT_ERROR
-        with sock:
-            return asyncio.run(_run(cfg, sock))
+        return _listen_and_run(cfg)
     path = os.path.abspath(cfg.path)
     if not cfg.create and not os.path.exists(path):
         print(f"gem serve: no database at {cfg.path!r} (create it with `gem init`, or pass "
@@ -59,17 +52,20 @@ def serve(cfg: ServeConfig) -> int:
         print(f"gem serve: {path} is already served{where}", file=sys.stderr)
         return EXIT_ALREADY_SERVED
     try:
-        try:
-            sock = _bind(cfg.host, cfg.port)
-        except OSError as exc:
-            print(f"gem serve: cannot listen on {cfg.host}:{cfg.port}: {exc.strerror}",
-                  file=sys.stderr)
-            return EXIT_ERROR
-        with sock:
-            return asyncio.run(_run(ServeConfig(**{**cfg.__dict__, "path": path}), sock))
+        return _listen_and_run(ServeConfig(**{**cfg.__dict__, "path": path}))
     finally:
         remove_endpoint(path, os.getpid())
         lock.release()
+
+
+def _listen_and_run(cfg: ServeConfig) -> int:
+    try:
+        sock = _bind(cfg.host, cfg.port)
+    except OSError as exc:
+        print(f"gem serve: cannot listen on {cfg.host}:{cfg.port}: {exc.strerror}", file=sys.stderr)
+        return EXIT_ERROR
+    with sock:
+        return asyncio.run(_run(cfg, sock))
 
 
 def _bind(host: str, port: int) -> socket.socket:
