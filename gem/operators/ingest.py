@@ -156,6 +156,8 @@ def _resolve_hosts(t: Transition, facts: Sequence[Fact],
     directory = Directory.of(t)
     names = list(dict.fromkeys(f.topic for f in facts))
     directory.prepare(names)  # embeds and matches every unknown name in one batch
+    # The topics the names already have, read in one statement, not one by one below.
+    t.prefetch("Topic", [tid for tid in map(directory.exact, names) if tid is not None])
     hosts: dict[str, str] = {}
     resolved: list[dict[str, Any]] = []
     for name in names:
