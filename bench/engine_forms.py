@@ -23,11 +23,12 @@ import time
 
 from common import Clock
 
-FORMS = {  # (KUZU_ROWS_PER_KEYED_READ, KUZU_IN_LIST_KEYS) that force each form
-    "per key/topic": (1, 0),
-    "IN list": (10**12, 10**12),
-    "hash join": (10**12, 0),
+FORMS = {  # (KUZU_FEW_KEYS, KUZU_ROWS_PER_KEYED_READ, KUZU_IN_LIST_KEYS) that force each form
+    "per key/topic": (4, 1, 0),
+    "IN list": (0, 10**12, 10**12),
+    "hash join": (0, 10**12, 0),
 }
+SETTINGS = ("KUZU_FEW_KEYS", "KUZU_ROWS_PER_KEYED_READ", "KUZU_IN_LIST_KEYS")
 
 
 def main() -> None:
@@ -53,7 +54,7 @@ def main() -> None:
                 for tid, fid in tx.run("MATCH (t:Topic)-[:HAS_FIELD]->(f:Field) RETURN t.id, f.id"):
                     fields_of.setdefault(tid, []).append(fid)
             topics = sorted(fields_of)
-            defaults = (queries.KUZU_ROWS_PER_KEYED_READ, queries.KUZU_IN_LIST_KEYS)
+            defaults = tuple(getattr(queries, name) for name in SETTINGS)
             for count in (1, 20, 200):
                 count = min(count, len(topics))
                 times: dict[str, list[float]] = {name: [] for name in (*FORMS, "gem")}
@@ -61,8 +62,8 @@ def main() -> None:
                     keys = [f for t in rng.sample(topics, count) for f in fields_of[t]]
                     order = list(times) if rep % 2 else list(times)[::-1]
                     for name in order:
-                        queries.KUZU_ROWS_PER_KEYED_READ, queries.KUZU_IN_LIST_KEYS = \
-                            FORMS.get(name, defaults)
+                        for setting, value in zip(SETTINGS, FORMS.get(name, defaults)):
+                            setattr(queries, setting, value)
                         with store.reading() as tx:
                             started = time.perf_counter()
                             rows = queries.read_children(tx, "HAS_ENTRY", keys)
@@ -70,7 +71,8 @@ def main() -> None:
                         assert len(rows) == len(keys)
                         if rep:  # the first round warms the statement cache
                             times[name].append(took)
-                queries.KUZU_ROWS_PER_KEYED_READ, queries.KUZU_IN_LIST_KEYS = defaults
+                for setting, value in zip(SETTINGS, defaults):
+                    setattr(queries, setting, value)
                 gem_p50 = statistics.median(times["gem"])
                 for name, values in times.items():
                     p50 = statistics.median(values)

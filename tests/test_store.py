@@ -203,7 +203,7 @@ def test_bad_database_sizes_are_invalid_input_and_create_nothing(tmp_path, optio
 
 
 
-FORMS = {"per key": (1, 0), "in list": (10**9, 10**9), "hash join": (10**9, 0)}
+FORMS = {"per key": (4, 1, 0), "in list": (0, 10**9, 10**9), "hash join": (0, 10**9, 0)}
 
 
 @pytest.mark.skipif(ENGINE != "kuzu", reason="kuzu's statement forms")
@@ -221,8 +221,9 @@ def test_every_statement_form_of_a_one_hop_read_returns_the_same_rows(db_path, c
         mem.link("Topic 3", "Topic 1", kind="association")
         store = mem._engine.store
 
-        def read(rows_per_key: int, in_list: int) -> dict[str, object]:
+        def read(few: int, rows_per_key: int, in_list: int) -> dict[str, object]:
             with monkeypatch.context() as patch:
+                patch.setattr(queries, "KUZU_FEW_KEYS", few)
                 patch.setattr(queries, "KUZU_ROWS_PER_KEYED_READ", rows_per_key)
                 patch.setattr(queries, "KUZU_IN_LIST_KEYS", in_list)
                 with store.reading() as tx:

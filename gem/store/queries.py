@@ -190,6 +190,7 @@ def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
 # (a scan that tests each row against the list: ~(40 + 1.8 x keys) ns per row) and one hash
 # join of the keys with the table (a scan: ~360 ns per row). Per key wins while keys stay under
 # rows / 1800; then the IN list up to ~180 keys; then the join.
+KUZU_FEW_KEYS = 4    # fewer keys (topics, for entries) than this: per key at any size
 KUZU_ROWS_PER_KEYED_READ = 1800
 KUZU_IN_LIST_KEYS = 180
 
@@ -202,11 +203,12 @@ def _kuzu_one_hop(tx: Tx, parent: str, hop: str, columns: str, order: str,
         by_topic: dict[str, list[str]] = {}
         for fid in keys:
             by_topic.setdefault(fid.split("/", 1)[0], []).append(fid)
-        if len(keys) >= 4 and len(by_topic) <= max(4, rows // KUZU_ROWS_PER_KEYED_READ):
+        if len(keys) >= KUZU_FEW_KEYS and \
+                len(by_topic) <= max(KUZU_FEW_KEYS, rows // KUZU_ROWS_PER_KEYED_READ):
             text = (f"MATCH (t:Topic {{id: $t}})-[:HAS_FIELD]->{arrow} WHERE p.id IN $ids "
                     f"RETURN {columns} {order}")
             return [r for tid, fids in by_topic.items() for r in tx.run(text, {"t": tid, "ids": fids})]
-    if len(keys) < 4 or len(keys) <= rows // KUZU_ROWS_PER_KEYED_READ:
+    if len(keys) < KUZU_FEW_KEYS or len(keys) <= rows // KUZU_ROWS_PER_KEYED_READ:
         text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
         return [r for key in keys for r in tx.run(text, {"id": key})]
     if len(keys) <= KUZU_IN_LIST_KEYS:
