@@ -42,10 +42,8 @@ def memory_url(falkordb_server):
 
 
 # ------------------------------------------------------------------ one writer (as a script)
-def write(url: str, scope: str, index: int, ops: int, go: str) -> None:
-    """Open the memory, wait for `go` to exist (every writer starts at once), then ingest `ops`
-    times: a field of this writer's own topic, and this writer's field of the topic every
-    writer of the scope shares (a new value each time)."""
+def _open_and_wait(url: str, scope: str, go: str) -> tuple[gem.Memory, gem.Memory]:
+    """The memory and the view of `scope`, once `go` exists (every writer starts at once)."""
     mem = gem.open(url, engine="falkordb", create=False)
     view = mem if scope == "default" else mem.scope(scope)
     deadline = time.monotonic() + 120
@@ -53,6 +51,14 @@ def write(url: str, scope: str, index: int, ops: int, go: str) -> None:
         if time.monotonic() > deadline:
             raise SystemExit("the start signal never came")
         time.sleep(0.01)
+    return mem, view
+
+
+def write(url: str, scope: str, index: int, ops: int, go: str) -> None:
+    """Open the memory, wait for `go` to exist (every writer starts at once), then ingest `ops`
+    times: a field of this writer's own topic, and this writer's field of the topic every
+    writer of the scope shares (a new value each time)."""
+    mem, view = _open_and_wait(url, scope, go)
     for n in range(ops):
         view.ingest([gem.Fact(TOPICS[index], f"item{n}", f"value {n} of writer {index}"),
                      gem.Fact(LEDGER, f"w{index}", f"round {n}")], actor=f"w{index}")
@@ -66,10 +72,7 @@ def write_mixed(url: str, scope: str, index: int, ops: int, go: str) -> None:
     number of ingests that committed."""
     import random
     rng = random.Random(index)
-    mem = gem.open(url, engine="falkordb", create=False)
-    view = mem if scope == "default" else mem.scope(scope)
-    while not os.path.exists(go):
-        time.sleep(0.01)
+    mem, view = _open_and_wait(url, scope, go)
     ingested = 0
     for n in range(ops):
         title, other = rng.choice(TOPICS[:5]), rng.choice(TOPICS[:5])
@@ -242,6 +245,18 @@ def _second_client(url: str, **options) -> gem.Memory:
     return gem.open(other, engine="falkordb", create=False, **options)
 
 
+@pytest.fixture
+def clients(memory_url):
+    """A memory and a second client of it with its own engine state (`_second_client`)."""
+    mem = gem.open(memory_url, engine="falkordb")
+    other = _second_client(memory_url)
+    try:
+        yield mem, other
+    finally:
+        mem.close()
+        other.close()
+
+
 def _race_once(mem: gem.Memory, other: gem.Memory, fact: gem.Fact) -> list[int]:
     """Make `mem`'s next transition lose a race: after its proposal is logged, before it is
     flushed, `other` commits `fact`. Returns the list the raced transition's seq goes into."""
@@ -255,67 +270,52 @@ def _race_once(mem: gem.Memory, other: gem.Memory, fact: gem.Fact) -> list[int]:
     return raced
 
 
-def test_a_transition_that_loses_the_race_runs_again_on_the_new_state(memory_url):
-    mem = gem.open(memory_url, engine="falkordb")
-    other = _second_client(memory_url)
-    try:
-        mem.ingest(gem.Fact("Aurora", "status", "planned"))
-        raced = _race_once(mem, other, gem.Fact("Basalt", "colour", "grey"))
-        mem.ingest(gem.Fact("Aurora", "status", "started"))
-        assert mem._engine.conflicts == 1
-        log = mem.transitions()
-        assert [r["op"] for r in log] == ["policy", "ingest", "ingest", "ingest"]
-        assert log[2]["seq"] == raced[0] and log[3]["seq"] == raced[0] + 1
-        assert mem.inspect("Basalt", "colour").value == "grey"       # the other's commit, taken in
-        assert mem.inspect("Aurora", "status").value == "started"    # ours, run again after it
-        assert mem.audit(full=True).ok
-    finally:
-        mem.close()
-        other.close()
+def test_a_transition_that_loses_the_race_runs_again_on_the_new_state(clients):
+    mem, other = clients
+    mem.ingest(gem.Fact("Aurora", "status", "planned"))
+    raced = _race_once(mem, other, gem.Fact("Basalt", "colour", "grey"))
+    mem.ingest(gem.Fact("Aurora", "status", "started"))
+    assert mem._engine.conflicts == 1
+    log = mem.transitions()
+    assert [r["op"] for r in log] == ["policy", "ingest", "ingest", "ingest"]
+    assert log[2]["seq"] == raced[0] and log[3]["seq"] == raced[0] + 1
+    assert mem.inspect("Basalt", "colour").value == "grey"       # the other's commit, taken in
+    assert mem.inspect("Aurora", "status").value == "started"    # ours, run again after it
+    assert mem.audit(full=True).ok
 
 
-def test_the_first_flag_of_a_scope_keeps_its_evidence_when_its_transition_lost_a_race(memory_url):
-    mem = gem.open(memory_url, engine="falkordb")
-    other = _second_client(memory_url)
-    try:
-        mem.ingest([gem.Fact("Aurora", "status", "planned"), gem.Fact("Basalt", "colour", "grey")])
-        mem.link("Aurora", "Basalt")
-        _race_once(mem, other, gem.Fact("Cobalt", "colour", "blue"))
-        mem.ingest(gem.Fact("Aurora", "status", "started"))  # the scope's first flag is in its write set
-        assert mem._engine.conflicts == 1
-        for client in (other, mem):  # other reads it from the graph
-            [flag] = client.retrieve(topic="Basalt").topics[0].needs_review
-            assert flag.origin == mem.inspect("Aurora").id
-            assert flag.policy == "propagate-on-change" and flag.evidence["updated_field"] == "status"
-        assert mem.audit(full=True).ok
-    finally:
-        mem.close()
-        other.close()
+def test_the_first_flag_of_a_scope_keeps_its_evidence_when_its_transition_lost_a_race(clients):
+    mem, other = clients
+    mem.ingest([gem.Fact("Aurora", "status", "planned"), gem.Fact("Basalt", "colour", "grey")])
+    mem.link("Aurora", "Basalt")
+    _race_once(mem, other, gem.Fact("Cobalt", "colour", "blue"))
+    mem.ingest(gem.Fact("Aurora", "status", "started"))  # the scope's first flag is in its write set
+    assert mem._engine.conflicts == 1
+    for client in (other, mem):  # other reads it from the graph
+        [flag] = client.retrieve(topic="Basalt").topics[0].needs_review
+        assert flag.origin == mem.inspect("Aurora").id
+        assert flag.policy == "propagate-on-change" and flag.evidence["updated_field"] == "status"
+    assert mem.audit(full=True).ok
 
 
-def test_a_writer_that_always_loses_gets_a_clear_error_and_writes_nothing(memory_url):
-    mem = gem.open(memory_url, engine="falkordb")
-    other = _second_client(memory_url)
-    try:
-        mem.ingest(gem.Fact("Aurora", "status", "planned"))
-        rounds = iter(range(1000))
+def test_a_writer_that_always_loses_gets_a_clear_error_and_writes_nothing(clients):
+    mem, other = clients
+    mem.ingest(gem.Fact("Aurora", "status", "planned"))
+    rounds = iter(range(1000))
 
-        def race(t, engine):
-            other.ingest(gem.Fact("Basalt", "round", str(next(rounds))))
-        mem._engine.pipeline = DEFAULT.insert_after("log", Stage("race", race))
-        mem._engine.MAX_ATTEMPTS = 3
-        with pytest.raises(gem.WriteConflict, match="3 times in a row; nothing was written"):
-            mem.ingest(gem.Fact("Aurora", "owner", "Dana"))
-        mem._engine.pipeline = DEFAULT
-        assert mem.inspect("Aurora", "owner") is None
-        assert [r["op"] for r in mem.transitions()] == ["policy", "ingest"] + ["ingest"] * 3
-        assert mem.inspect("Basalt", "round").value == "2"
-        assert mem.audit(full=True).ok
-        mem.ingest(gem.Fact("Aurora", "owner", "Dana"))  # the race is over: it commits
-        assert mem.inspect("Aurora", "owner").value == "Dana"
-    finally:
-        mem.close()
-        other.close()
+    def race(t, engine):
+        other.ingest(gem.Fact("Basalt", "round", str(next(rounds))))
+    mem._engine.pipeline = DEFAULT.insert_after("log", Stage("race", race))
+    mem._engine.MAX_ATTEMPTS = 3
+    with pytest.raises(gem.WriteConflict, match="3 times in a row; nothing was written"):
+        mem.ingest(gem.Fact("Aurora", "owner", "Dana"))
+    mem._engine.pipeline = DEFAULT
+    assert mem.inspect("Aurora", "owner") is None
+    assert [r["op"] for r in mem.transitions()] == ["policy", "ingest"] + ["ingest"] * 3
+    assert mem.inspect("Basalt", "round").value == "2"
+    assert mem.audit(full=True).ok
+    mem.ingest(gem.Fact("Aurora", "owner", "Dana"))  # the race is over: it commits
+    assert mem.inspect("Aurora", "owner").value == "Dana"
 
 
 def test_a_process_following_others_derives_what_a_rebuild_does(memory_url, clock):
