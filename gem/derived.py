@@ -37,11 +37,11 @@ import time
 from array import array
 import os
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from .errors import StoreError
+from .errors import SnapshotError, StoreError
 from .history import is_retraction
 from .index import LexicalIndex, VectorIndex
 from .store import GraphStore, queries
@@ -202,6 +202,25 @@ def choose(holders: Iterable[str], status: Callable[[str], str | None]) -> str |
     return min(found)[2] if found else None
 
 
+class UnitIndexes:
+    """The unit layer of a scope: a field's or an episode's search document, its entries in the
+    lexical and vector indexes, and its valid time (for `between`)."""
+
+    def __init__(self, embedder: "Embedder") -> None:
+        # k1 = 0.9, b = 0.4 (Anserini's defaults for short passages): one turn or one value is
+        # a short document; measured on LoCoMo turns, any@10 0.655 -> 0.672 over k1 1.2, b 0.75.
+        self.lexical = LexicalIndex(0.9, 0.4, analyzer="search")
+        self.vectors = VectorIndex(embedder.dim)
+        self.docs: dict[str, str] = {}
+        self.valid: dict[str, float] = {}
+
+
+class SavedUnits(Protocol):
+    """A scope's unit layer in snapshot files (gem/snapshot.py)."""
+
+    def load(self, embedder: "Embedder") -> UnitIndexes: ...
+
+
 class ScopeState:
     """What gem derives from the units of one scope. Nothing here depends on another scope, so
     what a tenant sees (rankings, document frequencies, title matches, ids, salience, C5) is
@@ -223,12 +242,12 @@ class ScopeState:
         self.episodes = SalienceTable(EPISODE_STATUS)
         # The unit indexes (fields and episodes), their documents and valid times; units in
         # `stale_units` are re-derived by the next reader (`refresh_units`).
-        # k1 = 0.9, b = 0.4 (Anserini's defaults for short passages): one turn or one value is
-        # a short document; measured on LoCoMo turns, any@10 0.655 -> 0.672 over k1 1.2, b 0.75.
-        self.unit_lexical = LexicalIndex(0.9, 0.4, analyzer="search")
-        self.unit_vectors = VectorIndex(embedder.dim)
-        self.unit_docs: dict[str, str] = {}
-        self.unit_valid: dict[str, float] = {}
+        self._units: UnitIndexes | None = UnitIndexes(embedder)
+        # The files that hold the unit layer as it is (None once it changed since they were
+        # written or read). A loaded snapshot leaves the layer on disk until something reads it:
+        # at 100k topics it is 1M documents and vectors, most of a snapshot's bytes and of the
+        # time to open one, and most opens never search units.
+        self.saved_units: SavedUnits | None = None
         self.stale_units: dict[str, None] = {}
         self.fields_by_topic: dict[str, list[str]] = {}
         # Labels of the fields that have any (field id -> labels), and for each label the rows
@@ -243,6 +262,48 @@ class ScopeState:
         self.paired_at: float | None = None
         # topic -> the log records that touched it (an erasure redacts them)
         self.touched_by: dict[str, array] = {}
+
+    # ------------------------------------------------------------------ the unit layer
+    def units(self) -> "UnitIndexes":
+        """The unit layer, read from the snapshot's files when first asked for; if they are
+        unusable, an empty one with every unit stale, which the next reader derives again from
+        the database (as a rebuild does)."""
+        if self._units is None:
+            assert self.saved_units is not None
+            try:
+                self._units = self.saved_units.load(self.embedder)
+            except SnapshotError:
+                self._units = UnitIndexes(self.embedder)
+                self.saved_units = None
+                self.stale_units.update(dict.fromkeys(
+                    u for table in (self.fields, self.episodes) for u in table.ids if u))
+        return self._units
+
+    def changed_units(self) -> "UnitIndexes":
+        """The unit layer, about to change: the files that held it no longer do."""
+        units = self.units()
+        self.saved_units = None
+        return units
+
+    @property
+    def units_loaded(self) -> bool:
+        return self._units is not None
+
+    @property
+    def unit_lexical(self) -> LexicalIndex:
+        return self.units().lexical
+
+    @property
+    def unit_vectors(self) -> VectorIndex:
+        return self.units().vectors
+
+    @property
+    def unit_docs(self) -> dict[str, str]:
+        return self.units().docs
+
+    @property
+    def unit_valid(self) -> dict[str, float]:
+        return self.units().valid
 
     # ------------------------------------------------------------------ the Committed view
     def topic_status(self, tid: str) -> str | None:
@@ -483,10 +544,14 @@ class ScopeState:
 
     def _forget_unit(self, unit: str) -> None:
         """A field or an episode leaves the unit indexes."""
-        self.unit_lexical.remove(unit)
-        self.unit_vectors.remove(unit)
-        for mapping in (self.unit_docs, self.unit_valid, self.stale_units):
-            mapping.pop(unit, None)  # type: ignore[attr-defined]
+        self.stale_units.pop(unit, None)
+        units = self.units()
+        if unit in units.docs or unit in units.lexical or unit in units.vectors:
+            units = self.changed_units()
+            units.lexical.remove(unit)
+            units.vectors.remove(unit)
+            units.docs.pop(unit, None)
+            units.valid.pop(unit, None)
 
     def _forget_field(self, fid: str) -> None:
         self.fields.remove(fid)
@@ -518,8 +583,10 @@ class ScopeState:
     def refresh_units(self, cache: "CommittedCache") -> None:
         """Re-derive the stale units' documents, valid times and index entries from committed
         state, in one embedder call."""
+        self.units()  # unusable files make every unit stale
         if not self.stale_units:
             return
+        units = self.changed_units()
         stale = list(self.stale_units)
         docs = unit_documents(cache, self.names, stale)
         keep = [u for u in stale if u in docs]
@@ -527,21 +594,21 @@ class ScopeState:
             np.zeros((0, self.embedder.dim), dtype=np.float32)
         for unit in stale:
             if unit not in docs:  # no current value (or gone): nothing to find it by
-                self.unit_lexical.remove(unit)
-                self.unit_vectors.remove(unit)
-                self.unit_docs.pop(unit, None)
-                self.unit_valid.pop(unit, None)
+                units.lexical.remove(unit)
+                units.vectors.remove(unit)
+                units.docs.pop(unit, None)
+                units.valid.pop(unit, None)
         for unit in keep:
             text, valid = docs[unit]
-            self.unit_docs[unit] = text
-            self.unit_valid[unit] = valid
-            self.unit_lexical.upsert(unit, text)
+            units.docs[unit] = text
+            units.valid[unit] = valid
+            units.lexical.upsert(unit, text)
         nonzero = np.any(vectors, axis=1) if keep else np.zeros(0, dtype=bool)
         for unit in (u for u, has in zip(keep, nonzero.tolist()) if not has):
-            self.unit_vectors.remove(unit)
+            units.vectors.remove(unit)
         if nonzero.any():  # one bulk upsert: a rebuild refreshes every unit at once
-            self.unit_vectors.upsert_many([u for u, has in zip(keep, nonzero.tolist()) if has],
-                                          vectors[nonzero])
+            units.vectors.upsert_many([u for u, has in zip(keep, nonzero.tolist()) if has],
+                                      vectors[nonzero])
         self.stale_units.clear()
 
     def summary(self, cache: "CommittedCache", summarizer: Summarizer, tid: str) -> str:
@@ -604,7 +671,7 @@ class DerivedState:
         paired). Writing a snapshot at 100k topics costs seconds; a memory closed after reads
         alone need not write one."""
         return (self.seq, self.hash, self.salience_seq, self.audit_checkpoint, self.at,
-                tuple((name, len(s.summaries), len(s.stale), len(s.unit_docs), len(s.stale_units),
+                tuple((name, len(s.summaries), len(s.stale), s.saved_units is None, len(s.stale_units),
                        len(s.unpaired), s.paired_at) for name, s in sorted(self.scopes.items())))
 
     def scope(self, name: str) -> ScopeState:

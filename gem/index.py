@@ -64,7 +64,7 @@ def _check_stamp(stamp: object) -> dict[str, Any]:
     return stamp
 
 
-def _write_snapshot(path: str | os.PathLike, kind: str, stamp: Mapping[str, Any],
+def write_snapshot_file(path: str | os.PathLike, kind: str, stamp: Mapping[str, Any],
                     meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     """Write the file atomically: a temp file beside it, fsync'ed, then renamed over it."""
     stamp = _check_stamp(stamp)
@@ -114,7 +114,7 @@ def _write_snapshot(path: str | os.PathLike, kind: str, stamp: Mapping[str, Any]
         os.close(fd)
 
 
-def _read_snapshot(path: str | os.PathLike, kind: str
+def read_snapshot_file(path: str | os.PathLike, kind: str
                    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
     """(stamp, meta, arrays) of a snapshot of this kind; SnapshotError if it is not one.
 
@@ -159,7 +159,7 @@ def _read_snapshot(path: str | os.PathLike, kind: str
         raise SnapshotError(f"{where} has a malformed header: {e}") from e
 
 
-def _encode_strings(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def encode_strings(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """One UTF-8 blob and the strings' start offsets in characters (n + 1 of them)."""
     lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
     offsets = np.zeros(len(strings) + 1, dtype=np.int64)
@@ -177,7 +177,7 @@ def _decode_strings(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
     return [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def _snapshot_strings(arrays: dict[str, np.ndarray], name: str) -> list[str]:
+def snapshot_strings(arrays: dict[str, np.ndarray], name: str) -> list[str]:
     try:
         return _decode_strings(arrays[f"{name}_utf8"], arrays[f"{name}_offsets"])
     except (KeyError, ValueError, UnicodeDecodeError) as e:
@@ -538,9 +538,9 @@ class LexicalIndex:
         n_rows = len(self._id_of_row)
         row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
         np.cumsum(np.bincount(post_rows, minlength=n_rows), out=row_ptr[1:])
-        ids_utf8, ids_offsets = _encode_strings(self._id_of_row)
-        terms_utf8, terms_offsets = _encode_strings(terms)
-        _write_snapshot(path, "lexical", stamp,
+        ids_utf8, ids_offsets = encode_strings(self._id_of_row)
+        terms_utf8, terms_offsets = encode_strings(terms)
+        write_snapshot_file(path, "lexical", stamp,
                         {"k1": self.k1, "b": self.b, "analyzer": self.analyzer,
                          "total_len": self._total_len,
                          "rows": n_rows},
@@ -555,12 +555,12 @@ class LexicalIndex:
     @classmethod
     def load(cls, path: str | os.PathLike) -> tuple[LexicalIndex, dict[str, Any]]:
         """(index, stamp) from a file written by save(); SnapshotError if it is unusable."""
-        stamp, meta, a = _read_snapshot(path, "lexical")
+        stamp, meta, a = read_snapshot_file(path, "lexical")
         try:
             ix = cls(meta["k1"], meta["b"], meta.get("analyzer", "tokens"))
             n_rows = int(meta["rows"])
-            ids = _snapshot_strings(a, "ids")
-            terms = _snapshot_strings(a, "terms")
+            ids = snapshot_strings(a, "ids")
+            terms = snapshot_strings(a, "terms")
             free = a["free_rows"].tolist()
             term_ptr, post_rows = a["term_ptr"], a["post_rows"]
             row_ptr = a["row_ptr"]
@@ -1098,7 +1098,7 @@ class VectorIndex:
 
         Sketches are saved too, so a loaded index picks exactly the same candidates."""
         n = self._n
-        ids_utf8, ids_offsets = _encode_strings(self._id_of_row)
+        ids_utf8, ids_offsets = encode_strings(self._id_of_row)
         arrays: dict[str, np.ndarray] = {
             "ids_utf8": ids_utf8, "ids_offsets": ids_offsets, "vectors": self._m[:n]}
         meta: dict[str, Any] = {"dim": self.dim, "rows": n,
@@ -1110,17 +1110,17 @@ class VectorIndex:
             meta["sketches_trained_at"] = self._sketches.trained_at
             arrays["sketch_axes"] = self._sketches.axes
             arrays["sketches"] = self._sketches.rows[:n]
-        _write_snapshot(path, "vector", stamp, meta, arrays)
+        write_snapshot_file(path, "vector", stamp, meta, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> tuple[VectorIndex, dict[str, Any]]:
         """(index, stamp) from a file written by save(); SnapshotError if it is unusable."""
-        stamp, meta, a = _read_snapshot(path, "vector")
+        stamp, meta, a = read_snapshot_file(path, "vector")
         try:
             ix = cls(int(meta["dim"]), approximate_above=meta["approximate_above"],
                      sketch_dim=meta["sketch_dim"], candidate_share=meta["candidate_share"])
             n = int(meta["rows"])
-            ids = _snapshot_strings(a, "ids")
+            ids = snapshot_strings(a, "ids")
             vectors = a["vectors"]
             if vectors.shape != (n, ix.dim) or len(ids) != n:
                 raise ValueError("vector matrix and ids disagree")

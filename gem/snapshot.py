@@ -12,6 +12,13 @@
         titles-<scope>-<gen>.snap  the title vectors the resolver matches     (gem/index.py)
         units-<scope>-<gen>.snap   the BM25 index over a scope's units (fields, episodes)
         unitvec-<scope>-<gen>.snap the vector index over a scope's units
+        unitdocs-<scope>-<gen>.snap  the units' documents and valid times
+
+The three unit files are read when the unit layer is first used, not at open (at 100k topics
+they are 1M documents and vectors: most of the bytes), and a save whose unit layer did not
+change since they were written or read keeps them (they carry the stamp of the generation that
+wrote them, which `meta.json` records); if they turn out unusable, only the unit layer is
+derived again from the database.
 
 Files of a new generation are written (and synced) first, then `meta.json` is replaced
 atomically, then the old generation is removed: a crash at any point leaves a `meta.json` that
@@ -27,14 +34,17 @@ import json
 import os
 from array import array
 import shutil
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .derived import DerivedState, NameDirectory, Progress, SalienceTable, ScopeState, scope_of, snapshot_dir
+from .derived import (DerivedState, NameDirectory, Progress, SalienceTable, ScopeState, UnitIndexes,
+                      scope_of, snapshot_dir)
 from .errors import SnapshotError
-from .index import LexicalIndex, VectorIndex
+from .index import (LexicalIndex, VectorIndex, encode_strings, read_snapshot_file, snapshot_strings,
+                    write_snapshot_file)
 from .store import GraphStore, queries
 from .units import is_episode, unit_table
 
@@ -44,8 +54,10 @@ if TYPE_CHECKING:
 # 1: one state per scope; 2 (an earlier layout, without scopes): the log head's time and field
 # labels, or (another branch) episodes and the unit indexes; 3: per scope, with the log head's
 # time and each scope's field labels; 4: per scope, with episodes and the unit indexes (issue
-# 10). A snapshot of any other format is rebuilt from the database, never read.
-FORMAT = 4
+# 10); 5: the unit layer in its own files, read lazily. A snapshot of any other format is
+# rebuilt from the database, never read.
+FORMAT = 5
+UNIT_FILES = (("units", "snap"), ("unitvec", "snap"), ("unitdocs", "snap"))
 
 
 def save(state: DerivedState, db_path: str) -> None:
@@ -64,7 +76,7 @@ def save(state: DerivedState, db_path: str) -> None:
     for name, scope in scopes.items():
         files["scopes"][name] = {kind: f"{kind}-{name}-{gen}.{ext}" for kind, ext in
                                  (("tables", "npz"), ("lexical", "snap"), ("vectors", "snap"),
-                                  ("titles", "snap"), ("units", "snap"), ("unitvec", "snap"))}
+                                  ("titles", "snap"))}
         body["scopes"][name] = {
             "names": [[tid, names] for tid, names in scope.names.names_of.items()],
             "summaries": scope.summaries, "stale": list(scope.stale),
@@ -72,15 +84,21 @@ def save(state: DerivedState, db_path: str) -> None:
             "fields_by_topic": scope.fields_by_topic,
             "field_labels": scope.field_labels,
             "unpaired": list(scope.unpaired), "paired_at": scope.paired_at,
-            "unit_docs": scope.unit_docs, "unit_valid": scope.unit_valid,
             "stale_units": list(scope.stale_units),
         }
         _save_scope(scope, folder, files["scopes"][name], stamp)
+        saved = scope.saved_units
+        if not isinstance(saved, UnitFiles) or saved.folder != folder:
+            saved = _save_units(scope.units(), folder, {kind: f"{kind}-{name}-{gen}.{ext}"
+                                                        for kind, ext in UNIT_FILES}, stamp)
+        files["scopes"][name].update(saved.files, unit_stamp=saved.stamp)
+        scope.saved_units = saved
     _write(os.path.join(folder, files["state"]), json.dumps(body).encode("utf-8"))
     meta = {"format": FORMAT, **stamp, "generation": gen, "files": files}
     _write(os.path.join(folder, "meta.json"), json.dumps(meta).encode("utf-8"))
     state.saved_mark = state.mark()
-    keep = {"meta.json", files["state"]} | {f for scope in files["scopes"].values() for f in scope.values()}
+    keep = {"meta.json", files["state"]} | {f for scope in files["scopes"].values()
+                                           for kind, f in scope.items() if kind != "unit_stamp"}
     for name in os.listdir(folder):
         if name not in keep:
             path = os.path.join(folder, name)
@@ -111,8 +129,48 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
     scope.lexical.save(os.path.join(folder, files["lexical"]), stamp)
     scope.vectors.save(os.path.join(folder, files["vectors"]), stamp)
     scope.title_vectors.save(os.path.join(folder, files["titles"]), stamp)
-    scope.unit_lexical.save(os.path.join(folder, files["units"]), stamp)
-    scope.unit_vectors.save(os.path.join(folder, files["unitvec"]), stamp)
+
+
+@dataclass(frozen=True)
+class UnitFiles:
+    """A scope's unit layer as saved: the files, and the stamp they were written with."""
+
+    folder: str
+    files: dict[str, str]
+    stamp: dict[str, Any]
+
+    def load(self, embedder: "Embedder") -> UnitIndexes:
+        units = UnitIndexes(embedder)
+        path = {kind: os.path.join(self.folder, f) for kind, f in self.files.items()}
+        try:
+            units.lexical, s1 = LexicalIndex.load(path["units"])
+            units.vectors, s2 = VectorIndex.load(path["unitvec"])
+            s3, _, arrays = read_snapshot_file(path["unitdocs"], "unitdocs")
+            if not s1 == s2 == s3 == self.stamp or units.vectors.dim != embedder.dim:
+                raise SnapshotError("the snapshot's unit files are of different generations")
+            ids, docs = snapshot_strings(arrays, "ids"), snapshot_strings(arrays, "docs")
+            valid = arrays["valid"]
+            if not len(ids) == len(docs) == valid.shape[0]:
+                raise ValueError("the unit documents and valid times disagree")
+        except (KeyError, ValueError, TypeError) as exc:
+            raise SnapshotError(f"the unit files in {self.folder!r} are unusable: {exc}") from exc
+        units.docs = dict(zip(ids, docs))
+        units.valid = dict(zip(ids, valid.tolist()))
+        return units
+
+
+def _save_units(units: UnitIndexes, folder: str, files: dict[str, str],
+                stamp: dict[str, Any]) -> UnitFiles:
+    units.lexical.save(os.path.join(folder, files["units"]), stamp)
+    units.vectors.save(os.path.join(folder, files["unitvec"]), stamp)
+    ids = list(units.docs)
+    ids_utf8, ids_offsets = encode_strings(ids)
+    docs_utf8, docs_offsets = encode_strings([units.docs[u] for u in ids])
+    write_snapshot_file(os.path.join(folder, files["unitdocs"]), "unitdocs", stamp, {},
+                        {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
+                         "docs_utf8": docs_utf8, "docs_offsets": docs_offsets,
+                         "valid": np.asarray([units.valid[u] for u in ids], dtype=np.float64)})
+    return UnitFiles(folder, files, dict(stamp))
 
 
 def load(store: GraphStore, embedder: "Embedder", progress: Progress | None = None) -> DerivedState:
@@ -171,16 +229,16 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
     lexical, s1 = LexicalIndex.load(os.path.join(folder, files["lexical"]))
     vectors, s2 = VectorIndex.load(os.path.join(folder, files["vectors"]))
     titles, s3 = VectorIndex.load(os.path.join(folder, files["titles"]))
-    units, s4 = LexicalIndex.load(os.path.join(folder, files["units"]))
-    unit_vectors, s5 = VectorIndex.load(os.path.join(folder, files["unitvec"]))
     dim = scope.embedder.dim
-    if not s1 == s2 == s3 == s4 == s5 == stamp or \
-            any(ix.dim != dim for ix in (vectors, titles, unit_vectors)):
+    if not s1 == s2 == s3 == stamp or any(ix.dim != dim for ix in (vectors, titles)):
         raise SnapshotError("the snapshot's files are of different generations")
     scope.lexical, scope.vectors, scope.title_vectors = lexical, vectors, titles
-    scope.unit_lexical, scope.unit_vectors = units, unit_vectors
-    scope.unit_docs = {str(k): str(v) for k, v in part["unit_docs"].items()}
-    scope.unit_valid = {str(k): float(v) for k, v in part["unit_valid"].items()}
+    unit_stamp = files["unit_stamp"]
+    if not isinstance(unit_stamp, dict) or int(unit_stamp["seq"]) > int(stamp["seq"]):
+        raise SnapshotError("the snapshot's unit files are newer than its state")
+    scope._units = None
+    scope.saved_units = UnitFiles(folder, {kind: str(files[kind]) for kind, _ in UNIT_FILES},
+                                  unit_stamp)
     scope.stale_units = dict.fromkeys(part["stale_units"])
     names = NameDirectory()
     for tid, title_and_aliases in part["names"]:

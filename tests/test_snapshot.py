@@ -125,6 +125,51 @@ def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, c
         assert derived_disagreements(mem) == []
 
 
+def unit_files(path: str) -> dict[str, str]:
+    meta = json.loads(open(os.path.join(snapshot_dir(path), "meta.json")).read())
+    return {k: v for k, v in meta["files"]["scopes"]["default"].items()
+            if k in ("units", "unitvec", "unitdocs")}
+
+
+def test_the_unit_layer_is_read_when_first_used_and_kept_while_unchanged(tmp_path, clock):
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)
+        before = answers(mem)
+    saved = unit_files(path)
+    with reopen(path, clock) as mem:
+        scope = mem._engine.derived.scope("default")
+        assert not scope.units_loaded              # opening did not read the unit files
+        mem.inspect("Website Redesign")
+        mem.ingest(gem.Fact("Lunch", "place", "the canteen"))
+        assert not scope.units_loaded              # nor did a read by key or a commit
+    assert unit_files(path) == saved               # a new generation keeps them
+    assert sorted(n for n in os.listdir(snapshot_dir(path)) if n.startswith("unit")) == \
+        sorted(saved.values())
+    with reopen(path, clock) as mem:
+        assert answers(mem)[:len(QUERIES)] != before[:len(QUERIES)]  # "the canteen" is found
+        assert mem._engine.derived.scope("default").units_loaded
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+    assert unit_files(path) != saved               # refreshed: written again
+
+
+@pytest.mark.parametrize("damage", ["unitvec", "unitdocs", "units"])
+def test_unusable_unit_files_mean_only_the_unit_layer_is_derived_again(tmp_path, clock, damage):
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)
+        before = answers(mem)
+    target = os.path.join(snapshot_dir(path), unit_files(path)[damage])
+    data = bytearray(open(target, "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    open(target, "wb").write(bytes(data))
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert steps == []                         # the rest of the snapshot was used
+        assert answers(mem) == before
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+
+
 def test_a_snapshot_behind_the_log_catches_up(tmp_path, clock):
     path = str(tmp_path / "db")
     with reopen(path, clock) as mem:

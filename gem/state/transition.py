@@ -49,9 +49,12 @@ class Committed(Protocol):
     title_vectors: Any  # VectorIndex
     lexical: Any        # LexicalIndex over topic summaries
     vectors: Any        # VectorIndex over topic summaries
-    unit_lexical: Any   # LexicalIndex over units (fields and episodes)
-    unit_vectors: Any   # VectorIndex over units
-    unit_valid: dict[str, float]  # unit -> valid time (seconds), for `between`
+    @property
+    def unit_lexical(self) -> Any: ...  # LexicalIndex over units (fields and episodes)
+    @property
+    def unit_vectors(self) -> Any: ...  # VectorIndex over units
+    @property
+    def unit_valid(self) -> dict[str, float]: ...  # unit -> valid time (seconds), for `between`
     unpaired: dict[str, None]   # titles duplicate detection has not compared yet
     touched_by: dict[str, Any]  # topic -> the log records that touched it
     paired_at: float | None     # the threshold it last compared them at
