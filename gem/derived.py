@@ -30,14 +30,16 @@ when it matches the log's head; a stale snapshot catches up from the log.
 """
 from __future__ import annotations
 
+import gc
 import json
 import math
 import random
 import time
 from array import array
 import os
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -139,6 +141,21 @@ class SalienceTable:
         return np.isin(self.status[:len(self.ids)], codes)
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Build millions of small objects without the cyclic collector: loading or rebuilding
+    the state of a 100k-topic memory otherwise runs full collections over and over (measured:
+    1.3 s of a 2.9 s open). Nothing built here forms cycles; the collector is enabled again
+    (if it was) when the block ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def topic_seq(tid: str) -> int:
     """A topic's creation order in its scope, from its id ("t<seq>", after the scope's prefix)."""
     digits = tid.rsplit(":", 1)[-1][1:]
@@ -171,6 +188,28 @@ class NameDirectory:
         if tid not in holders:
             holders.append(tid)
             holders.sort(key=topic_seq)
+
+    @classmethod
+    def of(cls, names_of: dict[str, list[str]]) -> "NameDirectory":
+        """The directory of topics' names (title first), built at once: what `set` for each
+        does, without re-sorting holder lists one name at a time."""
+        directory = cls()
+        by_name, by_key = directory.by_name, directory.by_key
+        for tid, names in names_of.items():
+            directory.names_of[tid] = names
+            directory.title_of[tid] = names[0]
+            for name in names:
+                holders = by_name.setdefault(name, [])
+                if tid not in holders:
+                    holders.append(tid)
+                holders = by_key.setdefault(name_key(name), [])
+                if tid not in holders:
+                    holders.append(tid)
+        for index in (by_name, by_key):
+            for holders in index.values():
+                if len(holders) > 1:
+                    holders.sort(key=topic_seq)
+        return directory
 
     def drop(self, tid: str) -> None:
         """Forget every name of `tid` (it is renamed, or erased)."""
@@ -748,6 +787,7 @@ class DerivedState:
 
     # ------------------------------------------------------------------ rebuild
     @classmethod
+    @paused_gc()
     def rebuild(cls, store: GraphStore, embedder: "Embedder",
                 progress: Progress | None = None) -> "DerivedState":
         """Everything derived, from the database alone (summaries are left stale: the first

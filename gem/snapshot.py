@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .derived import (DerivedState, NameDirectory, Progress, SalienceTable, ScopeState, UnitIndexes,
-                      scope_of, snapshot_dir)
+                      paused_gc, scope_of, snapshot_dir)
 from .errors import SnapshotError
 from .index import (LexicalIndex, VectorIndex, encode_strings, read_snapshot_file, snapshot_strings,
                     write_snapshot_file)
@@ -178,18 +178,18 @@ def load(store: GraphStore, embedder: "Embedder", progress: Progress | None = No
     rebuild from the database when there is no usable snapshot."""
     if not store.keeps_snapshot:
         return DerivedState.rebuild(store, embedder, progress)
-    try:
-        state = _read(store.path, embedder)
-    except SnapshotError:
-        return DerivedState.rebuild(store, embedder, progress)
-    with store.reading() as tx:
-        anchor = queries.transitions(tx, state.seq - 1, state.seq) if state.seq else []
-        head = queries.last_transition(tx)
-    head_seq = 0 if head is None else head["seq"]
-    if state.seq > head_seq or (state.seq and (not anchor or anchor[0]["hash"] != state.hash)):
-        return DerivedState.rebuild(store, embedder, progress)  # not this database's history
-    saved = state.seq
-    catch_up(state, store, progress)
+    with paused_gc():
+        try:
+            state = _read(store.path, embedder)
+        except SnapshotError:
+            return DerivedState.rebuild(store, embedder, progress)
+        with store.reading() as tx:
+            anchor = queries.record_hash(tx, state.seq) if state.seq else None
+            head_seq = queries.log_head(tx)
+        if state.seq > head_seq or (state.seq and anchor != state.hash):
+            return DerivedState.rebuild(store, embedder, progress)  # not this database's history
+        saved = state.seq
+        catch_up(state, store, progress)
     if state.seq == saved:  # nothing after it: the snapshot on disk still describes the state
         state.saved_mark = state.mark()
     return state
@@ -240,10 +240,7 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
     scope.saved_units = UnitFiles(folder, {kind: str(files[kind]) for kind, _ in UNIT_FILES},
                                   unit_stamp)
     scope.stale_units = dict.fromkeys(part["stale_units"])
-    names = NameDirectory()
-    for tid, title_and_aliases in part["names"]:
-        names.set(tid, title_and_aliases[0], title_and_aliases[1:])
-    scope.names = names
+    scope.names = NameDirectory.of({str(tid): [str(n) for n in names] for tid, names in part["names"]})
     scope.summaries = dict(part["summaries"])
     scope.stale = dict.fromkeys(part["stale"])
     scope.open_flags = {k: int(v) for k, v in part["open_flags"].items()}
@@ -263,12 +260,13 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
 
 
 def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> SalienceTable:
-    ids = [str(x) for x in arrays[f"{kind}_ids"].tolist()]
+    ids: list[str] = arrays[f"{kind}_ids"].tolist()
     n = len(ids)
     cap = max(64, n)
     table.ids = ids
-    table.row_of = {key: i for i, key in enumerate(ids)}
-    if len(table.row_of) != n:
+    table.row_of = dict(zip(ids, range(n)))
+    table.row_of.pop("", None)  # the rows of erased units stay, empty (`SalienceTable.remove`)
+    if len(table.row_of) != n - ids.count(""):
         raise ValueError(f"duplicate ids in the {kind} table")
     for name, dtype, fill in (("strength", np.float64, 0), ("last", np.float64, 0),
                               ("status", np.int8, 0), ("owner", np.int64, -1)):

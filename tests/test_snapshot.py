@@ -170,6 +170,20 @@ def test_unusable_unit_files_mean_only_the_unit_layer_is_derived_again(tmp_path,
         assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
 
 
+def test_a_snapshot_with_erased_units_is_loaded_not_rebuilt(tmp_path, clock):
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)
+        mem.erase("Website Redesign", "owner", reason="test")  # leaves empty rows in the salience columns
+        mem.erase("Lunch", "preferences", reason="test")
+        before = answers(mem)
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert steps == []
+        assert answers(mem) == before
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+
+
 def test_a_snapshot_behind_the_log_catches_up(tmp_path, clock):
     path = str(tmp_path / "db")
     with reopen(path, clock) as mem:
