@@ -5,9 +5,10 @@ up to 1M entries), on kuzu and LadybugDB side by side.
 
 One child process per engine grows one memory through the sizes. At each size it measures,
 per operation: batch ingest creating topics and updating them (facts/s), single-fact ingest,
-structured and free-text retrieve (p50/p95), a forgetting pass after 45 idle days, opening
-the database (snapshot current), a full and an incremental audit, the process's RSS and the
-bytes on disk per fact. Batches and single ingests are compared with raw writes of exactly
+structured and free-text retrieve (p50/p95), a forgetting pass after 45 idle days (everything
+faded: the cost per unit it attenuates) and the pass right after it (nothing left: the cost of
+finding what faded), opening the database (snapshot current), a full and an incremental
+audit, the process's RSS and the bytes on disk per fact. Batches and single ingests are compared with raw writes of exactly
 the same rows (bench/common.py), interleaved. A benchmark, not a test: nothing asserts a time.
 """
 from __future__ import annotations
@@ -104,6 +105,9 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
             report = {}
             row["forget"] = timed(lambda: report.update(mem.forget()))
             row["attenuated"] = len(report["levels"])
+            report = {}
+            row["forget_again"] = timed(lambda: report.update(mem.forget()))
+            row["attenuated_again"] = len(report["levels"])
             recorder.take()
             row["rss_mb"] = rss_mb()
             row["facts"] = facts
@@ -142,6 +146,9 @@ def table(results: dict[str, dict]) -> str:
     row("free-text retrieve p50 / p95 ms", lambda r: f"{r['text'][0]:.2f} / {r['text'][1]:.2f}")
     row("  first after growth (refresh) s", lambda r: f"{r['first_text']:.2f}")
     row("forget pass s (units attenuated)", lambda r: f"{r['forget']:.2f} ({r['attenuated']:,})")
+    row("  per unit attenuated us", lambda r: f"{r['forget'] / max(1, r['attenuated']) * 1e6:.0f}")
+    row("  next pass ms (units attenuated)",
+        lambda r: f"{r['forget_again'] * 1e3:.1f} ({r['attenuated_again']:,})")
     row("open, snapshot current s", lambda r: f"{r['open']:.2f}")
     row("audit full s / since last s", lambda r: f"{r['audit_full']:.2f} / {r['audit_since']:.3f}")
     row("RSS MB", lambda r: f"{r['rss_mb']:,.0f}")

@@ -30,19 +30,18 @@ when it matches the log's head; a stale snapshot catches up from the log.
 """
 from __future__ import annotations
 
-import gc
 import json
 import math
 import random
 import time
 from array import array
 import os
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
+from .collector import paused_gc
 from .errors import SnapshotError, StoreError
 from .history import is_retraction
 from .index import LexicalIndex, VectorIndex
@@ -139,21 +138,6 @@ class SalienceTable:
     def mask(self, statuses: Iterable[str]) -> np.ndarray:
         codes = [self.codes[s] for s in statuses]
         return np.isin(self.status[:len(self.ids)], codes)
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Build millions of small objects without the cyclic collector: loading or rebuilding
-    the state of a 100k-topic memory otherwise runs full collections over and over (measured:
-    1.3 s of a 2.9 s open). Nothing built here forms cycles; the collector is enabled again
-    (if it was) when the block ends."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def topic_seq(tid: str) -> int:

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .derived import (DerivedState, NameDirectory, Progress, SalienceTable, ScopeState, UnitIndexes,
-                      paused_gc, scope_of, snapshot_dir)
+                      scope_of, snapshot_dir)
+from .collector import paused_gc
 from .errors import SnapshotError
 from .index import (LexicalIndex, VectorIndex, encode_strings, read_snapshot_file, snapshot_strings,
                     write_snapshot_file)
