@@ -8,6 +8,7 @@ thread-safe; the caller serialises writes, as it does for the database itself.
 """
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import os
@@ -206,13 +207,24 @@ def _ranked(
     n = scores.shape[0]
     if n == 0 or k == 0:
         return []
+    tail: list[tuple[str, float]] = []
     if k is not None and k < n:
         kth = np.partition(scores, n - k)[n - k]
-        keep = np.flatnonzero(scores >= kth)
+        above = np.flatnonzero(scores > kth)
+        if n - above.shape[0] > 4 * k:
+            # Many rows tie at the k-th score (BM25 gives every document with the same term
+            # counts and length the same score): only the smallest ids among them are kept,
+            # without sorting them all.
+            tied = np.flatnonzero(scores == kth)
+            tail = [(doc, float(kth)) for doc in heapq.nsmallest(
+                k - above.shape[0], map(id_of_row.__getitem__, rows[tied].tolist()))]
+            keep = above
+        else:
+            keep = np.flatnonzero(scores >= kth)
         scores, rows = scores[keep], rows[keep]
     order = np.argsort(-scores, kind="stable")
     s = scores[order]
-    ids = [id_of_row[r] for r in rows[order].tolist()]
+    ids = list(map(id_of_row.__getitem__, rows[order].tolist()))
     if s.shape[0] > 1:
         same = s[1:] == s[:-1]
         if same.any():
@@ -221,7 +233,7 @@ def _ranked(
             for a, b in zip(starts.tolist(), ends.tolist()):
                 if b - a > 1:
                     ids[a:b] = sorted(ids[a:b])
-    out = list(zip(ids, s.tolist()))
+    out = list(zip(ids, s.tolist())) + tail
     return out if k is None else out[:k]
 
 
