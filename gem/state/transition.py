@@ -209,15 +209,24 @@ class Transition:
             self._siblings.pop((kind, k), None)
         return group
 
+    def _uncommitted(self, table: str, key: str) -> bool:
+        """Whether the row cannot be in the database: a field of a topic this transition
+        creates (a batch of new topics would otherwise look up each of their fields)."""
+        return table == "Field" and key.split("/", 1)[0] in self.created["Topic"]
+
     def prefetch(self, table: str, keys: Iterable[str]) -> None:
         """Load committed rows by key in one statement (those not cached yet)."""
         own = self.rows[table]
-        self.cache.load_rows(table, [k for k in keys if k not in own])
+        self.cache.load_rows(table, [k for k in keys
+                                     if k not in own and not self._uncommitted(table, k)])
 
     def row(self, table: str, key: str) -> Row | None:
         own = self.rows[table]
         if key in own:
             return own[key]
+        if self._uncommitted(table, key):
+            own[key] = None
+            return None
         if key not in self.cache.rows[table]:
             self.cache.load_rows(table, self._group(table, key))
         committed = self.cache.rows[table].get(key)
