@@ -203,7 +203,13 @@ def test_bad_database_sizes_are_invalid_input_and_create_nothing(tmp_path, optio
 
 
 
-FORMS = {"per key": (4, 1, 0), "in list": (0, 10**9, 10**9), "hash join": (0, 10**9, 0)}
+# (KUZU_FEW_KEYS, KUZU_ROWS_PER_KEYED_READ, KUZU_IN_LIST_KEYS, KUZU_CHILD_ROWS_PER_KEYED_READ,
+#  KUZU_CHILD_ROWS_PER_TOPIC_READ) that force each form; owned children have a parent column,
+# so the IN list and the parents' hash join read typed edges only.
+FORM_SETTINGS = ("KUZU_FEW_KEYS", "KUZU_ROWS_PER_KEYED_READ", "KUZU_IN_LIST_KEYS",
+                 "KUZU_CHILD_ROWS_PER_KEYED_READ", "KUZU_CHILD_ROWS_PER_TOPIC_READ")
+FORMS = {"per key": (4, 1, 0, 1, 1), "in list": (0, 10**9, 10**9, 10**9, 10**9),
+         "hash join": (0, 10**9, 0, 10**9, 10**9)}
 
 
 @pytest.mark.skipif(ENGINE != "kuzu", reason="kuzu's statement forms")
@@ -211,26 +217,37 @@ FORMS = {"per key": (4, 1, 0), "in list": (0, 10**9, 10**9), "hash join": (0, 10
 def test_every_statement_form_of_a_one_hop_read_returns_the_same_rows(db_path, clock, monkeypatch,
                                                                       form):
     """Which form reads a 1-hop from many parents depends on the table's size on kuzu (per
-    key, per topic for a field's entries, an IN list, a hash join); each returns what the
-    others do, every parent's children in creation order."""
-    with gem.open(db_path, clock=clock) as mem:
+    key, per topic for a field's entries, an IN list, a hash join with the parents or with
+    the children's parent column); each returns what the others do, every parent's children
+    in creation order, also after a merge moved entries and flags to other owners."""
+    class ExactOnly:  # makes a duplicate topic, which revise() merges
+        def resolve(self, name, topics):
+            return topics.exact(name)
+
+    with gem.open(db_path, clock=clock, resolver=ExactOnly()) as mem:
         for round_ in range(3):
             mem.ingest([gem.Fact(f"Topic {i}", f"f{j}", f"v{round_}.{i}.{j}")
                         for i in range(70) for j in range(3)])
         mem.link("Topic 1", "Topic 2")
         mem.link("Topic 3", "Topic 1", kind="association")
+        mem.ingest([gem.Fact("Launch plan", "owner", "Ann"), gem.Fact("Launch plan", "f0", "x")])
+        clock.advance(days=1)
+        mem.ingest([gem.Fact("launch plan", "owner", "Bob", source="b"),
+                    gem.Fact("launch plan", "f9", "y", source="b")])
+        assert len(mem.revise()["merged"]) == 1  # entries moved to the survivor's fields
         store = mem._engine.store
 
-        def read(few: int, rows_per_key: int, in_list: int) -> dict[str, object]:
+        def read(*settings: int) -> dict[str, object]:
             with monkeypatch.context() as patch:
-                patch.setattr(queries, "KUZU_FEW_KEYS", few)
-                patch.setattr(queries, "KUZU_ROWS_PER_KEYED_READ", rows_per_key)
-                patch.setattr(queries, "KUZU_IN_LIST_KEYS", in_list)
+                for name, value in zip(FORM_SETTINGS, settings):
+                    patch.setattr(queries, name, value)
                 with store.reading() as tx:
                     fields = [r[0] for r in tx.run("MATCH (f:Field) RETURN f.id")]
                     topics = [r[0] for r in tx.run("MATCH (t:Topic) RETURN t.id")]
+                    entries = [r[0] for r in tx.run("MATCH (e:Entry) RETURN e.id")]
                     out: dict[str, object] = {}
-                    for rel, parents in (("HAS_ENTRY", fields), ("HAS_FIELD", topics)):
+                    for rel, parents in (("HAS_ENTRY", fields), ("HAS_FIELD", topics),
+                                         ("FLAGS", topics), ("CORROBORATES", entries)):
                         grouped: dict[str, list[str]] = {}
                         for parent, row in queries.read_children(tx, rel, parents):
                             grouped.setdefault(parent, []).append(repr(row))
@@ -238,7 +255,7 @@ def test_every_statement_form_of_a_one_hop_read_returns_the_same_rows(db_path, c
                     out["edges"] = sorted(repr(e) for e in queries.read_edges(tx, topics))
                     return out
         baseline = read(*FORMS["per key"])
-        assert len(baseline["HAS_ENTRY"]) == 210 and len(baseline["HAS_FIELD"]) == 70
-        assert all(len(v) == 3 for v in baseline["HAS_ENTRY"].values())
-        assert len(baseline["edges"]) == 2
+        assert len(baseline["HAS_FIELD"]) == 72
+        assert sum(len(v) for v in baseline["HAS_ENTRY"].values()) == 634
+        assert len(baseline["edges"]) >= 3
         assert read(*FORMS[form]) == baseline

@@ -35,6 +35,12 @@ KEY_JOIN_CHUNK = 100_000  # keys per kuzu hash-join read: fewer scans of the tab
                           # 0.9 s; updates gained nothing, their cost is per row)
 
 
+# A row read by its key costs ~0.13 ms on kuzu; a hash join of many keys with the table scans
+# it (~0.13 us a row: 130 ms at 1M fields). Measured at 1M fields: 2,000 keys 256-307 ms one
+# by one, 110-160 ms joined; 200 keys 30-63 ms against 140-226 ms.
+KUZU_ROWS_PER_KEY_LOOKUP = 1000
+
+
 def _kuzu(tx: Tx) -> bool:
     return tx.engine == "kuzu"
 
@@ -149,7 +155,7 @@ def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
     if not keys:
         return []
     returns = _returns("n", cols)
-    if len(keys) == 1 or (_kuzu(tx) and len(keys) <= tx.size(table) // 500):
+    if len(keys) == 1 or (_kuzu(tx) and len(keys) <= tx.size(table) // KUZU_ROWS_PER_KEY_LOOKUP):
         text = f"MATCH (n:{table} {{{spec.key}: $k}}) RETURN {returns}"
         found = [r for key in keys for r in tx.run(text, {"k": key})]
     else:  # kuzu: one hash join; ladybug and FalkorDB: an index lookup per row
@@ -161,7 +167,8 @@ def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
 
 
 def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
-             keys: Sequence[str]) -> list[list[Any]]:
+             keys: Sequence[str], child: str = "Topic",
+             parent_column: str | None = None) -> list[list[Any]]:
     """Rows `p.id, c.id, <returns>` of `(p:parent)<hop>` from many parents `p` (kuzu: see
     `_kuzu_one_hop`; ladybug: per parent up to 64, then index lookups of the parents and an
     OPTIONAL MATCH; FalkorDB: one IN list, looked up by index)."""
@@ -170,7 +177,7 @@ def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
     columns = f"p.id AS parent_key, c.id AS child_key, {returns}"
     arrow = f"(p:{parent}){hop}"
     if _kuzu(tx):
-        return _kuzu_one_hop(tx, parent, hop, columns, order, keys)
+        return _kuzu_one_hop(tx, parent, hop, child, parent_column, returns, order, keys)
     if not _falkor(tx) and len(keys) <= 64:
         text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
         return [r for key in keys for r in tx.run(text, {"id": key})]
@@ -184,39 +191,56 @@ def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
     return out
 
 
-# kuzu's three ways of reading a 1-hop from many parents, measured at 200k parents
-# (bench/engine_forms.py): a statement per parent key (~0.65 ms, index lookup;
-# the entries of a field are read per topic instead, ~1.1 ms for all its fields), one IN list
-# (a scan that tests each row against the list: ~(40 + 1.8 x keys) ns per row) and one hash
-# join of the keys with the table (a scan: ~360 ns per row). Per key wins while keys stay under
-# rows / 1800; then the IN list up to ~180 keys; then the join.
+# kuzu's ways of reading a 1-hop from many parents, measured (bench/engine_forms.py): a
+# statement per parent key (an index lookup, then the hop: ~0.65 ms at 200k parents, ~1.1 ms
+# for a field's entries at 1M; the entries of many fields of few topics are read per topic,
+# the topic's key then two hops, ~3 ms for its 10 fields); one IN list (a scan that tests each
+# row against the list: ~(40 + 1.8 x keys) ns per row); one hash join of the keys with the
+# parent table, then the hop (a scan: ~360 ns per row, 0.7-1.4 s for 2,000 fields at 1M);
+# and, where the child holds its owner's key (`Rel.parent_column`), one hash join of the keys
+# with that column of the child table (a scan of one column: ~0.16 us per row, 160 ms for the
+# entries of 1 to 2,000 fields at 1M entries). A child column join wins once keys pass
+# children / 6000 (per key) or topics pass children / 20000 (per topic); without one, per key
+# wins while keys stay under parents / 1800; then the IN list up to ~180 keys; then the join.
 KUZU_FEW_KEYS = 4    # fewer keys (topics, for entries) than this: per key at any size
 KUZU_ROWS_PER_KEYED_READ = 1800
 KUZU_IN_LIST_KEYS = 180
+KUZU_CHILD_ROWS_PER_KEYED_READ = 6000
+KUZU_CHILD_ROWS_PER_TOPIC_READ = 20_000
 
 
-def _kuzu_one_hop(tx: Tx, parent: str, hop: str, columns: str, order: str,
-                  keys: Sequence[str]) -> list[list[Any]]:
+def _kuzu_one_hop(tx: Tx, parent: str, hop: str, child: str, parent_column: str | None,
+                  returns: str, order: str, keys: Sequence[str]) -> list[list[Any]]:
     arrow = f"(p:{parent}){hop}"
+    columns = f"p.id AS parent_key, c.id AS child_key, {returns}"
     rows = tx.size(parent)
-    if parent == "Field" and hop.endswith("(c:Entry)"):
+    children = tx.size(child) if parent_column is not None else 0
+    if parent == "Field" and child == "Entry":
         by_topic: dict[str, list[str]] = {}
         for fid in keys:
             by_topic.setdefault(fid.split("/", 1)[0], []).append(fid)
-        if len(keys) >= KUZU_FEW_KEYS and \
-                len(by_topic) <= max(KUZU_FEW_KEYS, rows // KUZU_ROWS_PER_KEYED_READ):
+        topics = children // KUZU_CHILD_ROWS_PER_TOPIC_READ if parent_column is not None \
+            else rows // KUZU_ROWS_PER_KEYED_READ
+        if len(keys) >= KUZU_FEW_KEYS and len(by_topic) <= max(KUZU_FEW_KEYS, topics):
             text = (f"MATCH (t:Topic {{id: $t}})-[:HAS_FIELD]->{arrow} WHERE p.id IN $ids "
                     f"RETURN {columns} {order}")
             return [r for tid, fids in by_topic.items() for r in tx.run(text, {"t": tid, "ids": fids})]
-    if len(keys) < KUZU_FEW_KEYS or len(keys) <= rows // KUZU_ROWS_PER_KEYED_READ:
+    keyed = children // KUZU_CHILD_ROWS_PER_KEYED_READ if parent_column is not None \
+        else rows // KUZU_ROWS_PER_KEYED_READ
+    if len(keys) < KUZU_FEW_KEYS or len(keys) <= keyed:
         text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
         return [r for key in keys for r in tx.run(text, {"id": key})]
-    if len(keys) <= KUZU_IN_LIST_KEYS:
+    if parent_column is not None:
+        text = (f"UNWIND $ids AS k MATCH (c:{child}) WHERE c.{parent_column} = k "
+                f"RETURN k AS parent_key, c.id AS child_key, {returns} {order}")
+    elif len(keys) <= KUZU_IN_LIST_KEYS:
         return tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {columns} {order}", {"ids": list(keys)})
+    else:
+        text = (f"UNWIND $ids AS x WITH x AS k MATCH (p:{parent} {{id: k}}){hop} "
+                f"RETURN {columns} {order}")
     out = []
     for i in range(0, len(keys), KEY_JOIN_CHUNK):
-        out += tx.run(f"UNWIND $ids AS x WITH x AS k MATCH (p:{parent} {{id: k}}){hop} "
-                      f"RETURN {columns} {order}", {"ids": list(keys[i:i + KEY_JOIN_CHUNK])})
+        out += tx.run(text, {"ids": list(keys[i:i + KEY_JOIN_CHUNK])})
     return out
 
 
@@ -227,7 +251,7 @@ def read_children(tx: Tx, rel: str, parents: Sequence[str]) -> list[tuple[str, R
     cols = TABLES[child].columns
     hop = f"<-[:{rel}]-(c:{child})" if spec.child_first else f"-[:{rel}]->(c:{child})"
     order = "ORDER BY c.seq" if "seq" in cols else "ORDER BY c.created_at, c.id"
-    found = _one_hop(tx, parent, hop, _returns("c", cols), order, parents)
+    found = _one_hop(tx, parent, hop, _returns("c", cols), order, parents, child, spec.parent_column)
     rows = _rows(tx, child, cols, (values[2:] for values in found))
     return [(values[0], row) for values, row in zip(found, rows)]
 

@@ -189,13 +189,16 @@ class Table:
 class Rel:
     """A relationship table. `owns`: the source owns the target (or, with `child_first`, the
     target owns the source) and the relationship is created in the statement that creates
-    the child."""
+    the child; `parent_column` is the child's column that holds its owner's key (every
+    transition that moves a child between owners sets it too), so a child can be found by
+    its owner without the relationship."""
     name: str
     source: str
     target: str
     props: type | None = None
     owns: bool = False
     child_first: bool = False
+    parent_column: str | None = None
     columns: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -215,10 +218,11 @@ TABLES: dict[str, Table] = {t.name: t for t in (
 )}
 
 RELS: dict[str, Rel] = {r.name: r for r in (
-    Rel("HAS_FIELD", "Topic", "Field", owns=True),
-    Rel("HAS_ENTRY", "Field", "Entry", owns=True),
-    Rel("CORROBORATES", "Observation", "Entry", owns=True, child_first=True),
-    Rel("FLAGS", "Flag", "Topic", owns=True, child_first=True),
+    Rel("HAS_FIELD", "Topic", "Field", owns=True, parent_column="topic_id"),
+    Rel("HAS_ENTRY", "Field", "Entry", owns=True, parent_column="field_id"),
+    Rel("CORROBORATES", "Observation", "Entry", owns=True, child_first=True,
+        parent_column="entry_id"),
+    Rel("FLAGS", "Flag", "Topic", owns=True, child_first=True, parent_column="topic_id"),
     Rel("EXTENDS", "Topic", "Topic", EdgeProps),
     Rel("ASSOCIATES", "Topic", "Topic", EdgeProps),
     Rel("DERIVED_FROM", "Topic", "Topic", DerivedProps),
