@@ -15,11 +15,14 @@ from .derived import GENESIS, Progress
 from .model import AuditReport, Violation
 from .pipeline import chain_hash
 from .store import queries
-from .store.schema import Row
+from .store.schema import RELS, Row
 from .units import is_episode
 
 if TYPE_CHECKING:
     from .engine import Engine
+
+
+OWNED = tuple(name for name, rel in RELS.items() if rel.parent_column is not None)
 
 
 def decode(row: Row) -> dict[str, Any]:
@@ -279,6 +282,9 @@ def _full(engine: "Engine", progress: Progress | None,
         orphans = observations - queries.count_rels(tx, "CORROBORATES")
         if orphans:
             found.append(("C4", None, f"{orphans} observations are not attached to an entry"))
+        for rel in OWNED:
+            found += [("C4", child, f"held by {holder} ({rel}) but names {owner} as its owner")
+                      for child, owner, holder in queries.misowned(tx, rel)]
         found += conditions.c4_episodes(queries.stream_rows(tx, "Episode"))
         found += conditions.c3_trajectory(queries.updates_of_extended_topics(tx),
                                           queries.flags_by_transition(tx))

@@ -2,7 +2,7 @@
 
 Each case copies one closed memory, edits the copy with raw queries (as someone with the file
 would), reopens it and audits the whole state against a log head kept outside the database.
-The 20 edits are the ones an earlier audit missed (issue 12)."""
+The first 20 edits are the ones an earlier audit missed (issue 12)."""
 from __future__ import annotations
 
 import os
@@ -64,6 +64,10 @@ EDITS = {
                                "DETACH DELETE e, f", "MATCH (t:Topic {id: 't3'}) DETACH DELETE t"], "t3"),
     "an extension edge deleted": (["MATCH (:Topic {id: 't1'})-[r:EXTENDS]->(:Topic {id: 't2'}) DELETE r"],
                                   "EXTENDS|t1|t2"),
+    "an entry moved to another field": (["MATCH (:Field {id: 't1/owner'})-[r:HAS_ENTRY]->(:Entry {id: 'e2'}) "
+                                         "DELETE r",
+                                         "MATCH (f:Field {id: 't2/launch'}), (e:Entry {id: 'e2'}) "
+                                         "CREATE (f)-[:HAS_ENTRY]->(e)"], "e2"),
     "a topic renamed": (["MATCH (t:Topic {id: 't1'}) SET t.title = 'Site Revamp'"], "t1"),
     "salience inflated": (["MATCH (f:Field {id: 't3/preferences'}) SET f.strength = 9.0"], "t3/preferences"),
     "a field hidden": (["MATCH (f:Field {id: 't1/deadline'}) SET f.status = 'hidden'"], "t1/deadline"),

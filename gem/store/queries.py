@@ -600,6 +600,20 @@ def count_rels(tx: Tx, rel: str) -> int:
     return int(tx.scalar(f"MATCH ()-[r:{rel}]->() RETURN count(*)") or 0)
 
 
+def misowned(tx: Tx, rel: str) -> list[tuple[str, str, str]]:
+    """(child, owner column, holder) of the children of an owning relationship whose owner
+    column names another owner than the one that holds them (gem reads children through
+    that column: see `_kuzu_one_hop`)."""
+    spec = RELS[rel]
+    assert spec.parent_column is not None
+    parent, child = (spec.target, spec.source) if spec.child_first else (spec.source, spec.target)
+    hop = f"(c:{child})-[:{rel}]->(p:{parent})" if spec.child_first else \
+        f"(p:{parent})-[:{rel}]->(c:{child})"
+    return [(r[0], r[1], r[2]) for r in tx.run(
+        f"MATCH {hop} WHERE c.{spec.parent_column} <> p.id "
+        f"RETURN c.id, c.{spec.parent_column}, p.id ORDER BY c.id")]
+
+
 def status_counts(tx: Tx, scope: str | None = None) -> dict[str, dict[str, int]]:
     """Topics by status, and fields by ladder level (a field of an archived topic counts as
     archived), in one scope or in all."""
