@@ -285,6 +285,10 @@ class ScopeState:
         self.paired_at: float | None = None
         # topic -> the log records that touched it (an erasure redacts them)
         self.touched_by: dict[str, array] = {}
+        # The topics with any typed edge: a transition reads the edges of no other topic (most
+        # have none; reading that they have none cost two statements). Found by one scan of
+        # the edges when the state is loaded or rebuilt, not saved.
+        self.edge_holders: set[str] = set()
 
     # ------------------------------------------------------------------ the unit layer
     def units(self) -> "UnitIndexes":
@@ -331,6 +335,9 @@ class ScopeState:
     # ------------------------------------------------------------------ the Committed view
     def topic_status(self, tid: str) -> str | None:
         return self.topics.status_of(tid)
+
+    def has_edges(self, tid: str) -> bool:
+        return tid in self.edge_holders
 
     def field_status(self, fid: str) -> str | None:
         return self.fields.status_of(fid)
@@ -526,6 +533,11 @@ class ScopeState:
         self._put_names([r for r in renamed if r is not None], title_vectors or {})
         for tid in t.children["FLAGS"]:
             self.open_flags[tid] = sum(1 for g in t.open_flags(tid))
+        for tid, edges in t.edges.items():  # every topic whose edges it read or changed
+            if edges:
+                self.edge_holders.add(tid)
+            else:
+                self.edge_holders.discard(tid)
         for tid in t.touched.content:
             self.stale[tid] = None
         if t.tombstone:  # records an erasure redacted touch nothing any more
@@ -564,6 +576,7 @@ class ScopeState:
             for mapping in (self.summaries, self.stale, self.open_flags, self.unpaired,
                             self.touched_by):
                 mapping.pop(tid, None)  # type: ignore[attr-defined]
+            self.edge_holders.discard(tid)
 
     def _forget_unit(self, unit: str) -> None:
         """A field or an episode leaves the unit indexes."""
@@ -665,6 +678,7 @@ class ScopeState:
             "unit_lexical": sorted(self.unit_lexical), "unit_vectors": vectors(self.unit_vectors),
             "stale_units": sorted(self.stale_units),
             "touched_by": {k: list(v) for k, v in sorted(self.touched_by.items()) if v},
+            "edge_holders": sorted(self.edge_holders),
         }
 
 
@@ -794,6 +808,7 @@ class DerivedState:
                                                                 "last_access", "scope"), order="seq")
                 behind = queries.transitions(tx, state.salience_seq)
                 touches = queries.touches(tx)
+                edge_holders = queries.edge_holders(tx)
                 # On a store other processes write, each read above is its own query: they
                 # describe one state only if no commit, and no write-behind of the salience
                 # columns, came between the first and the last.
@@ -835,6 +850,8 @@ class DerivedState:
         for g in flags:
             scope = state.scope(scope_of(g["topic_id"]))
             scope.open_flags[g["topic_id"]] = scope.open_flags.get(g["topic_id"], 0) + 1
+        for tid in edge_holders:
+            state.scope(scope_of(tid)).edge_holders.add(tid)
         for seq, units in touches:
             for tid in {unit.split("/", 1)[0] for unit in units}:
                 state.scope(scope_of(tid)).touched_by.setdefault(tid, array("q")).append(seq)

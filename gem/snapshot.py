@@ -316,6 +316,8 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         fields = queries.read_rows(tx, "Field", fids) if fids else []
         episodes = queries.read_rows(tx, "Episode", eids) if eids else []
         flags = [(parent, g) for parent, g in queries.read_children(tx, "FLAGS", tids)] if tids else []
+        # which topics have typed edges is not saved: one scan of the edges finds them
+        edge_holders = queries.edge_holders(tx) if later or not live else None
     for row in topics:
         state.scope(row["scope"])._put_topic(state.patch("Topic", row))
     for name in dict.fromkeys(r["scope"] for r in topics):
@@ -364,6 +366,11 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
             scope.forget_units([], [], [unit])
         elif unit.rsplit(":", 1)[-1].startswith("t"):
             scope.forget_units([unit], [])
+    if edge_holders is not None:
+        for scope in state.scopes.values():
+            scope.edge_holders = set()
+        for tid in edge_holders:
+            state.scope(scope_of(tid)).edge_holders.add(tid)
     if later:
         state.seq, state.hash, state.at = later[-1]["seq"], later[-1]["hash"], later[-1]["at"]
     if progress is not None and later:

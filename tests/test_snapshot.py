@@ -184,6 +184,31 @@ def test_a_snapshot_with_erased_units_is_loaded_not_rebuilt(tmp_path, clock):
         assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
 
 
+def test_only_topics_with_edges_have_their_edges_read_and_reopening_keeps_that_exact(
+        tmp_path, clock, monkeypatch):
+    from gem.store import graph
+    seen: list[str] = []
+    run = graph.Tx.run
+
+    def counting(tx, query, params=None):  # every statement that reads typed edges
+        if "EXTENDS|ASSOCIATES" in query:
+            seen.append(query)
+        return run(tx, query, params)
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)                           # Website Redesign extends to Launch Milestones
+        monkeypatch.setattr(graph.Tx, "run", counting)
+        mem.ingest(gem.Fact("Lunch", "place", "the canteen"))
+        assert seen == []                          # Lunch has no edges: none read
+    with reopen(path, clock) as mem:               # found again by a scan of the edges
+        assert mem._engine.derived.scope("default").edge_holders == \
+            {mem.inspect(t).id for t in ("Website Redesign", "Launch Milestones")}
+        mem.ingest(gem.Fact("Website Redesign", "deadline", "May 2"))
+        assert seen                                # and read for the one that has them
+        assert [p.title for p in mem.pending_revisions()] == ["Launch Milestones"]
+        assert derived_disagreements(mem) == []
+
+
 def test_a_snapshot_behind_the_log_catches_up(tmp_path, clock):
     path = str(tmp_path / "db")
     with reopen(path, clock) as mem:

@@ -60,6 +60,7 @@ class Committed(Protocol):
     paired_at: float | None     # the threshold it last compared them at
 
     def topic_status(self, tid: str) -> str | None: ...
+    def has_edges(self, tid: str) -> bool: ...
     def field_status(self, fid: str) -> str | None: ...
     def fields_of(self, tid: str) -> list[str]: ...
     def field_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
@@ -291,11 +292,11 @@ class Transition:
     # ------------------------------------------------------------------ edges
     def edges_of(self, tid: str) -> list[Edge]:
         if tid not in self.edges:
-            self.edges[tid] = list(self.cache.edges_of(tid))
+            self.edges[tid] = list(self.cache.edges_of(tid)) if self.committed.has_edges(tid) else []
         return self.edges[tid]
 
     def prefetch_edges(self, tids: Iterable[str]) -> None:
-        self.cache.load_edges([t for t in tids if t not in self.edges])
+        self.cache.load_edges([t for t in tids if t not in self.edges and self.committed.has_edges(t)])
 
     def dependents(self, tid: str) -> list[str]:
         """Direct EXTENDS successors of a topic in the proposed state."""

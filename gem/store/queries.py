@@ -281,6 +281,13 @@ def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]
     return list(unique.values())
 
 
+def edge_holders(tx: Tx) -> set[str]:
+    """Every topic with at least one typed edge (a scan of the edges, not of the topics)."""
+    names = "|".join(("EXTENDS", "ASSOCIATES", "DERIVED_FROM"))
+    return {tid for row in tx.run(f"MATCH (a:Topic)-[:{names}]->(b:Topic) RETURN a.id, b.id")
+            for tid in row}
+
+
 # ---------------------------------------------------------------------- writes
 # Each write says how many rows it must reach (`tx.write(..., rows=n)`): an engine that runs
 # a write set as one query (FalkorDB) checks it there, so a write that missed its row fails
