@@ -339,6 +339,9 @@ class ScopeState:
     def has_edges(self, tid: str) -> bool:
         return tid in self.edge_holders
 
+    def has_open_flags(self, tid: str) -> bool:
+        return self.open_flags.get(tid, 0) > 0
+
     def field_status(self, fid: str) -> str | None:
         return self.fields.status_of(fid)
 

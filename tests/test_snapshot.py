@@ -184,28 +184,33 @@ def test_a_snapshot_with_erased_units_is_loaded_not_rebuilt(tmp_path, clock):
         assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
 
 
-def test_only_topics_with_edges_have_their_edges_read_and_reopening_keeps_that_exact(
+def test_only_topics_with_edges_or_open_flags_have_them_read_and_reopening_keeps_that_exact(
         tmp_path, clock, monkeypatch):
     from gem.store import graph
     seen: list[str] = []
     run = graph.Tx.run
 
-    def counting(tx, query, params=None):  # every statement that reads typed edges
-        if "EXTENDS|ASSOCIATES" in query:
+    def counting(tx, query, params=None):  # every statement that reads typed edges or flags
+        if "EXTENDS|ASSOCIATES" in query or "FLAGS" in query:
             seen.append(query)
         return run(tx, query, params)
     path = str(tmp_path / "db")
     with reopen(path, clock) as mem:
         seed(mem, clock)                           # Website Redesign extends to Launch Milestones
+    with reopen(path, clock) as mem:               # nothing cached
         monkeypatch.setattr(graph.Tx, "run", counting)
-        mem.ingest(gem.Fact("Lunch", "place", "the canteen"))
-        assert seen == []                          # Lunch has no edges: none read
+        mem.ingest(gem.Fact("Lunch", "preferences", "ramen"))  # a change: C3 looks for dependents
+        mem.retrieve(topic="Lunch")
+        assert seen == []                          # Lunch has neither: none read
     with reopen(path, clock) as mem:               # found again by a scan of the edges
         assert mem._engine.derived.scope("default").edge_holders == \
             {mem.inspect(t).id for t in ("Website Redesign", "Launch Milestones")}
         mem.ingest(gem.Fact("Website Redesign", "deadline", "May 2"))
         assert seen                                # and read for the one that has them
         assert [p.title for p in mem.pending_revisions()] == ["Launch Milestones"]
+    with reopen(path, clock) as mem:
+        (topic,) = mem.retrieve(topic="Launch Milestones").topics
+        assert topic.needs_review and {f.origin_title for f in topic.needs_review} == {"Website Redesign"}
         assert derived_disagreements(mem) == []
 
 

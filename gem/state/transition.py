@@ -61,6 +61,7 @@ class Committed(Protocol):
 
     def topic_status(self, tid: str) -> str | None: ...
     def has_edges(self, tid: str) -> bool: ...
+    def has_open_flags(self, tid: str) -> bool: ...
     def field_status(self, fid: str) -> str | None: ...
     def fields_of(self, tid: str) -> list[str]: ...
     def field_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
@@ -284,6 +285,8 @@ class Transition:
         return [self.row("Flag", k) for k in self.child_keys("FLAGS", tid)]  # type: ignore[misc]
 
     def open_flags(self, tid: str) -> list[Row]:
+        if tid not in self.children["FLAGS"] and not self.committed.has_open_flags(tid):
+            return []  # none committed and none raised here: nothing to read
         return [g for g in self.flags(tid) if g["status"] == "open"]
 
     def current_entry(self, fid: str) -> Row | None:
