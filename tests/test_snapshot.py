@@ -49,6 +49,16 @@ def reopen(path, clock, progress=None):
     return gem.open(path, clock=clock, engine=ENGINE, progress=progress)
 
 
+def reopened_answers(path: str, clock, steps_wanted: list[str]) -> list:
+    """Open again and check what opening did (the progress steps it reported) and that the
+    state it reached agrees with the database; what a caller sees then."""
+    steps: list[str] = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert steps == steps_wanted
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+        return answers(mem)
+
+
 def test_a_current_snapshot_is_loaded_not_rebuilt(tmp_path, clock):
     path = str(tmp_path / "db")
     with reopen(path, clock) as mem:
@@ -163,11 +173,7 @@ def test_unusable_unit_files_mean_only_the_unit_layer_is_derived_again(tmp_path,
     data = bytearray(open(target, "rb").read())
     data[len(data) // 2] ^= 0xFF
     open(target, "wb").write(bytes(data))
-    steps = []
-    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
-        assert steps == []                         # the rest of the snapshot was used
-        assert answers(mem) == before
-        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+    assert reopened_answers(path, clock, []) == before  # the rest of the snapshot was used
 
 
 def test_a_snapshot_with_erased_units_is_loaded_not_rebuilt(tmp_path, clock):
@@ -177,11 +183,7 @@ def test_a_snapshot_with_erased_units_is_loaded_not_rebuilt(tmp_path, clock):
         mem.erase("Website Redesign", "owner", reason="test")  # leaves empty rows in the salience columns
         mem.erase("Lunch", "preferences", reason="test")
         before = answers(mem)
-    steps = []
-    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
-        assert steps == []
-        assert answers(mem) == before
-        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+    assert reopened_answers(path, clock, []) == before
 
 
 def test_only_topics_with_edges_or_open_flags_have_them_read_and_reopening_keeps_that_exact(
@@ -231,11 +233,7 @@ def test_a_snapshot_behind_the_log_catches_up(tmp_path, clock):
         after = answers(mem)
     shutil.rmtree(snapshot_dir(path))
     shutil.copytree(saved, snapshot_dir(path))     # the old snapshot is back
-    steps = []
-    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
-        assert steps == ["catch up from the log"]
-        assert answers(mem) == after
-        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+    assert reopened_answers(path, clock, ["catch up from the log"]) == after
 
 
 def test_a_crash_leaves_salience_in_the_log_and_the_next_open_replays_it(tmp_path, clock):
