@@ -714,6 +714,13 @@ class DerivedState:
                 tuple((name, len(s.summaries), len(s.stale), s.saved_units is None, len(s.stale_units),
                        len(s.unpaired), s.paired_at) for name, s in sorted(self.scopes.items())))
 
+    def set_edge_holders(self, tids: Iterable[str]) -> None:
+        """Which topics have typed edges, in every scope (from a scan of the edges)."""
+        for scope in self.scopes.values():
+            scope.edge_holders = set()
+        for tid in tids:
+            self.scope(scope_of(tid)).edge_holders.add(tid)
+
     def scope(self, name: str) -> ScopeState:
         """The state of one scope (an empty one for a scope nothing was written to yet)."""
         state = self.scopes.get(name)
@@ -853,8 +860,7 @@ class DerivedState:
         for g in flags:
             scope = state.scope(scope_of(g["topic_id"]))
             scope.open_flags[g["topic_id"]] = scope.open_flags.get(g["topic_id"], 0) + 1
-        for tid in edge_holders:
-            state.scope(scope_of(tid)).edge_holders.add(tid)
+        state.set_edge_holders(edge_holders)
         for seq, units in touches:
             for tid in {unit.split("/", 1)[0] for unit in units}:
                 state.scope(scope_of(tid)).touched_by.setdefault(tid, array("q")).append(seq)

@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
 from . import snapshot
+from .collector import paused_gc
 from .derived import DerivedState, Progress, Summarizer, default_summary
 from .embed import Embedder, default_embedder, embedder_named
 from .errors import GemError, InvalidInput, TransitionRejected, WriteConflict
-from .collector import paused_gc
 from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
 from .policy import PolicySet, catalogue, load_sources

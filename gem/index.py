@@ -66,7 +66,7 @@ def _check_stamp(stamp: object) -> dict[str, Any]:
 
 
 def write_snapshot_file(path: str | os.PathLike, kind: str, stamp: Mapping[str, Any],
-                    meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+                        meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     """Write the file atomically: a temp file beside it, fsync'ed, then renamed over it."""
     stamp = _check_stamp(stamp)
     layout = []
@@ -116,7 +116,7 @@ def write_snapshot_file(path: str | os.PathLike, kind: str, stamp: Mapping[str, 
 
 
 def read_snapshot_file(path: str | os.PathLike, kind: str
-                   ) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
+                       ) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
     """(stamp, meta, arrays) of a snapshot of this kind; SnapshotError if it is not one.
 
     The arrays are writable views of one buffer holding the file's bytes (an index can adopt
@@ -556,16 +556,16 @@ class LexicalIndex:
         ids_utf8, ids_offsets = encode_strings(self._id_of_row)
         terms_utf8, terms_offsets = encode_strings(terms)
         write_snapshot_file(path, "lexical", stamp,
-                        {"k1": self.k1, "b": self.b, "analyzer": self.analyzer,
-                         "total_len": self._total_len,
-                         "rows": n_rows},
-                        {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
-                         "free_rows": np.asarray(self._free_rows, dtype=np.int64),
-                         "doc_len": self._doc_len[:n_rows],
-                         "terms_utf8": terms_utf8, "terms_offsets": terms_offsets,
-                         "term_ptr": term_ptr, "post_rows": post_rows.astype(np.int32),
-                         "post_tf": post_tf.astype(np.int32),
-                         "row_ptr": row_ptr, "row_terms": term_ids[by_row].astype(np.int32)})
+                            {"k1": self.k1, "b": self.b, "analyzer": self.analyzer,
+                             "total_len": self._total_len,
+                             "rows": n_rows},
+                            {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
+                             "free_rows": np.asarray(self._free_rows, dtype=np.int64),
+                             "doc_len": self._doc_len[:n_rows],
+                             "terms_utf8": terms_utf8, "terms_offsets": terms_offsets,
+                             "term_ptr": term_ptr, "post_rows": post_rows.astype(np.int32),
+                             "post_tf": post_tf.astype(np.int32),
+                             "row_ptr": row_ptr, "row_terms": term_ids[by_row].astype(np.int32)})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> tuple[LexicalIndex, dict[str, Any]]:

@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .collector import paused_gc
 from .derived import (DerivedState, NameDirectory, Progress, SalienceTable, ScopeState, UnitIndexes,
                       scope_of, snapshot_dir)
-from .collector import paused_gc
 from .errors import SnapshotError
 from .index import (LexicalIndex, VectorIndex, encode_strings, read_snapshot_file, snapshot_strings,
                     write_snapshot_file)
@@ -367,10 +367,7 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
         elif unit.rsplit(":", 1)[-1].startswith("t"):
             scope.forget_units([unit], [])
     if edge_holders is not None:
-        for scope in state.scopes.values():
-            scope.edge_holders = set()
-        for tid in edge_holders:
-            state.scope(scope_of(tid)).edge_holders.add(tid)
+        state.set_edge_holders(edge_holders)
     if later:
         state.seq, state.hash, state.at = later[-1]["seq"], later[-1]["hash"], later[-1]["at"]
     if progress is not None and later:

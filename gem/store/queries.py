@@ -174,10 +174,10 @@ def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
     OPTIONAL MATCH; FalkorDB: one IN list, looked up by index)."""
     if not keys:
         return []
-    columns = f"p.id AS parent_key, c.id AS child_key, {returns}"
-    arrow = f"(p:{parent}){hop}"
     if _kuzu(tx):
         return _kuzu_one_hop(tx, parent, hop, child, parent_column, returns, order, keys)
+    columns = f"p.id AS parent_key, c.id AS child_key, {returns}"
+    arrow = f"(p:{parent}){hop}"
     if not _falkor(tx) and len(keys) <= 64:
         text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
         return [r for key in keys for r in tx.run(text, {"id": key})]
@@ -244,12 +244,18 @@ def _kuzu_one_hop(tx: Tx, parent: str, hop: str, child: str, parent_column: str 
     return out
 
 
+def _owned_hop(spec: Rel) -> str:
+    """The pattern from an owner `p` to its children `c`, after `(p:<parent>)`."""
+    return f"<-[:{spec.name}]-(c:{spec.child})" if spec.child_first else \
+        f"-[:{spec.name}]->(c:{spec.child})"
+
+
 def read_children(tx: Tx, rel: str, parents: Sequence[str]) -> list[tuple[str, Row]]:
     """(parent key, child row) over an owning relationship, children in creation order."""
     spec = RELS[rel]
-    parent, child = (spec.target, spec.source) if spec.child_first else (spec.source, spec.target)
+    parent, child = spec.parent, spec.child
     cols = TABLES[child].columns
-    hop = f"<-[:{rel}]-(c:{child})" if spec.child_first else f"-[:{rel}]->(c:{child})"
+    hop = _owned_hop(spec)
     order = "ORDER BY c.seq" if "seq" in cols else "ORDER BY c.created_at, c.id"
     found = _one_hop(tx, parent, hop, _returns("c", cols), order, parents, child, spec.parent_column)
     rows = _rows(tx, child, cols, (values[2:] for values in found))
@@ -323,7 +329,7 @@ def create_rows(tx: Tx, table: str, rows: list[Row], owner: Rel | None = None,
             node = "(:" + table + " {" + ", ".join(f"{c}: r.{c}" for c in names) + "})"
             _chunks(tx, f"UNWIND $rows AS r CREATE {node}", batch, CHUNK)
             continue
-        parent = owner.target if owner.child_first else owner.source
+        parent = owner.parent
         for row in batch:
             row["parent_id"] = parent_of[row[spec.key]]
 
@@ -591,11 +597,8 @@ def scan_edges(tx: Tx, rel: str) -> list[tuple[str, str, Row]]:
 def scan_owned(tx: Tx, rel: str) -> list[tuple[str, str]]:
     """(parent key, child key) of every owning relationship of one kind."""
     spec = RELS[rel]
-    if spec.child_first:
-        return [(r[1], r[0]) for r in tx.run(
-            f"MATCH (c:{spec.source})-[:{rel}]->(p:{spec.target}) RETURN c.id, p.id")]
     return [(r[0], r[1]) for r in tx.run(
-        f"MATCH (p:{spec.source})-[:{rel}]->(c:{spec.target}) RETURN p.id, c.id")]
+        f"MATCH (p:{spec.parent}){_owned_hop(spec)} RETURN p.id, c.id")]
 
 
 def count(tx: Tx, table: str, where: str = "", params: dict[str, Any] | None = None) -> int:
@@ -613,11 +616,8 @@ def misowned(tx: Tx, rel: str) -> list[tuple[str, str, str]]:
     that column: see `_kuzu_one_hop`)."""
     spec = RELS[rel]
     assert spec.parent_column is not None
-    parent, child = (spec.target, spec.source) if spec.child_first else (spec.source, spec.target)
-    hop = f"(c:{child})-[:{rel}]->(p:{parent})" if spec.child_first else \
-        f"(p:{parent})-[:{rel}]->(c:{child})"
     return [(r[0], r[1], r[2]) for r in tx.run(
-        f"MATCH {hop} WHERE c.{spec.parent_column} <> p.id "
+        f"MATCH (p:{spec.parent}){_owned_hop(spec)} WHERE c.{spec.parent_column} <> p.id "
         f"RETURN c.id, c.{spec.parent_column}, p.id ORDER BY c.id")]
 
 

@@ -204,6 +204,16 @@ class Rel:
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", tuple(get_type_hints(self.props)) if self.props else ())
 
+    @property
+    def parent(self) -> str:
+        """The owner's table, of an owning relationship."""
+        return self.target if self.child_first else self.source
+
+    @property
+    def child(self) -> str:
+        """The owned rows' table, of an owning relationship."""
+        return self.source if self.child_first else self.target
+
 
 TABLES: dict[str, Table] = {t.name: t for t in (
     Table("Meta", MetaRow, "key"),
@@ -287,7 +297,7 @@ def add_column(table: str, column: str) -> str:
 def owning_rel(child_table: str) -> Rel | None:
     """The relationship that owns rows of `child_table`, if any."""
     for r in RELS.values():
-        if r.owns and (r.source if r.child_first else r.target) == child_table:
+        if r.owns and r.child == child_table:
             return r
     return None
 
