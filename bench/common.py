@@ -5,8 +5,10 @@ Governed against raw: a `Recorder` stage, inserted after the log stage, keeps ea
 transition's write set (created and updated rows with every column, supersessions,
 relationships, the log record); `RawTwin.replay` writes the same set into a second database
 with the same statements, in one engine transaction, and nothing else (no reads, policies,
-conditions, resolution or derived upkeep). The two are interleaved operation by operation,
-after a warm-up, so machine noise hits both alike.
+conditions, resolution or derived upkeep). For reads and maintenance, `Statements` keeps every
+statement gem sends (reads included) and replays exactly those on the twin: the engine's share
+of an operation. The two are interleaved operation by operation, after a warm-up, so machine
+noise hits both alike.
 
 The two engines cannot share a process: `side_by_side` runs this script again once per
 engine (`--child ENGINE`) and collects what each child prints as JSON.
@@ -85,6 +87,74 @@ class RawTwin:
 
     def close(self) -> None:
         self.store.close()
+
+
+class Statements:
+    """Every statement a memory sends its engine, in order: each read on its own, each write
+    transaction as one group (kept only if it committed). `replay` sends exactly these, with
+    the same parameters, to the raw twin (which holds the same rows) and nothing else: what
+    an operation costs the engine, reads included, without gem's Python around it."""
+
+    def __init__(self, mem: Any) -> None:
+        from contextlib import contextmanager
+        self.ops: list[tuple[str, Any]] = []
+        store = mem._engine.store
+        reading, transaction = store.reading, store.transaction
+
+        @contextmanager
+        def recorded_reading() -> Any:
+            with reading() as tx:
+                yield self._wrap(tx, None)
+
+        @contextmanager
+        def recorded_transaction(after: Any = None) -> Any:
+            group: list[tuple[str, Any]] = []
+            with transaction(after) as tx:
+                yield self._wrap(tx, group)
+            self.ops.append(("write", group))
+
+        store.reading, store.transaction = recorded_reading, recorded_transaction
+
+    def _wrap(self, tx: Any, group: list | None) -> Any:
+        run, stream = tx.run, tx.stream
+
+        def keep(query: str, params: Any) -> None:
+            if group is None:
+                self.ops.append(("read", (query, params)))
+            else:
+                group.append((query, params))
+
+        def recorded_run(query: str, params: Any = None) -> Any:
+            keep(query, params)
+            return run(query, params)
+
+        def recorded_stream(query: str, params: Any = None) -> Any:
+            keep(query, params)
+            return stream(query, params)
+
+        tx.run, tx.stream = recorded_run, recorded_stream
+        return tx
+
+    def take(self) -> list[tuple[str, Any]]:
+        out, self.ops = self.ops, []
+        return out
+
+    def replay(self, twin: "RawTwin", reads_only: bool = False) -> float:
+        """Send the kept statements to the twin; `reads_only` leaves out the write transactions
+        (an ingest's writes go to the twin as its write set: `RawTwin.replay`)."""
+        ops = self.take()
+        start = time.perf_counter()
+        for kind, what in ops:
+            if kind == "write" and reads_only:
+                continue
+            if kind == "read":
+                with twin.store.reading() as tx:
+                    tx.run(*what)
+            else:
+                with twin.store.transaction() as tx:
+                    for query, params in what:
+                        tx.run(query, params)
+        return time.perf_counter() - start
 
 
 def timed(fn: Callable[[], Any]) -> float:

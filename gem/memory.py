@@ -14,6 +14,7 @@ from . import attest
 from . import audit as audit_mod
 from . import history as history_rules
 from . import transfer
+from .collector import paused_gc
 from .derived import DEFAULT_SCOPE, Progress, Summarizer
 from .embed import Embedder
 from .engine import Engine, embedder_for, utc_now
@@ -356,12 +357,18 @@ class Memory:
         self._check_open()
         _text(actor, "actor")
         _callable(progress, "progress")
-        _, t = self._run("forget", forget_op.forget, actor=actor, event="tick",
-                         progress=progress)
-        done = t.detail.get("attenuated", [])
-        return {"transition": self._engine.seq,
-                "attenuated": list(dict.fromkeys(unit for unit, _ in done)),
-                "levels": [tuple(x) for x in done]}
+        # The report is built before the collector runs again, and the transition dropped:
+        # otherwise its first pass walks every row and record the pass made (0.3-0.9 s of a
+        # 5 s pass over 50k fields, measured), though all of it is freed by reference counts.
+        with paused_gc():
+            _, t = self._run("forget", forget_op.forget, actor=actor, event="tick",
+                             progress=progress)
+            done = t.detail.get("attenuated", [])
+            report = {"transition": self._engine.seq,
+                      "attenuated": list(dict.fromkeys(unit for unit, _ in done)),
+                      "levels": [tuple(x) for x in done]}
+            del t, done
+        return report
 
     def revise(self, *, actor: str = "maintenance",
                progress: Progress | None = None) -> dict[str, Any]:
