@@ -116,6 +116,11 @@ def transition_violations(t: Transition) -> Iterator[Violation]:
         return field is not None and t.topic(field["topic_id"]) is not None
 
     entries = [e for e in (t.entry(eid) for eid in t.touched.entries) if e is not None]
+    # Their fields' topics in one statement: a forgetting pass compresses the histories of
+    # thousands of topics none of its other stages read (one lookup each cost 1.3 s of 9 s).
+    t.prefetch("Field", {e["field_id"] for e in entries})
+    t.prefetch("Topic", {f["topic_id"] for f in (t.field_row(e["field_id"]) for e in entries)
+                         if f is not None})
     missing = [("C4", eid, "entry vanished") for eid in t.touched.entries if t.entry(eid) is None]
     yield from missing  # type: ignore[misc]
     yield from c4_provenance(entries, t.touched.observations, t.entry, reachable)
