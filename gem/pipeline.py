@@ -251,13 +251,23 @@ def write(tx: Any, w: Writes) -> None:
     for rel, triples in w.rels_added.items():
         if triples:
             queries.create_rels(tx, rel, triples)
+    # Salience written behind goes in the same statement as a row's other changes: one keyed
+    # SET per row, not two (a forgetting pass updates the fields whose salience piled up).
+    due = {(table, key): (strength, last) for table, key, strength, last in w.salience}
     for table, updates in w.updated.items():
         if updates:
-            queries.update_rows(tx, table, list(updates.items()))
+            changes: list[tuple[Any, Row]] = []
+            for key, props in updates.items():
+                salience = due.pop((table, key), None)
+                if salience is not None:
+                    props = {**props, "strength": salience[0], "last_access": salience[1]}
+                changes.append((key, props))
+            queries.update_rows(tx, table, changes)
     for other in w.store_writes:
         other(tx)
     if w.salience_seq is not None:
-        queries.write_salience(tx, list(w.salience), w.salience_seq)
+        queries.write_salience(tx, [(table, key, s, last) for (table, key), (s, last) in due.items()],
+                               w.salience_seq)
     if w.log_record is not None:
         queries.append_transition(tx, w.log_record)
 
