@@ -5,10 +5,9 @@ Governed against raw: a `Recorder` stage, inserted after the log stage, keeps ea
 transition's write set (created and updated rows with every column, supersessions,
 relationships, the log record); `RawTwin.replay` writes the same set into a second database
 with the same statements, in one engine transaction, and nothing else (no reads, policies,
-conditions, resolution or derived upkeep). For reads and maintenance, `Statements` keeps every
-statement gem sends (reads included) and replays exactly those on the twin: the engine's share
-of an operation. The two are interleaved operation by operation, after a warm-up, so machine
-noise hits both alike.
+conditions, resolution or derived upkeep). For reads and maintenance, `EngineTime` measures the
+engine's share of the governed operation itself (every statement, BEGIN and COMMIT). The two
+are interleaved operation by operation, after a warm-up, so machine noise hits both alike.
 
 The two engines cannot share a process: `side_by_side` runs this script again once per
 engine (`--child ENGINE`) and collects what each child prints as JSON.
@@ -74,8 +73,16 @@ class RawTwin:
 
     def __init__(self, path: str, engine: str) -> None:
         from gem.store import open_store, queries
+        self.path, self.engine = path, engine
         self.store = open_store(path, engine)
         queries.ensure_schema(self.store)
+
+    def reopen(self) -> None:
+        """Close and open again, as gem's database is: closing checkpoints the engine's log,
+        so a later write does not pay for a checkpoint the governed side already paid."""
+        from gem.store import open_store
+        self.store.close()
+        self.store = open_store(self.path, self.engine)
 
     def replay(self, writes: list[Any]) -> float:
         from gem.pipeline import write
@@ -89,72 +96,70 @@ class RawTwin:
         self.store.close()
 
 
-class Statements:
-    """Every statement a memory sends its engine, in order: each read on its own, each write
-    transaction as one group (kept only if it committed). `replay` sends exactly these, with
-    the same parameters, to the raw twin (which holds the same rows) and nothing else: what
-    an operation costs the engine, reads included, without gem's Python around it."""
+class EngineTime:
+    """The time a memory spends inside its engine: every statement (with its parameters and
+    result rows converted), BEGIN and COMMIT. `take()` returns the seconds since the last
+    take. Measured in the governed run itself, so the engine's share of an operation that
+    reads (a retrieve, a forgetting pass) is exact, where replaying its statements on a twin
+    would measure a database whose pages and plans are warm in other ways."""
 
     def __init__(self, mem: Any) -> None:
         from contextlib import contextmanager
-        self.ops: list[tuple[str, Any]] = []
+        self.seconds = 0.0
         store = mem._engine.store
         reading, transaction = store.reading, store.transaction
 
         @contextmanager
-        def recorded_reading() -> Any:
+        def timed_reading() -> Any:
             with reading() as tx:
-                yield self._wrap(tx, None)
+                yield self._wrap(tx)
 
         @contextmanager
-        def recorded_transaction(after: Any = None) -> Any:
-            group: list[tuple[str, Any]] = []
-            with transaction(after) as tx:
-                yield self._wrap(tx, group)
-            self.ops.append(("write", group))
+        def timed_transaction(after: Any = None) -> Any:
+            manager = transaction(after)
+            start = time.perf_counter()
+            tx = manager.__enter__()
+            self.seconds += time.perf_counter() - start
+            try:
+                yield self._wrap(tx)
+            except BaseException:
+                if not manager.__exit__(*sys.exc_info()):
+                    raise
+            else:
+                start = time.perf_counter()
+                manager.__exit__(None, None, None)
+                self.seconds += time.perf_counter() - start
 
-        store.reading, store.transaction = recorded_reading, recorded_transaction
+        store.reading, store.transaction = timed_reading, timed_transaction
 
-    def _wrap(self, tx: Any, group: list | None) -> Any:
+    def _wrap(self, tx: Any) -> Any:
         run, stream = tx.run, tx.stream
 
-        def keep(query: str, params: Any) -> None:
-            if group is None:
-                self.ops.append(("read", (query, params)))
-            else:
-                group.append((query, params))
+        def timed_run(query: str, params: Any = None) -> Any:
+            start = time.perf_counter()
+            try:
+                return run(query, params)
+            finally:
+                self.seconds += time.perf_counter() - start
 
-        def recorded_run(query: str, params: Any = None) -> Any:
-            keep(query, params)
-            return run(query, params)
+        def timed_stream(query: str, params: Any = None) -> Any:
+            rows = stream(query, params)
+            while True:
+                start = time.perf_counter()
+                try:
+                    row = next(rows)
+                except StopIteration:
+                    return
+                finally:
+                    self.seconds += time.perf_counter() - start
+                yield row
 
-        def recorded_stream(query: str, params: Any = None) -> Any:
-            keep(query, params)
-            return stream(query, params)
-
-        tx.run, tx.stream = recorded_run, recorded_stream
+        tx.run, tx.stream = timed_run, timed_stream
         return tx
 
-    def take(self) -> list[tuple[str, Any]]:
-        out, self.ops = self.ops, []
+    def take(self) -> float:
+        out, self.seconds = self.seconds, 0.0
         return out
-
-    def replay(self, twin: "RawTwin", reads_only: bool = False) -> float:
-        """Send the kept statements to the twin; `reads_only` leaves out the write transactions
-        (an ingest's writes go to the twin as its write set: `RawTwin.replay`)."""
-        ops = self.take()
-        start = time.perf_counter()
-        for kind, what in ops:
-            if kind == "write" and reads_only:
-                continue
-            if kind == "read":
-                with twin.store.reading() as tx:
-                    tx.run(*what)
-            else:
-                with twin.store.transaction() as tx:
-                    for query, params in what:
-                        tx.run(query, params)
-        return time.perf_counter() - start
 
 
 def timed(fn: Callable[[], Any]) -> float:
