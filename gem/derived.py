@@ -174,19 +174,24 @@ class NameDirectory:
             holders.sort(key=topic_seq)
 
     @classmethod
-    def of(cls, names_of: dict[str, list[str]]) -> "NameDirectory":
+    def of(cls, names_of: dict[str, list[str]],
+           keys_of: dict[str, list[str]] | None = None) -> "NameDirectory":
         """The directory of topics' names (title first), built at once: what `set` for each
-        does, without re-sorting holder lists one name at a time."""
+        does, without re-sorting holder lists one name at a time. `keys_of`: each topic's
+        names' keys (gem.text.name_key), in the same order, when they are known."""
         directory = cls()
         by_name, by_key = directory.by_name, directory.by_key
         for tid, names in names_of.items():
             directory.names_of[tid] = names
             directory.title_of[tid] = names[0]
-            for name in names:
+            keys = keys_of[tid] if keys_of is not None else [name_key(n) for n in names]
+            if len(keys) != len(names):
+                raise ValueError(f"topic {tid!r} has {len(names)} names but {len(keys)} keys")
+            for name, key in zip(names, keys):
                 holders = by_name.setdefault(name, [])
                 if tid not in holders:
                     holders.append(tid)
-                holders = by_key.setdefault(name_key(name), [])
+                holders = by_key.setdefault(key, [])
                 if tid not in holders:
                     holders.append(tid)
         for index in (by_name, by_key):
