@@ -90,7 +90,7 @@ def field_id(topic_id: str, name: str) -> str:
 
 def dumps(value: Any) -> str:
     """Canonical JSON: how values, evidence and log records are stored and compared."""
-    return json.dumps(value, sort_keys=True, default=_json_default, separators=(",", ":"))
+    return _CANONICAL.encode(value)
 
 
 def _json_default(value: Any) -> Any:
@@ -109,3 +109,8 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)
     return str(value)
+
+
+# json.dumps with these options builds an encoder per call: a fifth of the cost of hashing a
+# row (a forgetting pass hashes 100k) for nothing. Same options, same text.
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=_json_default, separators=(",", ":"))

@@ -18,8 +18,9 @@ foresee:
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from . import ast as A
 from . import catalogue as C
