@@ -259,3 +259,51 @@ def test_every_statement_form_of_a_one_hop_read_returns_the_same_rows(db_path, c
         assert sum(len(v) for v in baseline["HAS_ENTRY"].values()) == 634
         assert len(baseline["edges"]) >= 3
         assert read(*FORMS[form]) == baseline
+
+
+@EMBEDDED
+def test_batched_creates_and_updates_store_exactly_the_values_given(db_path):
+    """Batches go through each engine's many-row forms (on kuzu: parallel lists, a value every
+    row shares as one parameter); every column must read back as written: per-row and shared
+    values, nulls, lists (empty, shared, varied), an int given for a float column, times."""
+    from datetime import datetime, timedelta, timezone
+    from gem.store.schema import RELS
+
+    store = open_store(db_path, ENGINE)
+    queries.ensure_schema(store)
+    t0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
+    topic = {"id": "t1", "seq": 1, "title": "T", "aliases": [], "strength": 1.0, "last_access": t0,
+             "status": "active", "scope": "default", "created_at": t0, "annotations": "{}"}
+    fields = [{"id": f"t1/f{i}", "topic_id": "t1", "name": f"f{i}", "strength": i,  # int: float column
+               "last_access": t0 + timedelta(seconds=i), "status": "active", "contested": i % 2 == 0,
+               "summary": None if i % 3 else f"s{i}", "created_at": t0, "annotations": "{}",
+               "labels": [] if i % 4 else ["x", f"l{i}"]} for i in range(12)]
+    entries = [{"id": f"t1/f{i}#e", "seq": i, "tx": 1, "field_id": f"t1/f{i}", "origin_field": f"t1/f{i}",
+                "value": f'"v{i}"', "valid_at": t0, "asserted_at": t0, "recorded_at": t0 + timedelta(days=i),
+                "source": "s", "actor": "a", "ref": None, "confidence": 1, "polarity": "+",
+                "status": "current", "superseded_by": None, "superseded_tx": None, "active": True,
+                "annotations": "{}", "labels": [], "reason": None} for i in range(12)]
+    with store.transaction() as tx:
+        queries.create_rows(tx, "Topic", [topic])
+        queries.create_rows(tx, "Field", [dict(f) for f in fields], RELS["HAS_FIELD"],
+                            {f["id"]: "t1" for f in fields})
+        queries.create_rows(tx, "Entry", [dict(e) for e in entries], RELS["HAS_ENTRY"],
+                            {e["id"]: e["field_id"] for e in entries})
+    updates = [(f["id"], {"status": "hidden", "summary": None, "strength": 2.5 + i,
+                          "labels": ["y"] if i % 2 else []}) for i, f in enumerate(fields[:8])]
+    with store.transaction() as tx:
+        queries.update_rows(tx, "Field", updates)
+        queries.update_rows(tx, "Entry", [(e["id"], {"active": False}) for e in entries[:5]])
+    for f, (_, change) in zip(fields, updates):
+        f.update(change)
+    for e in entries[:5]:
+        e["active"] = False
+    with store.reading() as tx:
+        stored_fields = {r["id"]: r for r in queries.read_rows(tx, "Field", [f["id"] for f in fields])}
+        stored_entries = {r["id"]: r for _, r in queries.read_children(tx, "HAS_ENTRY",
+                                                                     [f["id"] for f in fields])}
+    for row in fields:
+        assert stored_fields[row["id"]] == {**row, "strength": float(row["strength"])}
+        assert isinstance(stored_fields[row["id"]]["strength"], float)
+    assert stored_entries == {e["id"]: {**e, "confidence": 1.0} for e in entries}
+    store.close()
