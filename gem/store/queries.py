@@ -21,7 +21,8 @@ from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, columns_
 # The forms below were measured on both engines at 10k, 100k and 1M rows (the engine v2
 # issue's notes hold the numbers). In short: kuzu 0.11.3 uses the primary-key index only when the key
 # is a statement parameter (one prepared statement per key); a key taken from a row (UNWIND,
-# a list, IN) is a scan, cheapest as one hash join (`WITH r, r.id AS k MATCH (n {id: k})`).
+# a list, IN) is a scan, cheapest as one hash join (`WITH r, r.id AS k MATCH (n {id: k})`), and
+# the rows of a batch cost 3-4x less as parallel lists than as a list of structs (`_columns`).
 # LadybugDB 0.22 looks up row-driven keys by index (`UNWIND ... MATCH (n {id: r.id})`), but
 # not in IN lists, comma patterns or MERGE, which scan on both engines.
 # FalkorDB (gem/store/falkor.py) looks keys up by index in every form below, IN lists
@@ -29,9 +30,9 @@ from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, columns_
 # statement for a 1-hop from many parents.
 CHUNK = 200          # rows per UNWIND write on ladybug and FalkorDB
 READ_CHUNK = 1000    # keys per UNWIND read on ladybug and FalkorDB
-JOIN_CHUNK = 5000    # rows per kuzu hash-join write statement (each scans the table once)
-COLUMN_CHUNK = 50_000  # rows per kuzu SET from parallel lists (at 1M fields: 50k 3.3 us a row,
-                       # 200k 2.4 us, 5k-row structs 22 us)
+JOIN_CHUNK = 5000    # rows per kuzu hash-join write from structs (relationships)
+COLUMN_CHUNK = 50_000  # rows per kuzu write from parallel lists (each scans the table once; at
+                       # 1M fields a SET: 50k 3.3 us a row, 200k 2.4 us, 5k-row structs 22 us)
 KEY_JOIN_CHUNK = 100_000  # keys per kuzu hash-join read: fewer scans of the table (a forgetting
                           # pass reads every field: 40 scans of 200k fields, 8.6 s, became 2,
                           # 0.9 s; updates gained nothing, their cost is per row)
