@@ -22,7 +22,8 @@ from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, columns_
 # issue's notes hold the numbers). In short: kuzu 0.11.3 uses the primary-key index only when the key
 # is a statement parameter (one prepared statement per key); a key taken from a row (UNWIND,
 # a list, IN) is a scan, cheapest as one hash join (`WITH r, r.id AS k MATCH (n {id: k})`), and
-# the rows of a batch cost 3-4x less as parallel lists than as a list of structs (`_columns`).
+# the rows of a batch cost 3-4x less as parallel lists than as a list of structs (`_columns`;
+# LadybugDB ~1.8x less, looked up by index when the key is bound by a WITH, scanned without).
 # LadybugDB 0.22 looks up row-driven keys by index (`UNWIND ... MATCH (n {id: r.id})`), but
 # not in IN lists, comma patterns or MERGE, which scan on both engines.
 # FalkorDB (gem/store/falkor.py) looks keys up by index in every form below, IN lists
@@ -46,6 +47,12 @@ KUZU_ROWS_PER_KEY_LOOKUP = 1000
 
 def _kuzu(tx: Tx) -> bool:
     return tx.engine == "kuzu"
+
+
+def _columns_form(tx: Tx) -> bool:
+    """Batches as parallel lists (`_columns`): on kuzu and LadybugDB (at 1M fields LadybugDB
+    set 20k rows in 80 ms from lists, 149 ms from 200-row structs; 10 rows in 0.1 vs 0.2 ms)."""
+    return tx.engine in ("kuzu", "ladybug")
 
 
 def _falkor(tx: Tx) -> bool:
@@ -329,7 +336,7 @@ def create_rows(tx: Tx, table: str, rows: list[Row], owner: Rel | None = None,
     tx.grew(table, len(rows))
     for names, batch in _by_null_columns(_for_engine(tx, table, rows), spec.columns).items():
         if owner is None or parent_of is None:
-            if _kuzu(tx) and len(batch) > 1:
+            if _columns_form(tx) and len(batch) > 1:
                 _create_from_columns(tx, table, batch, names, None, None)
                 continue
             node = "(:" + table + " {" + ", ".join(f"{c}: r.{c}" for c in names) + "})"
@@ -346,7 +353,7 @@ def create_rows(tx: Tx, table: str, rows: list[Row], owner: Rel | None = None,
 
         if _kuzu(tx) and len(batch) <= max(4, tx.size(parent) // 10_000):
             _per_row(tx, f"MATCH (p:{parent} {{id: $parent_id}}) CREATE {pattern('$')}", batch)
-        elif _kuzu(tx):
+        elif _columns_form(tx):
             _create_from_columns(tx, table, batch, names, owner, parent_of)
         else:
             _chunks(tx, f"UNWIND $rows AS r MATCH (p:{parent} {{id: r.parent_id}}) "
@@ -355,7 +362,7 @@ def create_rows(tx: Tx, table: str, rows: list[Row], owner: Rel | None = None,
 
 def _create_from_columns(tx: Tx, table: str, rows: list[Row], names: Sequence[str],
                          owner: Rel | None, parent_of: dict[str, str] | None) -> None:
-    """kuzu: CREATE from parallel lists (see `_columns`), each row with its owning
+    """CREATE from parallel lists (see `_columns`), each row with its owning
     relationship from a parent looked up by key when `owner` is given."""
     key = TABLES[table].key
     for i in range(0, len(rows), COLUMN_CHUNK):
@@ -386,7 +393,7 @@ def update_rows(tx: Tx, table: str, updates: list[tuple[Any, Row]]) -> None:
 
         if len(rows) == 1 or (_kuzu(tx) and len(rows) <= tx.size(table) // 1500):
             _per_row(tx, f"MATCH (n:{table} {{{spec.key}: $key}}) SET {sets('$')}", rows)
-        elif _kuzu(tx):
+        elif _columns_form(tx):
             _column_chunks(tx, table, spec.key, rows, values, nulls)
         else:
             _chunks(tx, f"UNWIND $rows AS r MATCH (n:{table} {{{spec.key}: r.key}}) SET {sets('r.')}",
@@ -394,8 +401,8 @@ def update_rows(tx: Tx, table: str, updates: list[tuple[Any, Row]]) -> None:
 
 
 def _columns(table: str, rows: list[Row], names: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], bool]:
-    """kuzu parameters for `rows` as parallel lists, one per column (`$c<j>[i]` in row i), and
-    a value every row shares as one parameter (`$c<j>`): kuzu converts a list of structs
+    """Parameters for `rows` as parallel lists, one per column (`$c<j>[i]` in row i), and a
+    value every row shares as one parameter (`$c<j>`): kuzu converts a list of structs
     parameter field by field, row by row, which costs 3-4x (see update_rows). Returns the
     parameters, each column's expression, and whether any needs the row index `i`."""
     floats = _FLOATS[table]
@@ -419,7 +426,7 @@ def _columns(table: str, rows: list[Row], names: Sequence[str]) -> tuple[dict[st
 
 def _column_chunks(tx: Tx, table: str, key: str, rows: list[Row], values: Sequence[str],
                    nulls: Sequence[str]) -> None:
-    """kuzu: SET by key from parallel lists (the keys, one list per changed column). At 1M
+    """SET by key from parallel lists (the keys, one list per changed column). On kuzu at 1M
     fields a SET of 100k rows took 17.8-23.8 us a row from 5k-row lists of structs, 4.6-5.9 us
     from lists (50k a statement), measured through this function."""
     for i in range(0, len(rows), COLUMN_CHUNK):
