@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .graph import GraphStore, Tx
-from .schema import RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, columns_of_type, ddl
+from .schema import EDGE_TABLES, RELS, SCHEMA_VERSION, TABLES, Rel, Row, add_column, columns_of_type, ddl
 
 # The forms below were measured on both engines at 10k, 100k and 1M rows (the engine v2
 # issue's notes hold the numbers). In short: kuzu 0.11.3 uses the primary-key index only when the key
@@ -299,7 +299,7 @@ def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]
 
 def edge_holders(tx: Tx) -> set[str]:
     """Every topic with at least one typed edge (a scan of the edges, not of the topics)."""
-    names = "|".join(("EXTENDS", "ASSOCIATES", "DERIVED_FROM"))
+    names = "|".join(EDGE_TABLES.values())
     return {tid for row in tx.run(f"MATCH (a:Topic)-[:{names}]->(b:Topic) RETURN a.id, b.id")
             for tid in row}
 
@@ -343,21 +343,26 @@ def create_rows(tx: Tx, table: str, rows: list[Row], owner: Rel | None = None,
             _chunks(tx, f"UNWIND $rows AS r CREATE {node}", batch, CHUNK)
             continue
         parent = owner.parent
+        if _columns_form(tx) and not (_kuzu(tx) and len(batch) <= max(4, tx.size(parent) // 10_000)):
+            _create_from_columns(tx, table, batch, names, owner, parent_of)
+            continue
         for row in batch:
             row["parent_id"] = parent_of[row[spec.key]]
 
         def pattern(src: str) -> str:
-            node = "(:" + table + " {" + ", ".join(f"{c}: {src}{c}" for c in names) + "})"
-            return f"{node}-[:{owner.name}]->(p)" if owner.child_first else \
-                f"(p)-[:{owner.name}]->{node}"
+            fields = ", ".join(f"{c}: {src}{c}" for c in names)
+            return _owned_by_p(owner, f"(:{table} {{{fields}}})")
 
-        if _kuzu(tx) and len(batch) <= max(4, tx.size(parent) // 10_000):
+        if _kuzu(tx):
             _per_row(tx, f"MATCH (p:{parent} {{id: $parent_id}}) CREATE {pattern('$')}", batch)
-        elif _columns_form(tx):
-            _create_from_columns(tx, table, batch, names, owner, parent_of)
         else:
             _chunks(tx, f"UNWIND $rows AS r MATCH (p:{parent} {{id: r.parent_id}}) "
                         f"CREATE {pattern('r.')}", batch, CHUNK)
+
+
+def _owned_by_p(owner: Rel, node: str) -> str:
+    """`node` created with its owning relationship to or from the parent matched as `p`."""
+    return f"{node}-[:{owner.name}]->(p)" if owner.child_first else f"(p)-[:{owner.name}]->{node}"
 
 
 def _create_from_columns(tx: Tx, table: str, rows: list[Row], names: Sequence[str],
@@ -374,9 +379,8 @@ def _create_from_columns(tx: Tx, table: str, rows: list[Row], names: Sequence[st
             tx.write(f"UNWIND range(1, size($keys)) AS i CREATE {node}", params, len(part))
             continue
         params["parents"] = [parent_of[k] for k in params["keys"]]
-        edge = f"{node}-[:{owner.name}]->(p)" if owner.child_first else f"(p)-[:{owner.name}]->{node}"
         tx.write(f"UNWIND range(1, size($keys)) AS i WITH i, $parents[i] AS k "
-                 f"MATCH (p:{owner.parent} {{id: k}}) CREATE {edge}", params, len(part))
+                 f"MATCH (p:{owner.parent} {{id: k}}) CREATE {_owned_by_p(owner, node)}", params, len(part))
 
 
 def update_rows(tx: Tx, table: str, updates: list[tuple[Any, Row]]) -> None:
