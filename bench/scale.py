@@ -29,6 +29,7 @@ from common import Clock, RawTwin, EngineTime, Recorder, disk_bytes, ms, rss_mb,
 
 def child(engine: str, sizes: list[int], fields: int) -> dict:
     import gem
+    from gem.derived import snapshot_dir
 
     rng = random.Random(7)
     out: dict = {"engine": engine, "fields": fields, "sizes": {}}
@@ -130,6 +131,7 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
             mem.close()
             raw.reopen()
             row["bytes_per_fact"] = disk_bytes(path) / facts
+            row["derived_bytes_per_fact"] = disk_bytes(snapshot_dir(path)) / facts
             mem = gem.open(path, clock=clock, engine=engine)
             recorder, engine_time = Recorder(mem), EngineTime(mem)
             out["sizes"][str(n)] = row
@@ -176,6 +178,7 @@ def table(results: dict[str, dict]) -> str:
     row("audit full s / since last s", lambda r: f"{r['audit_full']:.2f} / {r['audit_since']:.3f}")
     row("RSS MB", lambda r: f"{r['rss_mb']:,.0f}")
     row("bytes on disk per fact", lambda r: f"{r['bytes_per_fact']:,.0f}")
+    row("  of them derived files (snapshot)", lambda r: f"{r['derived_bytes_per_fact']:,.0f}")
     row("facts", lambda r: f"{r['facts']:,}")
     return "\n".join(lines)
 
