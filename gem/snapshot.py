@@ -273,11 +273,7 @@ def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> Sa
     ids: list[str] = arrays[f"{kind}_ids"].tolist()
     n = len(ids)
     cap = max(64, n)
-    table.ids = ids
-    table.row_of = dict(zip(ids, range(n)))
-    table.row_of.pop("", None)  # the rows of erased units stay, empty (`SalienceTable.remove`)
-    if len(table.row_of) != n - ids.count(""):
-        raise ValueError(f"duplicate ids in the {kind} table")
+    table.adopt(ids)
     for name, dtype, fill in (("strength", np.float64, 0), ("last", np.float64, 0),
                               ("status", np.int8, 0), ("owner", np.int64, -1)):
         column = np.full(cap, fill, dtype=dtype)
