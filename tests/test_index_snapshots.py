@@ -154,6 +154,49 @@ def test_vector_round_trip_then_updates(tmp_path, before, after, approximate_abo
         assert vector_results(loaded, dim) == vector_results(fresh, dim)
 
 
+@_tmp
+@given(st.sampled_from([3, 256, 300]), st.integers(0, 40), st.integers(0, 2**32 - 1),
+       st.floats(0.0, 1.0))
+def test_sparse_vectors_are_saved_packed_and_come_back_bit_for_bit(tmp_path, dim, n, seed, share):
+    """Rows with few non-zero components (a hashing embedder's) are saved as (column, value)
+    pairs; -0.0 components and rows that are all zero come back exactly as they were."""
+    rng = np.random.default_rng(seed)
+    m = rng.normal(size=(n, dim)).astype(np.float32) * (rng.random((n, dim)) < share)
+    m[rng.random((n, dim)) < 0.05] = -0.0
+    ix = VectorIndex(dim, approximate_above=None)
+    ix.upsert_many([f"v{i}" for i in range(n)], m)
+    live = {f"v{i}": ix.get(f"v{i}") for i in range(n)}
+    path = tmp_path / "vectors.snap"
+    ix.save(path, {"seq": 1})
+    _, _, arrays = gem.index.read_snapshot_file(path, "vector")
+    nonzero = sum(int(np.count_nonzero(v.view(np.int32))) for v in live.values())
+    columns = 1 if dim <= 256 else 2
+    packed = nonzero * (columns + 4) + 4 * n < n * dim * 4
+    assert ("columns" in arrays) == packed and ("vectors" in arrays) != packed
+    loaded, _ = VectorIndex.load(path)
+    assert len(loaded) == n
+    for doc_id, v in live.items():
+        assert loaded.get(doc_id).tobytes() == v.tobytes()
+    loaded.upsert("extra", np.ones(dim))  # the unpacked matrix grows as any index's does
+    assert loaded.get("v0") is None or loaded.get("v0").tobytes() == live["v0"].tobytes()
+
+
+def test_packed_vector_rows_that_do_not_fit_are_refused(tmp_path):
+    ix = VectorIndex(256, approximate_above=None)
+    ix.upsert_many(["a", "b"], np.eye(256)[:2])
+    path = tmp_path / "vectors.snap"
+    ix.save(path, {"seq": 1})
+    stamp, meta, arrays = gem.index.read_snapshot_file(path, "vector")
+    assert "columns" in arrays
+    for name, bad in (("row_nonzeros", np.array([1, 2], dtype=np.int32)),
+                      ("row_nonzeros", np.array([-1, 3], dtype=np.int32))):
+        broken = {k: np.array(v) for k, v in arrays.items()}
+        broken[name] = bad
+        gem.index.write_snapshot_file(tmp_path / "bad.snap", "vector", stamp, meta, broken)
+        with pytest.raises(SnapshotError, match="do not fit"):
+            VectorIndex.load(tmp_path / "bad.snap")
+
+
 # ---------------------------------------------------------------- bad files
 
 
