@@ -216,3 +216,39 @@ def test_a_memory_larger_than_the_row_cache_keeps_the_newer_half_and_agrees_with
         assert evictions >= 1
         assert mem.inspect("Topic 0", "f0").value == "v0.0"  # dropped, read again
         assert cache_disagreements(mem) == []
+
+
+def test_a_fields_faded_history_is_what_its_whole_history_says(mem, clock):
+    """`faded_history` reads only the entries compression would move out (for the field and
+    the siblings a policy walks with it); it must equal the filter over the whole history,
+    committed or changed in the transition, in recording order."""
+    mem.ingest([gem.Fact(f"Project {i}", name, f"{name} {i}.0")
+                for i in range(6) for name in ("deadline", "owner", "budget")])
+    for step in range(1, 4):
+        clock.advance(days=1)
+        mem.ingest([gem.Fact(f"Project {i}", "deadline", f"deadline {i}.{step}")
+                    for i in range(0, 6, step)])
+    mem.retract("Project 5", "owner", "assigned by mistake")
+    clock.advance(days=1)
+    mem.ingest(gem.Fact("Project 5", "owner", "owner 5.1"))
+    engine = mem._engine
+    fids = sorted(mem.inspect(f"Project {i}").id + "/" + name
+                  for i in range(6) for name in ("deadline", "owner", "budget"))
+
+    def faded(t, fid):
+        return [e["id"] for e in t.faded_history(fid)]
+
+    with engine.store.lock:
+        whole = engine.transition("check")
+        expected = {fid: [e["id"] for e in whole.entries(fid)
+                          if e["active"] and e["status"] != "current"] for fid in fids}
+        assert any(expected.values()) and not all(expected.values())
+        engine.cache.clear()  # nothing of the histories cached: the filtered read answers
+        t = engine.transition("check")
+        t.siblings("Field", fids)
+        assert {fid: faded(t, fid) for fid in fids} == expected
+        assert not any(t.history_touched(fid) for fid in fids)  # no whole history was read
+        # changed in the transition: the answer follows the proposed state
+        victim = next(fid for fid in fids if len(expected[fid]) >= 2)
+        t.update("Entry", expected[victim][0], active=False)
+        assert faded(t, victim) == expected[victim][1:]

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..runtime import PolicyRuntime, action
 from ..state.transition import Transition
+from ..store.schema import Row
 from ..units import EpisodeRef, FieldRef, TopicRef
 from .common import field_ref
 
@@ -30,7 +31,7 @@ def compress_field(t: Transition, fid: str) -> bool:
     row = t.field_row(fid)
     if row is None or row["status"] != "active":
         return False
-    older = [e for e in t.entries(fid) if e["active"] and e["status"] != "current"]
+    older = t.faded_history(fid)
     for e in older:
         t.update("Entry", e["id"], active=False)
         t.touched.entries[e["id"]] = None
@@ -42,7 +43,7 @@ def compress_field(t: Transition, fid: str) -> bool:
         summary = (f"{len(older)} earlier value(s) from {first} to {last} compressed "
                    f"(latest: {values}); see history")
     t.update("Field", fid, status="compressed", summary=summary)
-    _attenuated(t, fid, "compressed")
+    _attenuated(t, row, "compressed")
     return True
 
 
@@ -52,7 +53,7 @@ def hide_field(t: Transition, fid: str) -> bool:
         return False
     t.update("Field", fid, status="hidden")
     t.content_changed(row["topic_id"])
-    _attenuated(t, fid, "hidden")
+    _attenuated(t, row, "hidden")
     return True
 
 
@@ -89,11 +90,11 @@ def archive_topic(t: Transition, tid: str) -> bool:
     return True
 
 
-def _attenuated(t: Transition, fid: str, level: str) -> None:
-    f = field_ref(t, fid)
-    t.touch_field(fid, f.topic_id)
+def _attenuated(t: Transition, field: Row, level: str) -> None:
+    fid = field["id"]
+    t.touch_field(fid, field["topic_id"])
     t.detail.setdefault("attenuated", []).append([fid, level])
-    t.emit("attenuated", unit=f, level=level)
+    t.emit("attenuated", unit=FieldRef(fid, field["topic_id"], field["name"]), level=level)
 
 
 def restore_topic(t: Transition, tid: str) -> bool:

@@ -83,6 +83,19 @@ class CommittedCache:
             rows.setdefault(row["id"], self.patch(child_table, row))
             lists[parent].append(row["id"])
 
+    def faded_history(self, fields: Iterable[str]) -> dict[str, list[str]]:
+        """Each field's committed entries that are active but no longer current (keys, in
+        recording order; their rows are cached). Not kept as a child list: it is not one."""
+        keys = list(dict.fromkeys(fields))
+        with self.store.reading() as tx:
+            found = queries.read_faded_history(tx, keys)
+        lists: dict[str, list[str]] = {fid: [] for fid in keys}
+        rows = self.rows["Entry"]
+        for fid, row in found:
+            rows.setdefault(row["id"], self.patch("Entry", row))
+            lists[fid].append(row["id"])
+        return lists
+
     def child_keys(self, rel: str, parent: str) -> list[str]:
         if parent not in self.children[rel]:
             self.load_children(rel, [parent])

@@ -163,6 +163,8 @@ class Transition:
         self.depth = 0
         self._acted: set[tuple[Any, ...]] = set()
         self._siblings: dict[tuple[str, str], list[str]] = {}
+        self._faded: dict[str, list[str]] = {}  # field -> committed faded entries (faded_history)
+        self._entries_changed: set[str] = set()  # fields whose entries this transition updated
         # this transition's copies of rows, lists and edges (what it read or wrote)
         self.rows: dict[str, dict[str, Row | None]] = {t: {} for t in NODE_TABLES}
         self.children: dict[str, dict[str, list[str]]] = {r: {} for r in CHILD_RELS}
@@ -276,6 +278,26 @@ class Transition:
         if missing:
             self.cache.load_rows("Entry", missing)
         return [self.row("Entry", k) for k in keys]  # type: ignore[misc]
+
+    def faded_history(self, fid: str) -> list[Row]:
+        """The field's entries still in its active history but no longer current (what
+        compression moves out), in recording order, in the proposed state. Unless this
+        transition changed the field's entries or its whole history is cached, only those
+        entries are read (for the field and the siblings a policy walks with it), not the
+        whole history: most fields that fade hold one entry."""
+        committed = self.cache.children["HAS_ENTRY"]
+        if fid in self.children["HAS_ENTRY"] or fid in committed or fid in self._entries_changed:
+            return [e for e in self.entries(fid) if e["active"] and e["status"] != "current"]
+        if fid not in self._faded:
+            group = [k for k in self._group("HAS_ENTRY", fid) if k not in committed
+                     and k not in self.children["HAS_ENTRY"] and k not in self._faded]
+            self._faded.update(self.cache.faded_history(group if fid in group else [fid]))
+        return [self.row("Entry", k) for k in self._faded[fid]]  # type: ignore[misc]
+
+    def history_touched(self, fid: str) -> bool:
+        """Whether this transition read the field's whole history, or changed any entry of
+        it (created, updated, moved and deleted entries all pass through one or the other)."""
+        return fid in self.children["HAS_ENTRY"] or fid in self._entries_changed
 
     def observations(self, eid: str) -> list[Row]:
         return [self.row("Observation", k) for k in self.child_keys("CORROBORATES", eid)]  # type: ignore[misc]
@@ -437,6 +459,8 @@ class Transition:
     def update(self, table: str, key: str, **props: Any) -> None:
         row = self.get(table, key)
         row.update(props)
+        if table == "Entry":
+            self._entries_changed.add(row["field_id"])
         if key in self.created[table]:
             pass  # written whole by the flush
         elif table in SALIENT and props.keys() & SALIENCE:

@@ -178,24 +178,28 @@ def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
 
 def _one_hop(tx: Tx, parent: str, hop: str, returns: str, order: str,
              keys: Sequence[str], child: str = "Topic",
-             parent_column: str | None = None) -> list[list[Any]]:
+             parent_column: str | None = None, where: str = "") -> list[list[Any]]:
     """Rows `p.id, c.id, <returns>` of `(p:parent)<hop>` from many parents `p` (kuzu: see
     `_kuzu_one_hop`; ladybug: per parent up to 64, then index lookups of the parents and an
-    OPTIONAL MATCH; FalkorDB: one IN list, looked up by index)."""
+    OPTIONAL MATCH; FalkorDB: one IN list, looked up by index). `where`: a condition on the
+    child `c` (constant: no parameters of its own) that each returned row meets."""
     if not keys:
         return []
     if _kuzu(tx):
-        return _kuzu_one_hop(tx, parent, hop, child, parent_column, returns, order, keys)
+        return _kuzu_one_hop(tx, parent, hop, child, parent_column, returns, order, keys, where)
     columns = f"p.id AS parent_key, c.id AS child_key, {returns}"
     arrow = f"(p:{parent}){hop}"
+    also = f" AND {where}" if where else ""
     if not _falkor(tx) and len(keys) <= 64:
-        text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
+        text = f"MATCH {arrow} WHERE p.id = $id{also} RETURN {columns} {order}"
         return [r for key in keys for r in tx.run(text, {"id": key})]
     if _falkor(tx):
-        return tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {columns} {order}", {"ids": list(keys)})
+        return tx.run(f"MATCH {arrow} WHERE p.id IN $ids{also} RETURN {columns} {order}",
+                      {"ids": list(keys)})
     out = []
     for i in range(0, len(keys), READ_CHUNK):
         rows = tx.run(f"UNWIND $ids AS k MATCH (p:{parent} {{id: k}}) OPTIONAL MATCH (p){hop} "
+                      f"{'WHERE ' + where if where else ''} "
                       f"RETURN {columns} {order}", {"ids": list(keys[i:i + READ_CHUNK])})
         out += [r for r in rows if r[1] is not None]
     return out
@@ -220,9 +224,10 @@ KUZU_CHILD_ROWS_PER_TOPIC_READ = 20_000
 
 
 def _kuzu_one_hop(tx: Tx, parent: str, hop: str, child: str, parent_column: str | None,
-                  returns: str, order: str, keys: Sequence[str]) -> list[list[Any]]:
+                  returns: str, order: str, keys: Sequence[str], where: str = "") -> list[list[Any]]:
     arrow = f"(p:{parent}){hop}"
     columns = f"p.id AS parent_key, c.id AS child_key, {returns}"
+    also = f" AND {where}" if where else ""
     rows = tx.size(parent)
     children = tx.size(child) if parent_column is not None else 0
     if parent == "Field" and child == "Entry":
@@ -232,22 +237,23 @@ def _kuzu_one_hop(tx: Tx, parent: str, hop: str, child: str, parent_column: str 
         topics = children // KUZU_CHILD_ROWS_PER_TOPIC_READ if parent_column is not None \
             else rows // KUZU_ROWS_PER_KEYED_READ
         if len(keys) >= KUZU_FEW_KEYS and len(by_topic) <= max(KUZU_FEW_KEYS, topics):
-            text = (f"MATCH (t:Topic {{id: $t}})-[:HAS_FIELD]->{arrow} WHERE p.id IN $ids "
+            text = (f"MATCH (t:Topic {{id: $t}})-[:HAS_FIELD]->{arrow} WHERE p.id IN $ids{also} "
                     f"RETURN {columns} {order}")
             return [r for tid, fids in by_topic.items() for r in tx.run(text, {"t": tid, "ids": fids})]
     keyed = children // KUZU_CHILD_ROWS_PER_KEYED_READ if parent_column is not None \
         else rows // KUZU_ROWS_PER_KEYED_READ
     if len(keys) < KUZU_FEW_KEYS or len(keys) <= keyed:
-        text = f"MATCH {arrow} WHERE p.id = $id RETURN {columns} {order}"
+        text = f"MATCH {arrow} WHERE p.id = $id{also} RETURN {columns} {order}"
         return [r for key in keys for r in tx.run(text, {"id": key})]
     if parent_column is not None:
-        text = (f"UNWIND $ids AS k MATCH (c:{child}) WHERE c.{parent_column} = k "
+        text = (f"UNWIND $ids AS k MATCH (c:{child}) WHERE c.{parent_column} = k{also} "
                 f"RETURN k AS parent_key, c.id AS child_key, {returns} {order}")
     elif len(keys) <= KUZU_IN_LIST_KEYS:
-        return tx.run(f"MATCH {arrow} WHERE p.id IN $ids RETURN {columns} {order}", {"ids": list(keys)})
+        return tx.run(f"MATCH {arrow} WHERE p.id IN $ids{also} RETURN {columns} {order}",
+                      {"ids": list(keys)})
     else:
         text = (f"UNWIND $ids AS x WITH x AS k MATCH (p:{parent} {{id: k}}){hop} "
-                f"RETURN {columns} {order}")
+                f"{'WHERE ' + where if where else ''} RETURN {columns} {order}")
     out = []
     for i in range(0, len(keys), KEY_JOIN_CHUNK):
         out += tx.run(text, {"ids": list(keys[i:i + KEY_JOIN_CHUNK])})
@@ -260,16 +266,25 @@ def _owned_hop(spec: Rel) -> str:
         f"-[:{spec.name}]->(c:{spec.child})"
 
 
-def read_children(tx: Tx, rel: str, parents: Sequence[str]) -> list[tuple[str, Row]]:
-    """(parent key, child row) over an owning relationship, children in creation order."""
+def read_children(tx: Tx, rel: str, parents: Sequence[str], where: str = "") -> list[tuple[str, Row]]:
+    """(parent key, child row) over an owning relationship, children in creation order;
+    with `where` (a condition on the child `c`), only the children that meet it."""
     spec = RELS[rel]
     parent, child = spec.parent, spec.child
     cols = TABLES[child].columns
     hop = _owned_hop(spec)
     order = "ORDER BY c.seq" if "seq" in cols else "ORDER BY c.created_at, c.id"
-    found = _one_hop(tx, parent, hop, _returns("c", cols), order, parents, child, spec.parent_column)
+    found = _one_hop(tx, parent, hop, _returns("c", cols), order, parents, child,
+                     spec.parent_column, where)
     rows = _rows(tx, child, cols, (values[2:] for values in found))
     return [(values[0], row) for values, row in zip(found, rows)]
+
+
+def read_faded_history(tx: Tx, fields: Sequence[str]) -> list[tuple[str, Row]]:
+    """(field key, entry row) of the entries of these fields still in the active history but
+    no longer current (what compression moves out), in recording order: at 10k topics a
+    forgetting pass reads ~20k of these instead of the 210k entries of the fields it compresses."""
+    return read_children(tx, "HAS_ENTRY", fields, "c.active = true AND c.status <> 'current'")
 
 
 def read_edges(tx: Tx, topics: Sequence[str]) -> list[tuple[str, str, str, Row]]:
