@@ -162,6 +162,39 @@ class EngineTime:
         return out
 
 
+GOVERNANCE_STAGES = ("policies", "bound", "commit_policies", "conditions", "log")
+
+
+class StageTime:
+    """The time a memory's transitions spend in each pipeline stage (gem/pipeline.py), through
+    the pipeline's public form: each stage is replaced by a timed one of the same name.
+    `take()` returns {stage: seconds} since the last take. The governance stages (the
+    policies, C5's bound, C1-C6 and the log) are what the issue's governance overhead counts;
+    the operator computes the proposed state and the flush writes it, as a raw write must."""
+
+    def __init__(self, mem: Any) -> None:
+        from gem.pipeline import Pipeline, Stage
+        engine = mem._engine
+        self.seconds: dict[str, float] = {s.name: 0.0 for s in engine.pipeline.stages}
+
+        def timed_stage(name: str, run: Callable[..., None]) -> Callable[..., None]:
+            def run_timed(t: Any, e: Any) -> None:
+                start = time.perf_counter()
+                try:
+                    run(t, e)
+                finally:
+                    self.seconds[name] += time.perf_counter() - start
+            return run_timed
+
+        engine.pipeline = Pipeline(Stage(s.name, timed_stage(s.name, s.run))
+                                   for s in engine.pipeline.stages)
+
+    def take(self) -> dict[str, float]:
+        out = dict(self.seconds)
+        self.seconds = dict.fromkeys(out, 0.0)
+        return out
+
+
 def timed(fn: Callable[[], Any]) -> float:
     start = time.perf_counter()
     fn()

@@ -24,7 +24,8 @@ import sys
 import tempfile
 import time
 
-from common import Clock, RawTwin, EngineTime, Recorder, disk_bytes, ms, rss_mb, side_by_side, timed
+from common import (GOVERNANCE_STAGES, Clock, EngineTime, RawTwin, Recorder, StageTime, disk_bytes,
+                    ms, rss_mb, side_by_side, timed)
 
 
 def child(engine: str, sizes: list[int], fields: int) -> dict:
@@ -38,37 +39,50 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
         clock = Clock()
         mem = gem.open(path, clock=clock, engine=engine)
         recorder, engine_time = Recorder(mem), EngineTime(mem)
+        stage_time = StageTime(mem)
         raw = RawTwin(os.path.join(d, "raw.db"), engine)
         topics = facts = 0
         batch_topics = max(1, 2000 // fields)
 
-        def grow_to(n: int) -> tuple[float, float]:
+        def stages(into: dict, raw_seconds: float) -> None:
+            """Seconds per stage over these batches, and the raw writes' seconds."""
+            for name, seconds in stage_time.take().items():
+                into[name] = into.get(name, 0.0) + seconds
+            into["raw"] = into.get("raw", 0.0) + raw_seconds
+
+        def grow_to(n: int, into: dict) -> tuple[float, float]:
             nonlocal topics, facts
             gov = rawt = 0.0
             done = 0
+            stage_time.take()
             while topics < n:
                 size = min(batch_topics, n - topics)
                 batch = [gem.Fact(f"Topic {topics + i} {WORDS[(topics + i) % len(WORDS)]}",
                                   f"field {j}", f"value {topics + i}.{j} {WORDS[(i * 7 + j) % len(WORDS)]}")
                          for i in range(size) for j in range(fields)]
                 gov += timed(lambda: mem.ingest(batch))
-                rawt += raw.replay(recorder.take())
+                replayed = raw.replay(recorder.take())
+                rawt += replayed
+                stages(into, replayed)
                 topics += size
                 facts += len(batch)
                 done += len(batch)
             return done / gov, done / rawt
 
-        def updates(rounds: int) -> tuple[float, float]:
+        def updates(rounds: int, into: dict) -> tuple[float, float]:
             nonlocal facts
             gov = rawt = 0.0
             done = 0
+            stage_time.take()
             for _ in range(rounds):
                 # 2,000 updates: distinct (topic, field) pairs of existing topics
                 pairs = rng.sample(range(topics * fields), min(2000, topics * fields))
                 batch = [gem.Fact(f"Topic {p // fields} {WORDS[p // fields % len(WORDS)]}",
                                   f"field {p % fields}", f"updated {rng.random():.6f}") for p in pairs]
                 gov += timed(lambda: mem.ingest(batch))
-                rawt += raw.replay(recorder.take())
+                replayed = raw.replay(recorder.take())
+                rawt += replayed
+                stages(into, replayed)
                 facts += len(batch)
                 done += len(batch)
             return done / gov, done / rawt
@@ -76,9 +90,10 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
         for n in sizes:
             row: dict = {}
             start = time.perf_counter()
-            row["batch_new"] = grow_to(n)
+            row["new_stages"], row["update_stages"] = {}, {}
+            row["batch_new"] = grow_to(n, row["new_stages"])
             row["grow_s"] = time.perf_counter() - start
-            row["batch_update"] = updates(5)
+            row["batch_update"] = updates(5, row["update_stages"])
             gov, rawt, engine_share = [], [], []
             for i in range(200):
                 t = rng.randrange(topics)
@@ -118,6 +133,7 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
             row["open"] = timed(lambda: opened.append(gem.open(path, clock=clock, engine=engine)))
             mem = opened[0]
             recorder, engine_time = Recorder(mem), EngineTime(mem)
+            stage_time = StageTime(mem)
             clock.advance(days=45)
             for key in ("forget", "forget_again"):
                 report: dict = {}
@@ -134,6 +150,7 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
             row["derived_bytes_per_fact"] = disk_bytes(snapshot_dir(path)) / facts
             mem = gem.open(path, clock=clock, engine=engine)
             recorder, engine_time = Recorder(mem), EngineTime(mem)
+            stage_time = StageTime(mem)
             out["sizes"][str(n)] = row
             print(json.dumps({"progress": n, **row}), file=sys.stderr, flush=True)
         mem.close()
@@ -143,6 +160,16 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
 
 WORDS = ("alpha", "budget", "launch", "design", "review", "hiring", "roadmap", "pricing", "audit",
          "migration", "onboarding", "security", "analytics", "support", "research", "partner")
+
+
+def governance(stages: dict) -> str:
+    """Policies, C5's bound, C1-C6 and the log, against the raw writes of the same rows."""
+    return f"{sum(stages.get(s, 0.0) for s in GOVERNANCE_STAGES) / stages['raw']:.2f}x"
+
+
+def writing(stages: dict) -> str:
+    """The operator (the proposed state) and the flush (its writes), against the raw writes."""
+    return f"{stages['operator'] / stages['raw']:.2f}x / {stages['flush'] / stages['raw']:.2f}x"
 
 
 def table(results: dict[str, dict]) -> str:
@@ -159,6 +186,9 @@ def table(results: dict[str, dict]) -> str:
     row("batch ingest, updates (facts/s)", lambda r: f"{r['batch_update'][0]:,.0f}")
     row("  same rows raw (facts/s)", lambda r: f"{r['batch_update'][1]:,.0f}")
     row("  governed / raw time", lambda r: f"{r['batch_update'][1] / r['batch_update'][0]:.2f}x")
+    for kind in ("new", "update"):
+        row(f"  {kind}: governance stages / raw time", lambda r, k=kind: governance(r[f"{k}_stages"]))
+        row(f"  {kind}: operator / flush / raw time", lambda r, k=kind: writing(r[f"{k}_stages"]))
     row("single ingest p50 / p95 ms", lambda r: f"{r['single'][0][0]:.2f} / {r['single'][0][1]:.2f}")
     row("  same rows raw p50 / p95 ms", lambda r: f"{r['single'][1][0]:.2f} / {r['single'][1][1]:.2f}")
     row("  in the engine p50 / p95 ms", lambda r: f"{r['single_engine'][0]:.2f} / {r['single_engine'][1]:.2f}")
