@@ -253,12 +253,42 @@ def test_every_statement_form_of_a_one_hop_read_returns_the_same_rows(db_path, c
                             grouped.setdefault(parent, []).append(repr(row))
                         out[rel] = grouped
                     out["edges"] = sorted(repr(e) for e in queries.read_edges(tx, topics))
+                    faded: dict[str, list[str]] = {}
+                    for parent, row in queries.read_faded_history(tx, fields):
+                        faded.setdefault(parent, []).append(repr(row))
+                    out["faded"] = faded
                     return out
         baseline = read(*FORMS["per key"])
+        assert baseline["faded"] == {
+            fid: kept for fid, rows in baseline["HAS_ENTRY"].items()  # type: ignore[union-attr]
+            if (kept := [r for r in rows if "'active': True" in r and "'status': 'current'" not in r])}
+        assert len(baseline["faded"]) >= 210
         assert len(baseline["HAS_FIELD"]) == 72
         assert sum(len(v) for v in baseline["HAS_ENTRY"].values()) == 634
         assert len(baseline["edges"]) >= 3
         assert read(*FORMS[form]) == baseline
+
+
+def test_a_faded_history_read_returns_what_filtering_the_whole_history_does(db_path, clock):
+    """On every engine and for each way of reading many parents (one, a few, past the
+    per-statement chunk): the entries still active but no longer current, in order."""
+    with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
+        for round_ in range(3):
+            mem.ingest([gem.Fact(f"Topic {i}", f"f{j}", f"v{round_ if j else 0}.{i}.{j}")
+                        for i in range(45) for j in range(2)])
+            clock.advance(days=1)
+        store = mem._engine.store
+        with store.reading() as tx:
+            fields = sorted(r[0] for r in tx.run("MATCH (f:Field) RETURN f.id"))
+            for keys in (fields[:1], fields[:5], fields[:64], fields):
+                whole = [(p, r["id"]) for p, r in queries.read_children(tx, "HAS_ENTRY", keys)
+                         if r["active"] and r["status"] != "current"]
+                faded = [(p, r["id"]) for p, r in queries.read_faded_history(tx, keys)]
+                assert sorted(faded) == sorted(whole) and len(whole) == len(keys) // 2 * 2
+                by_field: dict[str, list[str]] = {}
+                for p, eid in faded:
+                    by_field.setdefault(p, []).append(eid)
+                assert all(ids == [e for p, e in whole if p == fid] for fid, ids in by_field.items())
 
 
 @EMBEDDED
