@@ -87,7 +87,10 @@ def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResu
     ids = [tid for tid, _ in ranked]
     t.prefetch("Topic", ids)
     t.prefetch_children("HAS_FIELD", ids)
-    t.prefetch_children("HAS_ENTRY", [f for tid in ids for f in t.field_ids(tid)])
+    # The histories read: those shown, and all of a topic's whose summary is out of date (its
+    # refresh reads every current value). A field asked for by name of a topic whose summary
+    # is current needs its own history only: at 100k topics, reading all ten cost 1.6 ms more.
+    t.prefetch_children("HAS_ENTRY", [f for tid in ids for f in _histories_read(t, tid, req)])
 
     selected: list[tuple[str, float | None, list[str]]] = []
     for tid, score in ranked:
@@ -270,6 +273,13 @@ def _context(t: Transition, ranked: list[str], req: Request
                 title = t.get("Topic", tid)["title"]
                 out.append((other, 0.0, fids[:CONTEXT_FIELDS], title))
     return out
+
+
+def _histories_read(t: Transition, tid: str, req: Request) -> list[str]:
+    if req.fields is None or tid in t.committed.stale:
+        return t.field_ids(tid)
+    named = (field_named(t, tid, name) for name in req.fields)
+    return [f for f in named if f is not None]
 
 
 def _wanted_fields(t: Transition, tid: str, req: Request) -> list[str]:
