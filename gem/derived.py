@@ -303,7 +303,10 @@ class ScopeState:
         # time to open one, and most opens never search units.
         self.saved_units: SavedUnits | None = None
         self.stale_units: dict[str, None] = {}
-        self.fields_by_topic: dict[str, list[str]] = {}
+        # topic -> its fields in creation order: derived from the field table's ids when first
+        # asked for (topic status changes, C5's bound, erasure), not saved (19 of the 27 MB of a
+        # 100k-topic snapshot's state file) nor kept up to date until then
+        self._fields_by_topic: dict[str, list[str]] | None = {}
         # Labels of the fields that have any (field id -> labels), and for each label the rows
         # of the field table that carry it: a label's half-life applies to all of them at once.
         self.field_labels: dict[str, tuple[str, ...]] = {}
@@ -378,6 +381,20 @@ class ScopeState:
 
     def fields_of(self, tid: str) -> list[str]:
         return self.fields_by_topic.get(tid, [])
+
+    @property
+    def fields_by_topic(self) -> dict[str, list[str]]:
+        if self._fields_by_topic is None:
+            grouped: dict[str, list[str]] = {}
+            for fid in self.fields.ids:  # rows in the order fields were first put
+                if fid:  # "": an erased field's row
+                    grouped.setdefault(fid.split("/", 1)[0], []).append(fid)
+            self._fields_by_topic = grouped
+        return self._fields_by_topic
+
+    def derive_fields_by_topic(self) -> None:
+        """Group the fields by topic from the field table when next asked (a loaded table)."""
+        self._fields_by_topic = None
 
     def _topic_active(self) -> np.ndarray:
         """For each field row: is its topic active?"""
@@ -518,9 +535,10 @@ class ScopeState:
             else:
                 del self.field_labels[row["id"]]
             self._label_rows = None
-        fids = self.fields_by_topic.setdefault(row["topic_id"], [])
-        if row["id"] not in fids:
-            fids.append(row["id"])
+        if self._fields_by_topic is not None:
+            fids = self._fields_by_topic.setdefault(row["topic_id"], [])
+            if row["id"] not in fids:
+                fids.append(row["id"])
 
     def _put_episode(self, row: Row) -> None:
         self.episodes.put(row["id"], row["strength"], row["last_access"], row["status"])

@@ -56,9 +56,12 @@ if TYPE_CHECKING:
 # 1: one state per scope; 2 (an earlier layout, without scopes): the log head's time and field
 # labels, or (another branch) episodes and the unit indexes; 3: per scope, with the log head's
 # time and each scope's field labels; 4: per scope, with episodes and the unit indexes (issue
-# 10); 5: the unit layer in its own files, read lazily. A snapshot of any other format is
-# rebuilt from the database, never read.
-FORMAT = 6
+# 10); 5: the unit layer in its own files, read lazily; 6: each name with its canonical key;
+# 7: without each topic's field list (derived from the field table; a format-6 snapshot's is
+# ignored, so one is still read). A snapshot of any other format is rebuilt from the
+# database, never read.
+FORMAT = 7
+READS = (6, 7)
 UNIT_FILES = (("units", "snap"), ("unitvec", "snap"), ("unitdocs", "snap"))
 
 
@@ -86,7 +89,6 @@ def save(state: DerivedState, db_path: str) -> None:
                       for tid, names in scope.names.names_of.items()],
             "summaries": scope.summaries, "stale": list(scope.stale),
             "open_flags": scope.open_flags, "counters": scope.counters,
-            "fields_by_topic": scope.fields_by_topic,
             "field_labels": scope.field_labels,
             "unpaired": list(scope.unpaired), "paired_at": scope.paired_at,
             "stale_units": list(scope.stale_units),
@@ -203,7 +205,7 @@ def load(store: GraphStore, embedder: "Embedder", progress: Progress | None = No
 def _read(db_path: str, embedder: "Embedder") -> DerivedState:
     folder = snapshot_dir(db_path)
     meta = _meta(folder)
-    if meta is None or meta.get("format") != FORMAT or meta.get("embedder") != embedder.name:
+    if meta is None or meta.get("format") not in READS or meta.get("embedder") != embedder.name:
         raise SnapshotError(f"no usable snapshot in {folder!r}")
     files = meta["files"]
     try:
@@ -252,11 +254,11 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
     scope.stale = dict.fromkeys(part["stale"])
     scope.open_flags = {k: int(v) for k, v in part["open_flags"].items()}
     scope.counters = {k: int(v) for k, v in part["counters"].items()}
-    scope.fields_by_topic = part["fields_by_topic"]
     scope.field_labels = {k: tuple(v) for k, v in part["field_labels"].items()}
     scope.topics = _table(tables, "topics", SalienceTable(scope.topics.names))
     scope.fields = _table(tables, "fields", SalienceTable(scope.fields.names))
     scope.episodes = _table(tables, "episodes", SalienceTable(scope.episodes.names))
+    scope.derive_fields_by_topic()
     scope.unpaired = dict.fromkeys(part["unpaired"])
     ids, offsets, seqs = tables["touched_ids"], tables["touched_offsets"], tables["touched_seqs"]
     if offsets.shape != (len(ids) + 1,) or (len(ids) and offsets[-1] != seqs.shape[0]):

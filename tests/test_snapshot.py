@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 import gem
+import gem.snapshot
 from conftest import ENGINE
 from gem.derived import snapshot_dir
 from gem.testing.consistency import cache_disagreements, derived_disagreements
@@ -118,8 +119,8 @@ def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, c
         open(target, "wb").write(bytes(data))
     elif damage == "other embedder":
         open(meta_path, "w").write(json.dumps({**meta, "embedder": "hashing-128-v1"}))
-    elif damage == "an older format":  # no log head time or field labels: never read, rebuilt
-        open(meta_path, "w").write(json.dumps({**meta, "format": meta["format"] - 1}))
+    elif damage == "an older format":  # one gem no longer reads: rebuilt
+        open(meta_path, "w").write(json.dumps({**meta, "format": min(gem.snapshot.READS) - 1}))
     else:  # a snapshot copied from a database with another history
         other = str(tmp_path / "other")
         with reopen(other, clock) as mem:
@@ -131,6 +132,29 @@ def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, c
     steps = []
     with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
         assert "index titles" in steps             # rebuilt from the database
+        assert answers(mem) == before
+        assert derived_disagreements(mem) == []
+
+
+def test_a_format_6_snapshot_is_read_and_its_field_lists_ignored(tmp_path, clock):
+    """Format 6 saved each topic's field list; format 7 derives it from the field table. A
+    format-6 snapshot is read (not rebuilt), whatever its lists say."""
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)
+        before = answers(mem)
+    folder = snapshot_dir(path)
+    meta_path = os.path.join(folder, "meta.json")
+    meta = json.loads(open(meta_path).read())
+    state_path = os.path.join(folder, meta["files"]["state"])
+    state = json.loads(open(state_path).read())
+    for part in state["scopes"].values():
+        part["fields_by_topic"] = {"t1": ["t1/not a field"]}
+    open(state_path, "w").write(json.dumps(state))
+    open(meta_path, "w").write(json.dumps({**meta, "format": 6}))
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert "index titles" not in steps  # loaded, not rebuilt
         assert answers(mem) == before
         assert derived_disagreements(mem) == []
 
