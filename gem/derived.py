@@ -382,6 +382,10 @@ class ScopeState:
     def fields_of(self, tid: str) -> list[str]:
         return self.fields_by_topic.get(tid, [])
 
+    def summary_stale(self, tid: str) -> bool:
+        """Whether the topic's summary (and its index entries) wait for a refresh."""
+        return tid in self.stale
+
     @property
     def fields_by_topic(self) -> dict[str, list[str]]:
         if self._fields_by_topic is None:

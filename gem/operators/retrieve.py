@@ -276,7 +276,7 @@ def _context(t: Transition, ranked: list[str], req: Request
 
 
 def _histories_read(t: Transition, tid: str, req: Request) -> list[str]:
-    if req.fields is None or tid in t.committed.stale:
+    if req.fields is None or t.committed.summary_stale(tid):
         return t.field_ids(tid)
     named = (field_named(t, tid, name) for name in req.fields)
     return [f for f in named if f is not None]

@@ -64,6 +64,7 @@ class Committed(Protocol):
     def has_open_flags(self, tid: str) -> bool: ...
     def field_status(self, fid: str) -> str | None: ...
     def fields_of(self, tid: str) -> list[str]: ...
+    def summary_stale(self, tid: str) -> bool: ...
     def field_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
                         half_life: timedelta,
                         by_label: dict[str, timedelta | None] | None = None) -> list[str]: ...
@@ -162,7 +163,7 @@ class Transition:
         self.current_event: Event | None = None
         self.depth = 0
         self._acted: set[tuple[Any, ...]] = set()
-        self._siblings: dict[tuple[str, str], list[str]] = {}
+        self._siblings: dict[str, dict[str, _Siblings]] = {}  # table -> key -> its group
         self._faded: dict[str, list[str]] = {}  # field -> committed faded entries (faded_history)
         self._entries_changed: set[str] = set()  # fields whose entries this transition updated
         # this transition's copies of rows, lists and edges (what it read or wrote)
@@ -198,20 +199,19 @@ class Transition:
     def siblings(self, table: str, keys: Sequence[str]) -> None:
         """Remember a set of units a policy is about to walk (EXISTS x IN active_fields): the
         first miss on any of them loads them all in one statement, and likewise for their
-        fields (topics) or histories (fields)."""
-        group = list(keys)
-        children = "HAS_FIELD" if table == "Topic" else "HAS_ENTRY"
-        for key in group:
-            self._siblings[(table, key)] = group
-            self._siblings[(children, key)] = group
+        fields (topics) or histories (fields). (One shared group per key, set in C: a
+        forgetting pass at 100k topics walks 1M fields twice.)"""
+        group = _Siblings(list(keys), {table, "HAS_FIELD" if table == "Topic" else "HAS_ENTRY"})
+        self._siblings.setdefault(table, {}).update(dict.fromkeys(group.keys, group))
 
     def _group(self, kind: str, key: str) -> list[str]:
-        group = self._siblings.get((kind, key))
-        if group is None:
+        family = self._siblings.get("Topic" if kind in ("Topic", "HAS_FIELD") else
+                                    "Field" if kind in ("Field", "HAS_ENTRY") else "")
+        group = family.get(key) if family else None
+        if group is None or kind not in group.unread:
             return [key]
-        for k in group:  # one batch per group: later misses go singly
-            self._siblings.pop((kind, k), None)
-        return group
+        group.unread.discard(kind)  # one batch per group and kind: later misses go singly
+        return group.keys
 
     def _uncommitted(self, table: str, key: str) -> bool:
         """Whether the row cannot be in the database: a field of a topic this transition
@@ -669,6 +669,14 @@ class Transition:
 
 
 LISTS_OF = {"Topic": ("HAS_FIELD", "FLAGS"), "Field": ("HAS_ENTRY",), "Entry": ("CORROBORATES",)}
+
+
+@dataclass
+class _Siblings:
+    """Units a policy walks together, and which of their reads (rows, child lists) are still
+    to be made for the whole group."""
+    keys: list[str]
+    unread: set[str]
 
 
 def episode_order(eid: str) -> tuple[int, str]:
