@@ -98,16 +98,22 @@ def test_closing_after_reads_alone_does_not_write_the_snapshot_again(tmp_path, c
         assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
 
 
-@pytest.mark.parametrize("damage", ["deleted", "meta torn", "index corrupted", "other embedder",
-                                    "another database's", "an older format"])
-def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, clock, damage):
+def seeded_snapshot(tmp_path, clock) -> tuple[str, object, str, str, dict]:
+    """A seeded memory closed with its snapshot: (path, its answers, the snapshot folder, the
+    path of its meta.json, what that says)."""
     path = str(tmp_path / "db")
     with reopen(path, clock) as mem:
         seed(mem, clock)
         before = answers(mem)
     folder = snapshot_dir(path)
     meta_path = os.path.join(folder, "meta.json")
-    meta = json.loads(open(meta_path).read())
+    return path, before, folder, meta_path, json.loads(open(meta_path).read())
+
+
+@pytest.mark.parametrize("damage", ["deleted", "meta torn", "index corrupted", "other embedder",
+                                    "another database's", "an older format"])
+def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, clock, damage):
+    path, before, folder, meta_path, meta = seeded_snapshot(tmp_path, clock)
     if damage == "deleted":
         shutil.rmtree(folder)
     elif damage == "meta torn":
@@ -139,13 +145,7 @@ def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, c
 def test_a_format_6_snapshot_is_read_and_its_field_lists_ignored(tmp_path, clock):
     """Format 6 saved each topic's field list; format 7 derives it from the field table. A
     format-6 snapshot is read (not rebuilt), whatever its lists say."""
-    path = str(tmp_path / "db")
-    with reopen(path, clock) as mem:
-        seed(mem, clock)
-        before = answers(mem)
-    folder = snapshot_dir(path)
-    meta_path = os.path.join(folder, "meta.json")
-    meta = json.loads(open(meta_path).read())
+    path, before, folder, meta_path, meta = seeded_snapshot(tmp_path, clock)
     state_path = os.path.join(folder, meta["files"]["state"])
     state = json.loads(open(state_path).read())
     for part in state["scopes"].values():
