@@ -285,13 +285,15 @@ class Transition:
         transition changed the field's entries or its whole history is cached, only those
         entries are read (for the field and the siblings a policy walks with it), not the
         whole history: most fields that fade hold one entry."""
-        committed = self.cache.children["HAS_ENTRY"]
-        if fid in self.children["HAS_ENTRY"] or fid in committed or fid in self._entries_changed:
+        def whole_history_known(k: str) -> bool:
+            return self.history_touched(k) or k in self.cache.children["HAS_ENTRY"]
+
+        if whole_history_known(fid):
             return [e for e in self.entries(fid) if e["active"] and e["status"] != "current"]
-        if fid not in self._faded:
-            group = [k for k in self._group("HAS_ENTRY", fid) if k not in committed
-                     and k not in self.children["HAS_ENTRY"] and k not in self._faded]
-            self._faded.update(self.cache.faded_history(group if fid in group else [fid]))
+        if fid not in self._faded:  # its group holds it, and nothing of the group was read yet
+            self._faded.update(self.cache.faded_history(
+                [k for k in self._group("HAS_ENTRY", fid)
+                 if k not in self._faded and not whole_history_known(k)]))
         return [self.row("Entry", k) for k in self._faded[fid]]  # type: ignore[misc]
 
     def history_touched(self, fid: str) -> bool:
