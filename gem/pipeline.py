@@ -133,15 +133,16 @@ def append_log(t: Transition, engine: "Engine") -> None:
         "salience": salience_changes(t),
         "writes": attested(t),
     }
+    texts = {name: dumps(parts[name]) for name in attest.PARTS}
     salt = attest.new_salt()
-    commit = attest.commitment(salt, parts)
+    commit = attest.commitment_of_texts(salt, texts)
     counters = asdict(t.counters)
     previous = engine.derived.hash
     body = {"seq": t.seq, "scope": t.scope, "op": t.op, "event": t.event, "at": t.now.isoformat(),
             "actor": t.actor, "counters": counters, "tombstone": t.tombstone, "commit": commit}
     t.log_record = {
         "seq": t.seq, "scope": t.scope, "op": t.op, "event": t.event, "at": t.now,
-        "actor": t.actor, **{name: dumps(parts[name]) for name in attest.PARTS},
+        "actor": t.actor, **texts,
         "counters": dumps(counters), "tombstone": dumps(t.tombstone) if t.tombstone else "",
         "salt": salt, "commit": commit, "prev_hash": previous,
         "hash": chain_hash(previous, body)}

@@ -95,7 +95,7 @@ def dumps(value: Any) -> str:
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, datetime):
-        return value.isoformat()
+        return _isoformat(value)
     if isinstance(value, timedelta):
         return value.total_seconds()
     if isinstance(value, (TopicRef, EntryRef, EpisodeRef)):
@@ -109,6 +109,26 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)
     return str(value)
+
+
+def _isoformat(value: datetime) -> str:
+    """value.isoformat(), remembered for the last few thousand values: the rows a transition
+    writes share a handful of times (its clock, the times of the facts it was given), and an
+    aware datetime's isoformat costs more than the rest of encoding its row's column. Equal
+    aware datetimes with the same tzinfo can still differ in fold (the repeated hour of a DST
+    change: same wall time, another offset), so tzinfo and fold are checked too."""
+    known = _ISO.get(value)
+    if known is not None and known[0] is value.tzinfo and known[1] == value.fold:
+        return known[2]
+    text = value.isoformat()
+    if len(_ISO) >= _ISO_SIZE:
+        _ISO.clear()
+    _ISO[value] = (value.tzinfo, value.fold, text)
+    return text
+
+
+_ISO: dict[datetime, tuple[Any, int, str]] = {}
+_ISO_SIZE = 4096
 
 
 # json.dumps with these options builds an encoder per call: a fifth of the cost of hashing a

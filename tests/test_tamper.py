@@ -180,3 +180,47 @@ def test_columns_added_later_leave_the_hash_of_older_rows_as_it_was():
     flag = {"id": "g1", "status": "open"}
     assert row_hash("Flag", {**flag, "cleared_by": None}) == row_hash("Flag", flag)
     assert row_hash("Flag", {**flag, "cleared_by": "reviser"}) != row_hash("Flag", flag)
+
+
+def test_a_record_commits_to_the_canonical_text_of_its_parts():
+    """The log stage hashes the parts' stored texts (attest.commitment_of_texts) instead of
+    encoding the parts a second time: the commitment must be the hash of the canonical text
+    of the whole {part: value} record, as the audit recomputes it from the parsed parts."""
+    import hashlib
+    from datetime import datetime, timezone
+    from gem import attest
+    from gem.units import dumps
+    parts = {"units": ["t1", "acme:t2/déadline"], "detail": {"attenuated": [["t1/a", "hidden"]]},
+             "policies": [{"policy": "p", "n": 3, "evidence": {"at": datetime(2026, 1, 2,
+                                                                             tzinfo=timezone.utc)}}],
+             "salience": {"t1": [0.5, "2026-01-02T00:00:00+00:00"]},
+             "writes": {"t1": "0" * 32, "t1/a": None}}
+    whole = hashlib.sha256(f"salt\n{dumps(parts)}".encode("utf-8")).hexdigest()
+    assert attest.commitment("salt", parts) == whole
+    texts = {name: dumps(value) for name, value in parts.items()}
+    assert attest.commitment_of_texts("salt", texts) == whole
+
+
+def test_times_are_encoded_with_their_own_offset_however_often_they_repeat():
+    """Canonical JSON remembers recent isoformat texts by value (gem/units.py). Equal instants
+    in other zones, and the two equal wall times of a DST change's repeated hour (same tzinfo,
+    fold 0 and 1), must still come out with their own offsets."""
+    from datetime import datetime, timedelta, timezone, tzinfo
+    from gem.units import dumps
+    utc = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    cet = utc.astimezone(timezone(timedelta(hours=1)))
+    assert utc == cet
+    assert [dumps(utc), dumps(cet), dumps(utc)] == \
+        [f'"{utc.isoformat()}"', f'"{cet.isoformat()}"', f'"{utc.isoformat()}"']
+    class RepeatedHour(tzinfo):  # like America/New_York on 2026-11-01, without tz data
+        def utcoffset(self, dt):
+            return timedelta(hours=-5 if dt.fold else -4)
+
+        def dst(self, dt):
+            return timedelta(0 if dt.fold else 1)
+
+    first = datetime(2026, 11, 1, 1, 30, tzinfo=RepeatedHour())
+    second = first.replace(fold=1)
+    assert first == second and first.isoformat() != second.isoformat()
+    assert [dumps(first), dumps(second), dumps(first)] == \
+        [f'"{first.isoformat()}"', f'"{second.isoformat()}"', f'"{first.isoformat()}"']
