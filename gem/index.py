@@ -47,7 +47,7 @@ ANALYZERS = {"tokens": tokens, "search": search_terms}
 _MAGIC = b"GEMSNAP\0"
 _FORMAT_VERSION = 1
 _ALIGN = 64
-_DTYPES = {"<f4", "<f8", "<i4", "<i8", "|u1", "<u2"}  # the only element types a snapshot holds
+_DTYPES = {"<f2", "<f4", "<f8", "<i4", "<i8", "|u1", "<u2"}  # the only element types a snapshot holds
 
 
 def _pad(n: int) -> int:
@@ -749,6 +749,17 @@ def _unpacked_rows(a: dict[str, np.ndarray], n: int, dim: int) -> np.ndarray:
     return m
 
 
+def _half_if_exact(m: np.ndarray) -> np.ndarray:
+    """m as float16 if that holds every value exactly (sketches: see _Sketches.set), else m
+    (sketches loaded from a snapshot written before they were rounded)."""
+    half = m.astype(np.float16)
+    step = max(1, _PRODUCT_ELEMENTS // max(1, m.shape[1]))
+    for a in range(0, m.shape[0], step):
+        if not np.array_equal(half[a : a + step].astype(np.float32), m[a : a + step]):
+            return m
+    return half
+
+
 class _Sketches:
     """The projected rows of a VectorIndex, in the same row order as its matrix."""
 
@@ -764,7 +775,11 @@ class _Sketches:
             self.rows = grown
 
     def set(self, rows, vecs: np.ndarray) -> None:
-        self.rows[rows] = vecs @ self.axes
+        # Rounded to half precision (relative error 2^-11, far below what tells candidates
+        # apart; sketch values are projections of unit vectors, so within [-1, 1]) and held
+        # as float32 for the scan: saved as float16 they take half the bytes, and a loaded
+        # index still holds exactly these values.
+        self.rows[rows] = (vecs @ self.axes).astype(np.float16)
 
     def candidates(self, n: int, q: np.ndarray, pool: int) -> np.ndarray:
         """The `pool` rows whose sketches score best against q, in row order."""
@@ -1165,7 +1180,8 @@ class VectorIndex:
     def save(self, path: str | os.PathLike, stamp: Mapping[str, Any]) -> None:
         """Write this index to `path` (atomically), with the caller's JSON-able `stamp`.
 
-        Sketches are saved too, so a loaded index picks exactly the same candidates."""
+        Sketches are saved too (as float16: their values are), so a loaded index picks exactly
+        the same candidates."""
         n = self._n
         ids_utf8, ids_offsets = encode_strings(self._id_of_row)
         arrays: dict[str, np.ndarray] = {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
@@ -1178,7 +1194,7 @@ class VectorIndex:
         if self._sketches is not None:
             meta["sketches_trained_at"] = self._sketches.trained_at
             arrays["sketch_axes"] = self._sketches.axes
-            arrays["sketches"] = self._sketches.rows[:n]
+            arrays["sketches"] = _half_if_exact(self._sketches.rows[:n])
         write_snapshot_file(path, "vector", stamp, meta, arrays)
 
     @classmethod
@@ -1201,8 +1217,10 @@ class VectorIndex:
                 axes, rows = a["sketch_axes"], a["sketches"]
                 if axes.shape != (ix.dim, ix.sketch_dim) or rows.shape != (n, ix.sketch_dim):
                     raise ValueError("sketches do not match the vectors")
+                if rows.dtype not in (np.float16, np.float32):
+                    raise ValueError("sketches are neither float16 nor float32")
                 sketches = _Sketches(axes.copy(), int(meta["sketches_trained_at"]), 0)
-                sketches.rows = rows
+                sketches.rows = rows.astype(np.float32, copy=False)
                 sketches.reserve(ix._m.shape[0])
                 ix._sketches = sketches
         except SnapshotError:

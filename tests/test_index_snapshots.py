@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import gem.index
 from gem.errors import GemError, InvalidInput, SnapshotError
-from gem.index import LexicalIndex, VectorIndex
+from gem.index import LexicalIndex, VectorIndex, read_snapshot_file
 
 VOCAB = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
 # Ids that a naive string table would break: empty, separators, NUL, a lone surrogate.
@@ -140,6 +140,8 @@ def test_vector_round_trip_then_updates(tmp_path, before, after, approximate_abo
     for d in model:
         assert loaded.get(d).tobytes() == live.get(d).tobytes()
     assert vector_results(loaded, dim) == vector_results(live, dim)
+    if live.approximate:
+        assert read_snapshot_file(path, "vector")[2]["sketches"].dtype == np.float16
 
     apply_vectors(live, dict(model), after, dim)
     apply_vectors(loaded, model, after, dim)
@@ -195,6 +197,21 @@ def test_packed_vector_rows_that_do_not_fit_are_refused(tmp_path):
         gem.index.write_snapshot_file(tmp_path / "bad.snap", "vector", stamp, meta, broken)
         with pytest.raises(SnapshotError, match="do not fit"):
             VectorIndex.load(tmp_path / "bad.snap")
+
+
+def test_float32_sketches_of_an_older_snapshot_are_kept_as_they_were(tmp_path):
+    """Sketches saved before they were rounded to half precision are float32 values that
+    float16 cannot hold: they are saved and loaded as float32, so the index keeps picking
+    exactly the candidates it picked."""
+    ix = VectorIndex(8, approximate_above=10, sketch_dim=3)
+    ix.upsert_many([f"d{i}" for i in range(30)], np.stack([random_unit(i, 8) for i in range(30)]))
+    ix._sketches.rows[:30] += np.float32(1e-6)  # as an older gem computed them: unrounded
+    ix.save(tmp_path / "v.snap", {"seq": 1})
+    assert read_snapshot_file(tmp_path / "v.snap", "vector")[2]["sketches"].dtype == np.float32
+    loaded, _ = VectorIndex.load(tmp_path / "v.snap")
+    assert loaded._sketches.rows[:30].tobytes() == ix._sketches.rows[:30].tobytes()
+    qs = [random_unit(100 + i, 8) for i in range(5)]
+    assert [loaded.search(q, k=3) for q in qs] == [ix.search(q, k=3) for q in qs]
 
 
 # ---------------------------------------------------------------- bad files
