@@ -161,6 +161,13 @@ class SalienceTable:
         return np.isin(self.status[:len(self.ids)], codes)
 
 
+# The selections by salience (field_ids_where, ...) promise a superset of the units whose
+# salience now is under the bound as the transition computes it, one unit at a time
+# (gem/salience.py), and numpy computes the same decay with other operations: a unit within a
+# few ulps of the bound could otherwise be left out. The policy's WHERE decides the rest.
+_SALIENCE_SLACK = 1e-12
+
+
 def topic_seq(tid: str) -> int:
     """A topic's creation order in its scope, from its id ("t<seq>", after the scope's prefix)."""
     digits = tid.rsplit(":", 1)[-1][1:]
@@ -445,14 +452,14 @@ class ScopeState:
                         by_label: dict[str, timedelta | None] | None = None) -> list[str]:
         keep = self.fields.mask(statuses) & self._topic_active()
         if below is not None:
-            keep &= self.field_salience(now, half_life, by_label) < below
+            keep &= self.field_salience(now, half_life, by_label) < below + _SALIENCE_SLACK
         return [self.fields.ids[i] for i in np.flatnonzero(keep).tolist()]
 
     def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
                         half_life: timedelta) -> list[str]:
         keep = self.topics.mask(statuses)
         if below is not None:
-            keep &= self.topics.salience(now, half_life) < below
+            keep &= self.topics.salience(now, half_life) < below + _SALIENCE_SLACK
         return [self.topics.ids[i] for i in np.flatnonzero(keep).tolist()]
 
     def active_field_count(self) -> int:
@@ -468,7 +475,7 @@ class ScopeState:
                           half_life: timedelta) -> list[str]:
         keep = self.episodes.mask(statuses)
         if below is not None:
-            keep &= self.episodes.salience(now, half_life) < below
+            keep &= self.episodes.salience(now, half_life) < below + _SALIENCE_SLACK
         return [self.episodes.ids[i] for i in np.flatnonzero(keep).tolist()]
 
     def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float:

@@ -252,3 +252,49 @@ def test_a_fields_faded_history_is_what_its_whole_history_says(mem, clock):
         victim = next(fid for fid in fids if len(expected[fid]) >= 2)
         t.update("Entry", expected[victim][0], active=False)
         assert faded(t, victim) == expected[victim][1:]
+
+
+def test_selections_by_salience_follow_the_proposed_state(mem, clock):
+    """`field_ids_where` answers from the committed selection and re-judges only what the
+    transition changed: fields compressed, hidden or restored, fields reinforced or relabelled,
+    fields of a topic archived or restored. It must equal filtering every field of the proposed
+    state one by one."""
+    from gem.runtime import ACTIVE, VISIBLE
+    for day in range(8):
+        mem.ingest([gem.Fact(f"Project {i}", f"note {day}", f"note {i}.{day}")
+                    for i in range(4)])
+        clock.advance(days=6)
+    mem.forget()  # some fields compressed or hidden, committed
+    clock.advance(days=3)
+    engine = mem._engine
+    tids = [mem.inspect(f"Project {i}").id for i in range(4)]
+    with engine.store.lock:
+        t = engine.transition("check")
+        fids = [fid for tid in tids for fid in t.field_ids(tid)]
+        t.prefetch("Field", fids)
+        rows = {fid: t.field_row(fid) for fid in fids}
+        by_status = {s: [f for f in fids if rows[f]["status"] == s]
+                     for s in ("active", "compressed", "hidden")}
+        assert all(by_status.values()), by_status
+        t.update("Field", by_status["active"][0], status="compressed")
+        t.update("Field", by_status["active"][1], status="hidden")
+        t.update("Field", by_status["compressed"][0], status="hidden")
+        t.update("Field", by_status["hidden"][0], status="active")
+        t.reinforce("Field", by_status["active"][2], 0.5)
+        t.update("Field", by_status["active"][3], labels=["keep"])  # a kept field never fades
+        t.settings = {**t.settings, "label_half_life": {"keep": None}}
+        t.update("Topic", tids[0], status="archived")
+
+        def expected(statuses, below):
+            return sorted(f for f in fids if rows[f]["status"] in statuses
+                          and t.topic(rows[f]["topic_id"])["status"] == "active"
+                          and (below is None or t.salience_now(rows[f]) < below))
+
+        # bounds between the saliences the fields have (at a unit's own salience, the
+        # selection may include it: a superset within rounding, the policy's WHERE decides)
+        saliences = sorted({t.salience_now(rows[f]) for f in fids})
+        bounds = [(a + b) / 2 for a, b in zip(saliences, saliences[1:])]
+        for statuses in (ACTIVE, VISIBLE, frozenset({"hidden"})):
+            for below in (None, 0.0, *bounds[:: max(1, len(bounds) // 8)], 1.0):
+                assert t.field_ids_where(statuses, below) == expected(statuses, below), \
+                    (statuses, below)

@@ -358,14 +358,23 @@ class Transition:
                                                    self.label_half_life))
         # Membership may differ in the proposed state for the fields this transition changed
         # and for every field of a topic whose status it changed.
-        recheck: dict[str, Row] = dict(self._changed_rows("Field"))
+        moved: dict[str, Row] = {}
         for tid, row in self._changed_rows("Topic").items():
             if row["status"] != self.committed.topic_status(tid):
-                fids = [f for f in self.committed.fields_of(tid) if f not in recheck]
+                fids = self.committed.fields_of(tid)
                 self.prefetch("Field", fids)
-                for fid in fids:
-                    recheck[fid] = self.field_row(fid)  # type: ignore[assignment]
-        for fid, row in recheck.items():
+                moved.update((fid, self.field_row(fid)) for fid in fids)  # type: ignore[misc]
+        changed = self._changed_rows("Field")
+        updated, created, salience = self.updated["Field"], self.created["Field"], self.salience
+        for fid, row in {**changed, **moved}.items():
+            if fid in found and fid not in moved and fid not in created and fid not in salience \
+                    and "labels" not in updated.get(fid, ()):
+                # Selected as committed, and nothing its salience or its topic's status depends
+                # on changed (a forgetting pass's compressed fields, walked again by the next
+                # rung): only its own status can take it out.
+                if row["status"] not in statuses:
+                    found.discard(fid)
+                continue
             found.discard(fid)
             if row["status"] in statuses and self._topic_status(row["topic_id"]) == "active" \
                     and (below is None or self.salience_now(row) < below):
@@ -440,7 +449,8 @@ class Transition:
         return self.settings.get("label_half_life") or None
 
     def salience_now(self, row: Row) -> float:
-        return salience_of(self.strength_now(row))
+        return salience_of(decayed_strength(row["strength"] or 0.0, row["last_access"], self.now,
+                                            self.half_life_of(row)))
 
     # ------------------------------------------------------------------ writes
     def create(self, table: str, row: Row, parent: str | None = None) -> Row:
@@ -459,7 +469,7 @@ class Transition:
         return full
 
     def update(self, table: str, key: str, **props: Any) -> None:
-        row = self.get(table, key)
+        row = self.rows[table].get(key) or self.get(table, key)
         row.update(props)
         if table == "Entry":
             self._entries_changed.add(row["field_id"])
