@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gem.errors import InvalidInput, PolicyCheckError, PolicySyntaxError
 from gem.policy import PolicySet, check, compile, default_policy_path, load, load_sources, load_text, parse
@@ -393,3 +395,25 @@ def test_no_bound_is_passed_for_other_comparisons_or_a_bound_naming_the_variable
                        available_actions={"compress"})
         ps.policies[0].fire({"now": NOW}, rt)
         assert rt.hints == [], where
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.floats(0, 1), st.just(0.3), st.text(max_size=2),
+                                    st.booleans()),
+                          st.sampled_from(["active", "archived"])), max_size=8),
+       st.sampled_from(["<", "<=", ">", ">=", "=", "!="]),
+       st.sampled_from(["0.3", "null", "interactions / 10", "-1", "0"]))
+def test_a_one_comparison_where_binds_exactly_what_the_general_solver_binds(units, op, bound):
+    """`EXISTS x IN s WHERE x.attr <op> bound` runs as one loop (gem/policy/evaluate.py
+    _attribute_filter); with `AND true` added the general solver runs instead. Same calls,
+    same order, whatever the values the runtime hands back (nulls, strings, booleans) and the
+    bound (null, computed)."""
+    def fire(where: str) -> list:
+        topics = [Topic(f"t{i}", salience=s, status=status)  # type: ignore[arg-type]
+                  for i, (s, status) in enumerate(units)]
+        rt = GraphRuntime(topics, interactions=3)
+        compiled(f"POLICY p ON tick WHEN EXISTS t IN active_topics WHERE {where} DO archive(t)"
+                 ).fire({"now": NOW, "timestamp": NOW}, rt)
+        return [c[1][0].title for c in rt.calls]
+
+    assert fire(f"t.salience {op} {bound}") == fire(f"t.salience {op} {bound} AND true")
