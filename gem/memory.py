@@ -363,10 +363,10 @@ class Memory:
         with paused_gc():
             _, t = self._run("forget", forget_op.forget, actor=actor, event="tick",
                              progress=progress)
-            done = t.detail.get("attenuated", [])
+            done = forget_op.attenuations(t.detail)
             report = {"transition": self._engine.seq,
                       "attenuated": list(dict.fromkeys(unit for unit, _ in done)),
-                      "levels": [tuple(x) for x in done]}
+                      "levels": done}
             del t, done
         return report
 

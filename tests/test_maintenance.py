@@ -322,3 +322,16 @@ def test_a_progress_that_is_not_callable_changes_nothing(mem):
     with pytest.raises(gem.InvalidInput, match="progress"):
         mem.maintain(progress=5)
     assert mem.stats() == before
+
+
+def test_a_records_attenuations_read_in_both_forms():
+    """Records list attenuations by level ({level: [unit, ...]}); records written before list
+    [unit, level] pairs. Both read as (unit, level) in ladder order: a unit compressed then
+    hidden in one pass reads so, whatever order the levels were stored in."""
+    from gem.operators.forget import attenuations
+    pairs = [("t1/a", "compressed"), ("t2/b", "compressed"), ("t1/a", "hidden"), ("ep3", "hidden"),
+             ("t2", "archived")]
+    grouped = {"archived": ["t2"], "hidden": ["t1/a", "ep3"], "compressed": ["t1/a", "t2/b"]}
+    assert attenuations({"attenuated": grouped}) == pairs
+    assert attenuations({"attenuated": [list(p) for p in pairs]}) == pairs
+    assert attenuations({}) == []

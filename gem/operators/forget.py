@@ -63,7 +63,7 @@ def hide_episode(t: Transition, eid: str) -> bool:
         return False
     t.update("Episode", eid, status="hidden")
     t.touched.episodes[eid] = None
-    t.detail.setdefault("attenuated", []).append([eid, "hidden"])
+    record_attenuated(t, eid, "hidden")
     t.emit("attenuated", unit=EpisodeRef(eid), level="hidden")
     return True
 
@@ -84,7 +84,7 @@ def archive_topic(t: Transition, tid: str) -> bool:
         return False
     t.update("Topic", tid, status="archived")
     t.touch_topic(tid)
-    t.detail.setdefault("attenuated", []).append([tid, "archived"])
+    record_attenuated(t, tid, "archived")
     t.emit("archived", topic=TopicRef(tid))
     t.emit("attenuated", unit=TopicRef(tid), level="archived")
     return True
@@ -93,9 +93,33 @@ def archive_topic(t: Transition, tid: str) -> bool:
 def _attenuated(t: Transition, field: Row, level: str) -> None:
     fid = field["id"]
     t.touch_field(fid, field["topic_id"])
-    t.detail.setdefault("attenuated", []).append([fid, level])
+    record_attenuated(t, fid, level)
     if t.policies_for("attenuated"):  # (emit would drop it; a pass attenuates 1M fields)
         t.emit("attenuated", unit=FieldRef(fid, field["topic_id"], field["name"]), level=level)
+
+
+LEVELS = ("compressed", "hidden", "archived")  # the ladder, top down
+
+
+def record_attenuated(t: Transition, unit: str, level: str) -> None:
+    """The log's detail lists what a transition attenuated by level, {level: [unit, ...]}:
+    a unit descends the ladder in order within one transition (compressed before hidden), so
+    nothing is lost against a list of [unit, level] pairs, which took twice the bytes (a
+    pass at 100k topics attenuates 2M units)."""
+    t.detail.setdefault("attenuated", {}).setdefault(level, []).append(unit)
+
+
+def attenuations(detail: dict[str, Any]) -> list[tuple[str, str]]:
+    """(unit, level) for each attenuation a log record's detail holds, in ladder order (and
+    in the order of a list of pairs, as records written before the grouping hold them)."""
+    done = detail.get("attenuated") or ()
+    if isinstance(done, dict):
+        return [(unit, level) for level in sorted(done, key=_ladder_order) for unit in done[level]]
+    return [(unit, level) for unit, level in done]
+
+
+def _ladder_order(level: str) -> tuple[int, str]:
+    return (LEVELS.index(level), level) if level in LEVELS else (len(LEVELS), level)
 
 
 def restore_topic(t: Transition, tid: str) -> bool:

@@ -21,6 +21,7 @@ from ..model import EpisodePage, GraphEdge, GraphNode, LadderChange, Neighbourho
 from ..salience import salience_of
 from ..store.schema import EDGE_KINDS, Row
 from ..state.transition import Transition, episode_order, topic_order
+from .forget import attenuations
 from ..text import name_key
 from .retrieve import episode_view
 
@@ -192,7 +193,7 @@ def salience_history(t: Transition, tid: str, records: Sequence[Row]) -> Salienc
                         at=datetime.fromisoformat(last), transition=seq, strength=strength,
                         salience=salience_of(strength)))
         detail = json.loads(record["detail"]) if about(record["detail"]) else {}
-        for unit, level in detail.get("attenuated", ()):
+        for unit, level in attenuations(detail):
             if unit in ladder and status[unit] != level:
                 status[unit] = level
                 ladder[unit].append(LadderChange(at=at, transition=seq, op=op, status=level))
