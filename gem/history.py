@@ -165,6 +165,13 @@ def mislinked(entries: Sequence[Entry]) -> list[Entry]:
     return out
 
 
+# The columns `violations` reads. A change to any other column of an entry (compression's
+# `active`, annotations) leaves a history's verdict as it was, so C1/C2 need not judge it again
+# (gem/state/transition.py `history_judged`); tests/test_history.py holds this to the code.
+JUDGED = frozenset({"id", "status", "polarity", "asserted_at", "recorded_at", "seq",
+                    "superseded_by"})
+
+
 def violations(entries: Sequence[Entry]) -> list[str]:
     """What breaks the rules in one history (conditions C1 and C2), as messages."""
     out = []

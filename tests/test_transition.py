@@ -298,3 +298,37 @@ def test_selections_by_salience_follow_the_proposed_state(mem, clock):
             for below in (None, 0.0, *bounds[:: max(1, len(bounds) // 8)], 1.0):
                 assert t.field_ids_where(statuses, below) == expected(statuses, below), \
                     (statuses, below)
+
+
+def test_compression_leaves_the_histories_it_moves_unjudged(mem, clock):
+    """Compressing moves older entries out of the active history (`active`, a column the
+    history rules do not read): C1/C2 keep their committed verdict on those fields instead of
+    reading every history whole; a change to a judged column (status) is judged again."""
+    mem.ingest([gem.Fact(f"Project {i}", "deadline", f"v{i}.0") for i in range(4)])
+    for step in (1, 2):
+        clock.advance(days=1)
+        mem.ingest([gem.Fact(f"Project {i}", "deadline", f"v{i}.{step}") for i in range(4)])
+    clock.advance(days=200)
+    seen = {}
+
+    def look(t):
+        for fid in t.touched.fields:
+            seen[fid] = (t.history_touched(fid), t.history_judged(fid))
+
+    break_with(mem, look)
+    mem._engine.cache.clear()  # histories not cached, as in a large memory: none is read whole
+    mem.forget()
+    break_with(mem, None)
+    fids = [mem.inspect(f"Project {i}").id + "/deadline" for i in range(4)]
+    assert all(mem.inspect(f"Project {i}").fields["deadline"].status != "active"
+               for i in range(4))
+    assert [seen[f] for f in fids] == [(True, False)] * 4
+    with mem._engine.store.lock:
+        mem._engine.cache.clear()
+        t = mem._engine.transition("check")
+        older = mem.history("Project 0", "deadline")[0]
+        t.update("Entry", older.id, annotations="{}")
+        assert t.history_touched(fids[0]) and not t.history_judged(fids[0])
+        t.update("Entry", older.id, status="superseded")
+        assert t.history_judged(fids[0])
+    assert mem.audit(full=True).ok

@@ -21,8 +21,8 @@ from ..model import EpisodePage, GraphEdge, GraphNode, LadderChange, Neighbourho
 from ..salience import salience_of
 from ..store.schema import EDGE_KINDS, Row
 from ..state.transition import Transition, episode_order, topic_order
-from .forget import attenuations
 from ..text import name_key
+from .forget import attenuations
 from .retrieve import episode_view
 
 ORDERS: tuple[str, ...] = ("salience", "title", "recent", "flags")

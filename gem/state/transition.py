@@ -166,6 +166,7 @@ class Transition:
         self._siblings: dict[str, dict[str, _Siblings]] = {}  # table -> key -> its group
         self._faded: dict[str, list[str]] = {}  # field -> committed faded entries (faded_history)
         self._entries_changed: set[str] = set()  # fields whose entries this transition updated
+        self._judged_changed: set[str] = set()   # ... in a column the history rules read
         # this transition's copies of rows, lists and edges (what it read or wrote)
         self.rows: dict[str, dict[str, Row | None]] = {t: {} for t in NODE_TABLES}
         self.children: dict[str, dict[str, list[str]]] = {r: {} for r in CHILD_RELS}
@@ -300,6 +301,13 @@ class Transition:
         """Whether this transition read the field's whole history, or changed any entry of
         it (created, updated, moved and deleted entries all pass through one or the other)."""
         return fid in self.children["HAS_ENTRY"] or fid in self._entries_changed
+
+    def history_judged(self, fid: str) -> bool:
+        """Whether C1/C2 must judge the field's history again: the transition read it whole
+        or changed an entry in a column the rules read (history.JUDGED). Compression changes
+        only `active`: a forgetting pass compressing 100k fields' older entries reads none of
+        their histories whole."""
+        return fid in self.children["HAS_ENTRY"] or fid in self._judged_changed
 
     def observations(self, eid: str) -> list[Row]:
         return [self.row("Observation", k) for k in self.child_keys("CORROBORATES", eid)]  # type: ignore[misc]
@@ -473,6 +481,8 @@ class Transition:
         row.update(props)
         if table == "Entry":
             self._entries_changed.add(row["field_id"])
+            if props.keys() & history.JUDGED:
+                self._judged_changed.add(row["field_id"])
         if key in self.created[table]:
             pass  # written whole by the flush
         elif table in SALIENT and props.keys() & SALIENCE:
