@@ -457,8 +457,7 @@ class Transition:
         return self.settings.get("label_half_life") or None
 
     def salience_now(self, row: Row) -> float:
-        return salience_of(decayed_strength(row["strength"] or 0.0, row["last_access"], self.now,
-                                            self.half_life_of(row)))
+        return salience_of(self.strength_now(row))
 
     # ------------------------------------------------------------------ writes
     def create(self, table: str, row: Row, parent: str | None = None) -> Row:
