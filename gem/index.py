@@ -324,6 +324,9 @@ class LexicalIndex:
         self.b = float(b)
         self.analyzer = analyzer
         self._terms = ANALYZERS[analyzer]
+        self._reset()
+
+    def _reset(self) -> None:
         self._postings: dict[str, dict[int, int]] = {}
         self._loaded: _LoadedPostings | None = None  # terms not in _postings live here
         # term -> (rows, tf, doc lengths of those rows); valid while the term's postings are
@@ -352,7 +355,7 @@ class LexicalIndex:
         return self._total_len / n if n else 0.0
 
     def clear(self) -> None:
-        self.__init__(self.k1, self.b, self.analyzer)
+        self._reset()
 
     def _has_term(self, term: str) -> bool:
         return term in self._postings or (self._loaded is not None and self._loaded.df(term) > 0)
@@ -831,7 +834,10 @@ class VectorIndex:
         self.sketch_dim = sketch_dim
         self.candidate_share = float(candidate_share)
         self._slack = _float32_slack(dim)
-        self._m = np.zeros((16, dim), dtype=np.float32)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._m = np.zeros((16, self.dim), dtype=np.float32)
         self._n = 0
         self._row_of: dict[str, int] = {}
         self._id_of_row: list[str] = []
@@ -847,8 +853,7 @@ class VectorIndex:
         return iter(list(self._id_of_row))
 
     def clear(self) -> None:
-        self.__init__(self.dim, approximate_above=self.approximate_above,
-                      sketch_dim=self.sketch_dim, candidate_share=self.candidate_share)
+        self._reset()
 
     @property
     def approximate(self) -> bool:

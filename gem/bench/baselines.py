@@ -298,7 +298,7 @@ class OverwriteFactStore(System):
         sims = np.stack([m.vec for m in mems]) @ self.embed(text)
         hits = [mems[i] for i in top_k(sims, self.limit)]
         pick = read_latest(((FactSpec(m.topic, m.field, m.value, m.at, m.source, ""), m.order)
-                            for m in hits if m.topic is not None), topic, field)
+                            for m in hits if m.topic is not None and m.field is not None), topic, field)
         return None if pick is None else pick[0].value
 
     def footprint(self) -> int:
@@ -423,7 +423,7 @@ class AddOnlyFactStore(System):
     @staticmethod
     def _items(mems: Sequence[_Memory]) -> list[tuple[FactSpec, int]]:
         return [(FactSpec(m.topic, m.field, m.value, m.at, m.source, ""), m.order)
-                for m in mems if m.topic is not None]
+                for m in mems if m.topic is not None and m.field is not None]
 
     def query(self, topic: str, field: str, text: str) -> Any:
         pick = read_latest(self._items(self._search(text, [topic])), topic, field)

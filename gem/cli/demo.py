@@ -4,7 +4,9 @@ from __future__ import annotations
 import os
 import sys
 from datetime import datetime, timedelta, timezone
-from typing import TextIO
+from typing import TextIO, TypeVar
+
+_T = TypeVar("_T")
 
 
 class SimulatedClock:
@@ -18,6 +20,12 @@ class SimulatedClock:
 
     def advance(self, **delta: float) -> None:
         self.now += timedelta(**delta)
+
+
+def _present(view: _T | None) -> _T:
+    # The story wrote every topic and field it inspects: a missing one is a bug in the demo.
+    assert view is not None
+    return view
 
 
 def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu") -> int:
@@ -70,15 +78,15 @@ def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu"
         r = mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20", source="chat:week1"))
         say(f"  deadline update: new entry {r.entries[0]}; March 15 kept as history "
             f"(failure mode 2 avoided); flagged for revision: "
-            f"{[mem.inspect(gem.TopicId(t)).title for t in r.flagged]}")
-        flags = mem.inspect("Launch Milestones").flags
+            f"{[_present(mem.inspect(gem.TopicId(t))).title for t in r.flagged]}")
+        flags = _present(mem.inspect("Launch Milestones")).flags
         if flags:
             say(f"  Launch Milestones flag evidence: {flags[0].evidence}")
 
         say()
         say("Weeks 1-4 — the user asks for the deadline every week")
         for week in range(1, 5):
-            before = mem.inspect("Website Redesign", "deadline").salience
+            before = _present(mem.inspect("Website Redesign", "deadline")).salience
             answer = mem.retrieve("What is the deadline of the Website Redesign?")
             after = answer.topics[0].fields["deadline"].salience
             say(f"  week {week}: answer {answer.value('Website Redesign', 'deadline')!r}; "
@@ -89,16 +97,16 @@ def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu"
 
         say()
         say("Week 5 — maintenance: forgetting by relevance, not by age")
-        before = {name: mem.inspect(*name.split("/")).salience
-                  for name in ("Website Redesign/deadline", "Lunch/preferences")}
+        salience_before = {name: _present(mem.inspect(*name.split("/"))).salience
+                           for name in ("Website Redesign/deadline", "Lunch/preferences")}
         report = mem.forget()
-        for name, value in before.items():
-            view = mem.inspect(*name.split("/"))
+        for name, value in salience_before.items():
+            view = _present(mem.inspect(*name.split("/")))
             say(f"  {name}: salience {value:.3f} -> status {view.status}")
         say(f"  attenuated this pass: {report['attenuated'] or 'nothing'} "
             "(failure mode 3 avoided: the queried deadline survives, lunch fades)")
         revised = mem.revise()
-        titles = [mem.inspect(gem.TopicId(t)).title for t in revised["flags_evaluated"]]
+        titles = [_present(mem.inspect(gem.TopicId(t))).title for t in revised["flags_evaluated"]]
         launch = mem.inspect("Launch Milestones", "launch date")
         say(f"  revision asked the reviser about {titles}: Launch Milestones / launch date is now "
             f"{None if launch is None else launch.value!r} "

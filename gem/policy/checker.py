@@ -165,9 +165,9 @@ class _Scope:
         return s
 
     def event_type(self, name: str) -> Type | None:
-        types = [ev.binding(name) for ev in self.events]
-        if not self.events or any(t is None for t in types):
-            return None
+        types = [t for t in (ev.binding(name) for ev in self.events) if t is not None]
+        if not self.events or len(types) < len(self.events):
+            return None  # some triggering event does not bind the name
         return _join(types)
 
 
@@ -300,9 +300,10 @@ class _Typer:
             return BOOL
         if isinstance(e, A.SetLit):
             types = [self.infer(x, scope, in_with) for x in e.items]
-            if in_with and all(isinstance(x, A.Name) for x in e.items):
+            names = [x for x in e.items if isinstance(x, A.Name)]
+            if in_with and len(names) == len(e.items):
                 # WITH evidence = {updated_field, timestamp}: a record of those bindings.
-                return C.record(**{x.id: t for x, t in zip(e.items, types)})
+                return C.record(**{x.id: t for x, t in zip(names, types)})
             return C.list_of(_join(types))
         if isinstance(e, A.ListLit):
             return C.list_of(_join([self.infer(x, scope, in_with) for x in e.items]))
@@ -433,6 +434,7 @@ class _Typer:
                            e.container.span)
 
     def exists(self, e: A.Exists, scope: _Scope) -> None:
+        el: Type | None  # _elements() gives None for a non-list, reported below and read as ANY
         if e.source is None:
             if e.var not in C.RELATIONS:
                 if e.var in scope.vars or scope.event_type(e.var) is not None:
@@ -481,9 +483,9 @@ def _pass_expressions(ctx: _Context) -> None:
         do_scope = _do_scope(p, scope, typer)
         for a in p.actions:
             types = [typer.infer(x, do_scope) for x in a.args]
-            sig = C.ACTIONS.get(a.name)
-            if sig is not None:
-                typer.arguments("action", a.name, sig.params, a.args, types, a.name_span)
+            action = C.ACTIONS.get(a.name)
+            if action is not None:
+                typer.arguments("action", a.name, action.params, a.args, types, a.name_span)
         for w in p.with_:
             typer.infer(w.expr, do_scope, in_with=True)
 
@@ -624,7 +626,7 @@ def _sccs(graph: dict[str, list[CascadeEdge]]) -> list[set[str]]:
 
 def _cycle_from(start: str, graph, comp: set[str]) -> list[CascadeEdge]:
     # Breadth-first: the shortest way back to `start` inside the component.
-    frontier = [(start, [])]
+    frontier: list[tuple[str, list[CascadeEdge]]] = [(start, [])]
     seen = {start}
     while frontier:
         nxt = []

@@ -132,7 +132,7 @@ def _default_setting(name: str, value: Any) -> CompiledExpr:
             f"{int(value.total_seconds())}s"
     else:
         text = repr(value)
-    return CompiledExpr(name, text, lambda env, rt, v=value: v)
+    return CompiledExpr(name, text, lambda env, rt: value)
 
 
 def _sha(text: str) -> str:

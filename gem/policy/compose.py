@@ -107,9 +107,9 @@ def compose(files: Sequence[A.PolicyFile]) -> Composition:
                         did_you_mean(p.name, earlier_defined)
                         or f"to add a policy, write POLICY {p.name} without OVERRIDE"))
                 else:
-                    before = policies.get(p.name)
-                    replaced = before.name_span if before is not None else first.name_span
-                    changes.append(Change("OVERRIDE POLICY", p.name, p.name_span, replaced, before=before, after=p))
+                    current = policies.get(p.name)  # None when an earlier file disabled it
+                    replaced = current.name_span if current is not None else first.name_span
+                    changes.append(Change("OVERRIDE POLICY", p.name, p.name_span, replaced, before=current, after=p))
                 disabled.pop(p.name, None)
                 policies[p.name] = p
             elif first is not None:

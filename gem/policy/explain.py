@@ -93,11 +93,11 @@ def explain(tree: A.PolicyFile | Sequence[A.PolicyFile]) -> str:
     out.append("")
     out.append("Settings:")
     given = {s.name: s for s in comp.settings}
-    for name, sig in C.SETTINGS.items():
+    for name, setting in C.SETTINGS.items():
         if name in given:
             out.append(f"  {name} = {fmt_expr(given[name].expr)}{_set_where(given[name], several)}")
         else:
-            out.append(f"  {name} = {_default(sig.default)} (default)")
+            out.append(f"  {name} = {_default(setting.default)} (default)")
     for name in given:
         if name not in C.SETTINGS:
             out.append(f"  {name} = {fmt_expr(given[name].expr)} (unknown setting)")

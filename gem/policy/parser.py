@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
+from typing import cast
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -153,7 +154,7 @@ class _Recovery:
         self.text = text
         self.file = file
         self.diagnostics: list[Diagnostic] = []
-        self._positions: set[int] = set()
+        self._positions: set[int | None] = set()  # an UnexpectedToken's token may lack a position
         self._garbage_end = -1  # end of the last run of unlexable characters
 
     def seen(self, e: UnexpectedInput) -> bool:
@@ -183,7 +184,7 @@ class _Recovery:
         self.diagnostics.append(d)
 
     def _bad_characters(self, e: UnexpectedCharacters) -> None:
-        pos = e.pos_in_stream
+        pos = _char_pos(e)
         state = e.interactive_parser.lexer_thread.state if e.interactive_parser else None
         if self.text[pos] == '"':
             eol = self.text.find("\n", pos)
@@ -236,8 +237,9 @@ class _Recovery:
                     e.interactive_parser = ip
                     self._bad_characters(e)
                 state = lexer.state
-                if state.line_ctr.char_pos == e.pos_in_stream:
-                    state.line_ctr.feed(self.text[e.pos_in_stream])
+                pos = _char_pos(e)
+                if state.line_ctr.char_pos == pos:
+                    state.line_ctr.feed(self.text[pos])
         end = Token("$END", "")
         return self._resync(ip, end)
 
@@ -245,7 +247,7 @@ class _Recovery:
 
     def describe(self, e: UnexpectedInput) -> Diagnostic:
         if isinstance(e, UnexpectedCharacters):
-            ch = self.text[e.pos_in_stream]
+            ch = self.text[_char_pos(e)]
             span = A.Span(self.file, e.line, e.column, e.line, e.column + 1)
             if ch == '"':
                 return at("gem_syntax", "unterminated string", span, self.text,
@@ -305,17 +307,24 @@ class _Recovery:
         return at("gem_syntax", message, span, self.text, hint)
 
     def _token_span(self, tok: Token) -> A.Span:
-        if tok.type == "$END" or getattr(tok, "line", None) is None:
+        if tok.type == "$END" or tok.line is None:
             # Point just past the last non-blank character of the file.
             body = self.text.rstrip()
             line = body.count("\n") + 1
             col = len(body) - (body.rfind("\n") + 1) + 1
             return A.Span(self.file, line, col, line, col + 1)
+        assert tok.column is not None  # the lexer sets a token's line and column together
         width = max(len(tok.value), 1)
         return A.Span(self.file, tok.line, tok.column, tok.line, tok.column + width)
 
 
 _CLOSE_CHAR = {"(": ")", "[": "]", "{": "}"}
+
+
+def _char_pos(e: UnexpectedCharacters) -> int:
+    # Lark declares pos_in_stream as a bare class attribute `= None`, so mypy reads it as
+    # None; UnexpectedCharacters always sets it to the index the lexer stopped at.
+    return cast(int, e.pos_in_stream)
 
 
 def _last_token(stack: list, type_: str) -> Token | None:
@@ -390,6 +399,9 @@ class _Builder:
 
     def span(self, node) -> A.Span:
         if isinstance(node, Token):
+            # Tokens in the tree come from the lexer, which positions every one.
+            assert node.line is not None and node.column is not None
+            assert node.end_line is not None and node.end_column is not None
             return A.Span(self.file, node.line, node.column, node.end_line, node.end_column)
         m = node.meta
         if getattr(m, "empty", True):  # pragma: no cover - every rule here has positions
@@ -426,6 +438,9 @@ class _Builder:
     def policy_name(self, name_t: Tree) -> str:
         parts = name_t.children
         for prev, nxt in zip(parts, parts[1:]):
+            # policy_name is NAME ("-" (NAME | INT))*: lexer tokens, each with its offsets.
+            assert isinstance(prev, Token) and isinstance(nxt, Token)
+            assert prev.end_pos is not None and nxt.start_pos is not None
             if nxt.start_pos - prev.end_pos != 1:
                 self.error("spaces are not allowed around '-' in a policy name", self.span(name_t),
                            "write the name as one word: " + "-".join(str(p) for p in parts))
@@ -437,7 +452,9 @@ class _Builder:
         name = self.policy_name(name_t)
         priority = 0
         if prio_t is not None:
-            priority = int(prio_t.children[0]) * (-1 if prio_t.data == "neg_priority" else 1)
+            digits = prio_t.children[0]
+            assert isinstance(digits, Token)  # PRIORITY takes an INT
+            priority = int(digits) * (-1 if prio_t.data == "neg_priority" else 1)
         events = tuple(str(tok) for tok in on_t.children)
         event_spans = tuple(self.span(tok) for tok in on_t.children)
         condition = self.expr(when_t.children[0]) if when_t is not None else None
@@ -516,6 +533,7 @@ class _Builder:
         if kind == "null":
             return A.Literal(None, "null", sp)
         tok = t.children[0]
+        assert isinstance(tok, Token)  # every literal rule but true/false/null is one terminal
         text = str(tok)
         if kind == "number":
             value = int(text) if tok.type == "INT" else float(text)
@@ -565,6 +583,7 @@ class _Builder:
         for tok in self.comments:
             text = str(tok).rstrip()
             line = tok.line
+            assert line is not None  # comments come from the lexer, which positions them
             owner = next((it for it in items if it.span.end_line == line and it.span.end_col <= tok.column), None)
             if owner is not None and id(owner) not in trailing:
                 trailing[id(owner)] = text

@@ -22,7 +22,7 @@ from .service import NotReady, Rejected, Service
 log = logging.getLogger("gem.server")
 
 # Typed errors -> HTTP status and the `error` word of the body. First match wins.
-ERRORS: list[tuple[type[BaseException], int, str]] = [
+ERRORS: list[tuple[type[Exception], int, str]] = [
     (Rejected, 409, "transition_rejected"),
     (InvalidInput, 422, "invalid_input"),
     (PolicyError, 422, "invalid_input"),
@@ -47,7 +47,8 @@ def _gem_error(request: Request, exc: Exception) -> JSONResponse:
     raise exc  # pragma: no cover - ERRORS ends with GemError
 
 
-def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)  # the only class it is registered for
     problems = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
     text = "; ".join(f"{'.'.join(map(str, p['loc']))}: {p['msg']}" for p in problems)
     return _error(422, s.ErrorBody(error="invalid_input", message=f"invalid request: {text}",

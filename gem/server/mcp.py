@@ -164,7 +164,7 @@ def build_mcp(service: Service) -> MCPServer:
         return await call("status", ops.status, service.maintenance_info())
 
     # The tool list, in one place: (function, title, read_only, destructive, idempotent).
-    tools = [
+    tools: list[tuple[Callable[..., Awaitable[Any]], str, bool, bool, bool]] = [
         (memory_remember, "Remember facts", False, False, False),
         (memory_recall, "Recall from memory", False, False, False),
         (memory_inspect, "Inspect a topic", True, False, True),
