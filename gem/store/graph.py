@@ -164,6 +164,17 @@ class Tx:
         return row[0] if row else None
 
 
+# The log size at which an engine checkpoints, where gem's differs from the engine's 16 MiB.
+# On LadybugDB a checkpoint at 100k topics costs ~2.2 s however little the log holds (update
+# batches touch rows all over the tables): 36 batches of 2,000 updates checkpointed 6 times and
+# took 27-29 s, with 64 MiB once and 19-21 s (at 10k topics 13.9 and 13.1 s). On kuzu 0.11.3
+# the same change made them slower (31.8 against 34.3 s: its writes slow down as more is left
+# uncheckpointed), so it keeps its default. A database whose buffer pool the caller sized
+# (many small ones in a process) keeps the engine's default too, which bounds what each one
+# leaves unwritten.
+CHECKPOINT_THRESHOLD = {"ladybug": 64 << 20}
+
+
 class GraphStore:
     """A handle on one database path; many handles in a process share one `Database`.
 
@@ -195,6 +206,8 @@ class GraphStore:
                 options = {name: int(value) for name, value in (
                     ("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size))
                     if value is not None}
+                if buffer_pool_size is None and engine in CHECKPOINT_THRESHOLD:
+                    options["checkpoint_threshold"] = CHECKPOINT_THRESHOLD[engine]
                 try:
                     database = module.Database(self.path, **options)
                 except RuntimeError as exc:
