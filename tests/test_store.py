@@ -190,7 +190,6 @@ def test_a_small_max_db_size_lets_more_than_fifteen_databases_open_in_one_proces
 
 
 @EMBEDDED
-@EMBEDDED
 @pytest.mark.parametrize("sized_pool", [False, True])
 def test_the_engine_checkpoints_its_log_at_gems_threshold_unless_the_pool_is_sized(tmp_path,
                                                                                      sized_pool):
@@ -205,6 +204,7 @@ def test_the_engine_checkpoints_its_log_at_gems_threshold_unless_the_pool_is_siz
     assert int(value) == expected
 
 
+@EMBEDDED
 @pytest.mark.parametrize("options, problem", [
     ({"max_db_size": 3 << 29}, "power of 2"),
     ({"max_db_size": 0}, "positive number of bytes"),
