@@ -281,12 +281,9 @@ def _kuzu_one_hop(tx: Tx, parent: str, hop: str, child: str, parent_column: str 
     if len(keys) <= KUZU_IN_LIST_KEYS:
         return tx.run(f"MATCH {arrow} WHERE p.id IN $ids{also} RETURN {columns} {order.text}",
                       {"ids": list(keys)})
-    text = (f"UNWIND $ids AS x WITH x AS k MATCH (p:{parent} {{id: k}}){hop} "
-            f"{'WHERE ' + where if where else ''} RETURN {columns} {order.text}")
-    out = []
-    for i in range(0, len(keys), KEY_JOIN_CHUNK):
-        out += tx.run(text, {"ids": list(keys[i:i + KEY_JOIN_CHUNK])})
-    return out
+    return _key_chunks(tx, f"UNWIND $ids AS x WITH x AS k MATCH (p:{parent} {{id: k}}){hop} "
+                           f"{'WHERE ' + where if where else ''} RETURN {columns} {order.text}",
+                       keys)
 
 
 def _child_column_join(tx: Tx, child: str, parent_column: str, returns: str, order: _Order,
@@ -294,8 +291,13 @@ def _child_column_join(tx: Tx, child: str, parent_column: str, returns: str, ord
     """A 1-hop from many parents as one hash join of their keys with the child's owner-key
     column: a scan of one column of the child table instead of a lookup per parent."""
     also = f" AND {where}" if where else ""
-    text = (f"UNWIND $ids AS k MATCH (c:{child}) WHERE c.{parent_column} = k{also} "
-            f"RETURN k AS parent_key, c.id AS child_key, {returns} {order.text}")
+    return _key_chunks(tx, f"UNWIND $ids AS k MATCH (c:{child}) WHERE c.{parent_column} = k{also} "
+                           f"RETURN k AS parent_key, c.id AS child_key, {returns} {order.text}",
+                       keys)
+
+
+def _key_chunks(tx: Tx, text: str, keys: Sequence[str]) -> list[list[Any]]:
+    """The rows of a hash-join read (`$ids`), run once per KEY_JOIN_CHUNK keys."""
     out = []
     for i in range(0, len(keys), KEY_JOIN_CHUNK):
         out += tx.run(text, {"ids": list(keys[i:i + KEY_JOIN_CHUNK])})
