@@ -7,6 +7,7 @@ import pytest
 import gem
 from conftest import ENGINE, memory_location, raw_write, snapshot
 from gem.pipeline import DEFAULT, Stage
+from gem.store import queries
 
 
 @pytest.fixture
@@ -218,6 +219,38 @@ def test_a_memory_larger_than_the_row_cache_keeps_the_newer_half_and_agrees_with
         assert cache_disagreements(mem) == []
 
 
+def test_a_child_list_that_outlives_its_rows_in_the_cache_reads_them_again(tmp_path, clock):
+    """Eviction drops the older half of each cached table on its own, so a field's entry list
+    loaded after its entries were read by key keeps them listed while their rows go (seen at
+    100k topics as a KeyError refreshing a summary). Whoever reads the list gets the rows."""
+    from gem.derived import summaries_of
+    from gem.testing.consistency import cache_disagreements
+    with gem.open(memory_location(tmp_path), clock=clock, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact("A", "x", "one"), gem.Fact("A", "y", "two")])
+        mem.ingest(gem.Fact("A", "x", "three"))
+        engine, tid = mem._engine, mem.inspect("A").id
+        cache = engine.cache
+        with engine.store.lock:
+            cache.clear()
+            fields = [f"{tid}/x", f"{tid}/y"]
+            cache.load_rows("Field", fields)
+            with engine.store.reading() as tx:
+                listed = queries.read_children(tx, "HAS_ENTRY", fields)
+            # the rows first (older), those of the list eviction keeps (the newer half) first
+            cache.load_rows("Entry", [r["id"] for f in reversed(fields) for p, r in listed
+                                      if p == f])
+            cache.load_rows("Topic", [tid])
+            cache.load_children("HAS_FIELD", [tid])
+            cache.load_children("HAS_ENTRY", fields)    # then the lists (newer)
+            cache.evict()
+            assert any(e not in cache.rows["Entry"]  # a list kept, a row of it gone
+                       for listed in cache.children["HAS_ENTRY"].values() for e in listed)
+            assert summaries_of(cache, [tid], engine.services.summarizer) == {
+                tid: engine.services.summarizer("A", {"x": "three", "y": "two"})}
+        assert mem.inspect("A", "x").value == "three"
+        assert cache_disagreements(mem) == []
+
+
 def test_a_fields_faded_history_is_what_its_whole_history_says(mem, clock):
     """`faded_history` reads only the entries compression would move out (for the field and
     the siblings a policy walks with it); it must equal the filter over the whole history,
@@ -300,6 +333,35 @@ def test_selections_by_salience_follow_the_proposed_state(mem, clock):
                     (statuses, below)
 
 
+def test_c4_reads_of_an_entry_only_the_columns_it_names(mem):
+    """conditions.C4_ENTRY_COLUMNS is all C4 reads of an entry it checks: an operator that
+    changes only other columns (compression and restoration change `active`) leaves it
+    unmarked, and the entry keeps its committed verdict."""
+    from gem import conditions
+
+    class Recording(dict):
+        read: set[str] = set()
+
+        def __getitem__(self, key):
+            Recording.read.add(key)
+            return super().__getitem__(key)
+
+        def get(self, key, default=None):
+            Recording.read.add(key)
+            return super().get(key, default)
+
+    mem.ingest([gem.Fact("Project", "deadline", "v1"), gem.Fact("Project", "deadline", "v2")])
+    older, newer = mem.history("Project", "deadline")
+    with mem._engine.store.lock:
+        t = mem._engine.transition("check")
+        for entry in (older, newer):
+            t.rows["Entry"][entry.id] = Recording(t.entry(entry.id))
+            t.touched.entries[entry.id] = None
+        assert list(conditions.transition_violations(t)) == []
+    assert Recording.read and Recording.read <= conditions.C4_ENTRY_COLUMNS
+    assert "active" not in conditions.C4_ENTRY_COLUMNS
+
+
 def test_compression_leaves_the_histories_it_moves_unjudged(mem, clock):
     """Compressing moves older entries out of the active history (`active`, a column the
     history rules do not read): C1/C2 keep their committed verdict on those fields instead of
@@ -311,14 +373,18 @@ def test_compression_leaves_the_histories_it_moves_unjudged(mem, clock):
     clock.advance(days=200)
     seen = {}
 
+    checked_by_c4 = []
+
     def look(t):
         for fid in t.touched.fields:
             seen[fid] = (t.history_touched(fid), t.history_judged(fid))
+        checked_by_c4.extend(t.touched.entries)
 
     break_with(mem, look)
     mem._engine.cache.clear()  # histories not cached, as in a large memory: none is read whole
     mem.forget()
     break_with(mem, None)
+    assert checked_by_c4 == []  # nor are their entries checked by C4 again (see below)
     fids = [mem.inspect(f"Project {i}").id + "/deadline" for i in range(4)]
     assert all(mem.inspect(f"Project {i}").fields["deadline"].status != "active"
                for i in range(4))

@@ -20,7 +20,7 @@ import itertools
 from typing import Any, Callable, Iterable, Sequence
 
 from ..store import GraphStore, queries
-from ..store.schema import Row
+from ..store.schema import RELS, Row
 
 NODE_TABLES = ("Topic", "Field", "Entry", "Observation", "Flag", "Episode")
 CHILD_RELS = ("HAS_FIELD", "HAS_ENTRY", "CORROBORATES", "FLAGS")
@@ -68,20 +68,24 @@ class CommittedCache:
         return self.rows[table][key]
 
     def load_children(self, rel: str, parents: Iterable[str]) -> None:
+        """Make sure these parents' child lists, and the rows of their children, are cached."""
         lists = self.children[rel]
-        missing = [p for p in dict.fromkeys(parents) if p not in lists]
-        if not missing:
-            return
-        child_table = {"HAS_FIELD": "Field", "HAS_ENTRY": "Entry", "CORROBORATES": "Observation",
-                       "FLAGS": "Flag"}[rel]
-        with self.store.reading() as tx:
-            found = queries.read_children(tx, rel, missing)
-        for key in missing:
-            lists[key] = []
+        wanted = list(dict.fromkeys(parents))
+        missing = [p for p in wanted if p not in lists]
+        child_table = RELS[rel].child
         rows = self.rows[child_table]
-        for parent, row in found:
-            rows.setdefault(row["id"], self.patch(child_table, row))
-            lists[parent].append(row["id"])
+        if missing:
+            with self.store.reading() as tx:
+                found = queries.read_children(tx, rel, missing)
+            for key in missing:
+                lists[key] = []
+            for parent, row in found:
+                rows.setdefault(row["id"], self.patch(child_table, row))
+                lists[parent].append(row["id"])
+        # Eviction drops the older half of each table on its own: a list can outlive the rows
+        # of its children (rows read by key long before their list was).
+        self.load_rows(child_table, [k for p in wanted if p not in missing for k in lists[p]
+                                     if k not in rows])
 
     def faded_history(self, fields: Iterable[str]) -> dict[str, list[str]]:
         """Each field's committed entries that are active but no longer current (keys, in
