@@ -46,6 +46,13 @@ def c3_dependency_consistency(t: Transition) -> Iterator[Violation]:
                                         "but was neither flagged nor re-evaluated")
 
 
+# The entry columns C4 reads (c4_provenance, and `field_id` for reachability). An operator that
+# changes an entry in one of them, or creates one, marks it in `Touched.entries`; one that
+# changes only others (compression and restoration: `active`) leaves its committed verdict.
+C4_ENTRY_COLUMNS = frozenset({"id", "source", "actor", "confidence", "polarity", "valid_at",
+                              "recorded_at", "superseded_by", "field_id"})
+
+
 def c4_provenance(entries: Iterable[Row], observations: Iterable[Row],
                   entry: Callable[[str], Row | None],
                   reachable: Callable[[Row], bool]) -> Iterator[Violation]:
@@ -120,9 +127,8 @@ def transition_violations(t: Transition) -> Iterator[Violation]:
         return field is not None and t.topic(field["topic_id"]) is not None
 
     entries = [e for e in (t.entry(eid) for eid in t.touched.entries) if e is not None]
-    # Their fields, topics and successors in one statement each: a forgetting pass compresses
-    # the histories of thousands of topics none of its other stages read (one lookup each
-    # cost 1.3 s of 9 s; the successors, 3 s).
+    # Their fields, topics and successors in one statement each, not a lookup per entry: a batch
+    # or a merge touches thousands of entries whose rows its other stages need not read.
     t.prefetch("Field", {e["field_id"] for e in entries})
     t.prefetch("Entry", {e["superseded_by"] for e in entries if e["superseded_by"]})
     t.prefetch("Topic", {f["topic_id"] for f in (t.field_row(e["field_id"]) for e in entries)

@@ -32,9 +32,10 @@ def compress_field(t: Transition, fid: str) -> bool:
     if row is None or row["status"] != "active":
         return False
     older = t.faded_history(fid)
+    # Only `active` changes: not a column C4 reads (conditions.C4_ENTRY_COLUMNS), so the entries
+    # keep their committed C4 verdict, as their histories keep C1/C2's (history.JUDGED).
     for e in older:
         t.update("Entry", e["id"], active=False)
-        t.touched.entries[e["id"]] = None
     summary = row["summary"]
     if older:
         first = min(e["valid_at"] for e in older).date().isoformat()
@@ -137,8 +138,7 @@ def restore_field(t: Transition, fid: str) -> bool:
         return False
     for e in t.entries(fid):
         if not e["active"]:
-            t.update("Entry", e["id"], active=True)
-            t.touched.entries[e["id"]] = None
+            t.update("Entry", e["id"], active=True)  # C4 does not read `active` (see above)
     t.update("Field", fid, status="active", summary=None)
     t.content_changed(row["topic_id"])
     f = field_ref(t, fid)

@@ -109,7 +109,8 @@ class Counters:
 class Touched:
     topics: dict[str, None] = field(default_factory=dict)       # ordered set of topic ids
     fields: dict[str, None] = field(default_factory=dict)
-    entries: dict[str, None] = field(default_factory=dict)
+    entries: dict[str, None] = field(default_factory=dict)      # for C4: created, or changed
+                                                                #   in a column C4 reads
     observations: list[Row] = field(default_factory=list)       # observations created
     changed_topics: dict[str, None] = field(default_factory=dict)  # a field value was updated
     flagged: dict[str, list[str]] = field(default_factory=dict)    # topic -> flag ids created
