@@ -167,11 +167,12 @@ class Tx:
 # The log size at which an engine checkpoints, where gem's differs from the engine's 16 MiB.
 # On LadybugDB a checkpoint at 100k topics costs ~2.2 s however little the log holds (update
 # batches touch rows all over the tables): 36 batches of 2,000 updates checkpointed 6 times and
-# took 27-29 s, with 64 MiB once and 19-21 s (at 10k topics 13.9 and 13.1 s). On kuzu 0.11.3
-# the same change made them slower (31.8 against 34.3 s: its writes slow down as more is left
-# uncheckpointed), so it keeps its default. A database whose buffer pool the caller sized
-# (many small ones in a process) keeps the engine's default too, which bounds what each one
-# leaves unwritten.
+# took 27-29 s, with 64 MiB once and 19-21 s (at 10k topics 13.9 and 13.1 s). The price: reads
+# slow down while more is left uncheckpointed, single writes and retrievals at 100k topics by
+# up to ~0.5 ms (p50 2.2-2.7 against 2.1-2.2 ms). On kuzu 0.11.3 the same change made batches
+# slower (31.8 against 34.3 s), so it keeps its default. A database whose buffer pool the caller
+# sized (many small ones in a process) keeps the engine's default too, which bounds what each
+# one leaves unwritten.
 CHECKPOINT_THRESHOLD = {"ladybug": 64 << 20}
 
 
