@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -104,6 +105,7 @@ async def run(args: argparse.Namespace) -> None:
         mem.close()
         proc.terminate()
         proc.wait(timeout=60)
+        shutil.rmtree(scratch, ignore_errors=True)
 
     print(f"gem serve benchmark: {args.engine}, {args.topics} topics, {args.rounds} interleaved rounds "
           f"x {args.ops} calls per path and op, one client, 127.0.0.1")

@@ -34,8 +34,11 @@ def test_every_benchmark_is_listed():
 
 
 @pytest.mark.parametrize("script", sorted(RUNS))
-def test_benchmark_runs_at_a_tiny_size(script):
-    env = {**os.environ, "GEM_TEST_ENGINE": "kuzu"}
+def test_benchmark_runs_at_a_tiny_size(script, tmp_path):
+    # Its own temp dir, which it must leave empty: benchmarks build databases of GBs.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "GEM_TEST_ENGINE": "kuzu", "TMPDIR": str(scratch)}
     if script != "locomo.py":  # the others' made-up data, as on a machine without LoCoMo
         env["GEM_LOCOMO"] = os.path.join(os.sep, "nonexistent", "locomo-dev.json")
     done = subprocess.run([sys.executable, str(BENCH / script), *RUNS[script]], cwd=BENCH,
@@ -44,3 +47,4 @@ def test_benchmark_runs_at_a_tiny_size(script):
     if done.stdout.startswith("skipped:"):  # data read by path that this machine lacks
         pytest.skip(done.stdout.strip())
     assert len(done.stdout.strip().splitlines()) >= 2, done.stdout  # a table: a header and rows
+    assert not list(scratch.iterdir()), f"{script} left temporary files: {sorted(os.listdir(scratch))}"
