@@ -146,14 +146,10 @@ def _do(mem: gem.Memory, clock: Clock, step: tuple) -> object:
 def _run(b_steps, a_bursts) -> list:
     # A directory per example, removed with it: hypothesis runs many examples per test, and
     # left behind they filled the disk of a machine that runs the suite often.
-    with tempfile.TemporaryDirectory(prefix="gem-leak-") as d:
-        return _run_in(d, b_steps, a_bursts)
-
-
-def _run_in(d: str, b_steps, a_bursts) -> list:
     clock = Clock(datetime(2026, 3, 2, 9, tzinfo=timezone.utc))
     seen = []
-    with gem.open(memory_location(d), clock=clock, engine=ENGINE) as mem:
+    with tempfile.TemporaryDirectory(prefix="gem-leak-") as d, \
+            gem.open(memory_location(d), clock=clock, engine=ENGINE) as mem:
         a, b = mem.scope("a"), mem.scope("b")
         for i, step in enumerate(b_steps):
             for other in a_bursts.get(i, ()):
