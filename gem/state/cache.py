@@ -82,9 +82,11 @@ class CommittedCache:
             for parent, row in found:
                 rows.setdefault(row["id"], self.patch(child_table, row))
                 lists[parent].append(row["id"])
-        # Eviction drops the older half of each table on its own: a list can outlive the rows
-        # of its children (rows read by key long before their list was).
-        self.load_rows(child_table, [k for p in wanted for k in lists[p] if k not in rows])
+        # Eviction drops the older half of each table on its own: a list cached before this call
+        # can outlive the rows of its children (rows read by key long before their list was).
+        fresh = set(missing)
+        self.load_rows(child_table, [k for p in wanted if p not in fresh
+                                     for k in lists[p] if k not in rows])
 
     def faded_history(self, fields: Iterable[str]) -> dict[str, list[str]]:
         """Each field's committed entries that are active but no longer current (keys, in
