@@ -220,3 +220,25 @@ def test_hooks_refuse_bad_settings():
     with pytest.raises(gem.InvalidInput, match="floor"):
         gem.llm.Resolver(MODEL, "http://127.0.0.1:1/v1", floor=2)
     assert "sk-" not in repr(gem.llm.Extractor(MODEL, "http://127.0.0.1:1/v1", api_key="sk-x").client)
+
+
+def _readme_block() -> str:
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### LLM extraction"):]
+    return re.findall(r"```python\n(.*?)```", section, re.S)[0]
+
+
+def test_the_readme_example_runs_against_an_endpoint_and_does_nothing_without_one(
+        llm, monkeypatch, capsys):
+    block = compile(_readme_block(), "README.md", "exec")
+    monkeypatch.delenv("GEM_LLM_BASE_URL", raising=False)
+    exec(block, {})
+    assert capsys.readouterr().out == "" and llm.count() == 0
+    monkeypatch.setenv("GEM_LLM_BASE_URL", llm.url)
+    monkeypatch.setenv("GEM_LLM_MODEL", MODEL)
+    exec(block, {})
+    used, dog = capsys.readouterr().out.splitlines()
+    assert dog == "Dog Rocco" and "'prompt_tokens': 240" in used
+    assert llm.count() == 2
