@@ -33,6 +33,7 @@ class FixtureServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []   # every request, in order (bodies)
         self.unknown: list[str] = []
+        self.authorizations: list[str | None] = []
         self.failures: list[tuple[int, str | None]] = []
         self.lock = threading.Lock()
         server = self
@@ -73,6 +74,7 @@ class FixtureServer:
                authorization: str | None) -> tuple[int, dict[str, str], Any]:
         with self.lock:
             self.requests.append(body)
+            self.authorizations.append(authorization)
             if self.failures:
                 status, after = self.failures.pop(0)
                 return status, ({"Retry-After": after} if after is not None else {}), \

@@ -58,6 +58,17 @@ def test_the_extractor_reads_the_turn_before_and_a_correction_updates_the_field(
     assert [t["text"] for t in asked["previous_turns"]] == ["My dog is called Rex."]
     assert asked["known_topics"] == [{"title": "Dog", "fields": {"name": "Rex"}}]
     assert llm.requests[0]["response_format"]["type"] == "json_schema"
+    assert llm.authorizations == ["Bearer sk-test"] * 2
+
+
+def test_the_api_key_comes_from_the_environment_by_default(llm, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    gem.llm.Extractor(MODEL, llm.url, **FAST)(gem.Episode("My dog is called Rex.", at=SAID,
+                                                          speaker="Ana"))
+    monkeypatch.delenv("OPENAI_API_KEY")
+    gem.llm.Extractor(MODEL, llm.url, **FAST)(gem.Episode("My dog is called Rex.", at=SAID,
+                                                          speaker="Ana"))
+    assert llm.authorizations == ["Bearer sk-from-env", None]   # none sent without a key
 
 
 def test_an_extractor_that_takes_context_sees_facts_extracted_earlier_in_the_batch():
@@ -205,9 +216,14 @@ def test_gem_serve_wires_the_extractor_for_agents(llm, tmp_path):
         assert field["fields"]["name"]["value"] == "Rex"
         stats = httpx.get(served.url + "/v1/stats", timeout=60).json()
         assert stats["llm"]["calls"] == 1
+        llm.fail_next(401)                       # the endpoint refuses: 502, nothing written
+        said["text"] = "Rex is 3 years old."
+        answer = httpx.post(served.url + "/v1/ingest", json={"episodes": [said]}, timeout=60)
+        assert answer.status_code == 502 and answer.json()["error"] == "model_unavailable"
+        assert httpx.get(served.url + "/v1/stats", timeout=60).json()["episodes"] == {"active": 1}
     finally:
         stop(served)
-    assert llm.count() == 1
+    assert llm.count() == 2
 
 
 def test_hooks_refuse_bad_settings():
