@@ -45,6 +45,7 @@ log = logging.getLogger("gem")
 # What an extractor is: called with each ingested episode (before the transition, so a slow
 # model call holds no lock), it returns the facts found in it, which are ingested in the same
 # transition, citing the episode (`ref`) and dated when it was said unless they say otherwise.
+# One with `takes_context = True` is called as extractor(episode, gem.ExtractionContext).
 Extractor = Callable[[Episode], Iterable[Fact]]
 MAX_K = 1000
 Reviser = Callable[[PendingRevision], "Iterable[Fact] | None"]
@@ -998,7 +999,9 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     than the last transition's is taken as the last transition's (time in the log never goes
     back). `reviser(PendingRevision)` is asked by `revise()` about each flagged topic and
     returns facts to apply (or None to leave its flags open). `extractor(episode) -> [Fact, ...]`
-    finds facts in each ingested episode (an LLM in real use; the default finds none).
+    finds facts in each ingested episode (an LLM in real use, e.g. gem.llm.Extractor; the
+    default finds none); one whose `takes_context` is True is called as `extractor(episode,
+    context)` with the turns before it and the topics it may update (gem.ExtractionContext).
     """
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise InvalidInput(f"path must be a str, an os.PathLike or None, got {type(path).__name__}")
