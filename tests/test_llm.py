@@ -157,6 +157,20 @@ def test_a_429_is_retried_after_retry_after_then_the_answer_is_used(llm):
     assert llm.count() == 3
 
 
+def test_the_wait_is_retry_after_capped_at_max_wait_else_exponential_backoff(llm, monkeypatch):
+    import types
+    from gem.llm import client
+    waits = []
+    monkeypatch.setattr(client, "time", types.SimpleNamespace(sleep=waits.append))
+    extractor = gem.llm.Extractor(MODEL, llm.url, backoff=0.25, max_wait=5)
+    llm.fail_next(429, retry_after="3")
+    llm.fail_next(429, retry_after="120")
+    llm.fail_next(502)
+    llm.fail_next(503, retry_after="Wed, 21 Oct 2015 07:28:00 GMT")   # a date in the past
+    extractor(gem.Episode("My dog is called Rex.", at=SAID, speaker="Ana"))
+    assert waits == [3.0, 5.0, 1.0, 0.0] and llm.count() == 5
+
+
 def test_retries_are_bounded_and_a_client_error_is_not_retried(llm):
     extractor = gem.llm.Extractor(MODEL, llm.url, retries=2, **FAST)
     llm.fail_next(500, times=3)
