@@ -18,6 +18,8 @@ from .model import (AuditReport, DroppedFact, Episode, EpisodeView, Explanation,
                     RetrieveResult, TopicView)
 from .resolve import Resolver, TieredResolver
 from .transfer import TransferReport
+from .extraction import ExtractionContext, KnownTopic
+from . import llm
 from .units import TopicId
 
 __all__ = [
@@ -27,5 +29,5 @@ __all__ = [
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
     "RetrieveResult", "TopicView", "TopicId", "PendingRevision", "FlagView", "DroppedFact",
-    "Resolution",
+    "Resolution", "ExtractionContext", "KnownTopic", "llm",
 ]

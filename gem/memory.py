@@ -13,7 +13,7 @@ from typing import IO, Any, Callable, Iterable, Sequence, overload
 from . import attest
 from . import audit as audit_mod
 from . import history as history_rules
-from . import transfer
+from . import extraction, transfer, usage
 from .collector import paused_gc
 from .derived import DEFAULT_SCOPE, Progress, Summarizer
 from .embed import Embedder
@@ -45,6 +45,7 @@ log = logging.getLogger("gem")
 # What an extractor is: called with each ingested episode (before the transition, so a slow
 # model call holds no lock), it returns the facts found in it, which are ingested in the same
 # transition, citing the episode (`ref`) and dated when it was said unless they say otherwise.
+# One with `takes_context = True` is called as extractor(episode, gem.ExtractionContext).
 Extractor = Callable[[Episode], Iterable[Fact]]
 MAX_K = 1000
 Reviser = Callable[[PendingRevision], "Iterable[Fact] | None"]
@@ -212,7 +213,8 @@ class Memory:
             raise GemError("this memory is closed")
 
     def _run(self, op: str, operator: Callable[[Transition], Any], **kw: Any) -> tuple[Any, Transition]:
-        return self._engine.run(op, operator, scope=self._scope, **kw)
+        with usage.metered():  # the hooks' model calls: the log stage charges them (`llm`)
+            return self._engine.run(op, operator, scope=self._scope, **kw)
 
     # ------------------------------------------------------------------ operators
     def ingest(self, facts: Fact | Episode | Iterable[Fact | Episode], *, actor: str = "api",
@@ -240,15 +242,16 @@ class Memory:
         if not batch:
             raise InvalidInput("ingest needs at least one fact or episode")
         plain = [f for f in batch if isinstance(f, Fact)]
-        episodes = [(e, self._extract(i, e)) for i, e in enumerate(batch) if isinstance(e, Episode)]
-        if episodes:
-            def operator(t: Transition) -> dict[str, Any]:
-                return ingest_op.ingest_with_episodes(t, plain, episodes)
-        else:
-            def operator(t: Transition) -> dict[str, Any]:
-                return ingest_op.ingest(t, plain)
-        summary, t = self._run("ingest", operator, actor=actor, interaction=True,
-                               progress=progress)
+        with usage.metered():  # the extractor's model calls are charged to this transition
+            episodes = self._extract(batch)
+            if episodes:
+                def operator(t: Transition) -> dict[str, Any]:
+                    return ingest_op.ingest_with_episodes(t, plain, episodes)
+            else:
+                def operator(t: Transition) -> dict[str, Any]:
+                    return ingest_op.ingest(t, plain)
+            summary, t = self._run("ingest", operator, actor=actor, interaction=True,
+                                   progress=progress)
         return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
                             created_topics=summary["created_topics"], entries=summary["entries"],
                             corroborations=summary["corroborations"], denials=summary["denials"],
@@ -269,10 +272,25 @@ class Memory:
             raise InvalidInput(f"extractor must be callable, got {type(extractor).__name__}")
         self._engine.extractor = extractor
 
-    def _extract(self, i: int, episode: Episode) -> list[Fact]:
-        if self.extractor is None:
-            return []
-        return returned_facts(self.extractor(episode), f"the extractor (for facts[{i}])")
+    def _extract(self, batch: list[Any]) -> list[tuple[Episode, list[Fact]]]:
+        """Each episode of the batch with the facts the extractor found in it; an extractor
+        that `takes_context` also gets the turns before it and the topics it may update
+        (gem/extraction.py), read before the transition."""
+        found = [(i, e) for i, e in enumerate(batch) if isinstance(e, Episode)]
+        extractor = self.extractor
+        if extractor is None or not found:
+            return [(e, []) for _, e in found]
+        contexts = self._read(lambda t: extraction.contexts(t, [e for _, e in found])) \
+            if extraction.takes_context(extractor) else None
+        out: list[tuple[Episode, list[Fact]]] = []
+        so_far: list[Fact] = []
+        for n, (i, episode) in enumerate(found):
+            context = None if contexts is None else extraction.with_batch(contexts[n], so_far)
+            facts = returned_facts(extraction.call(extractor, episode, context),
+                                   f"the extractor (for facts[{i}])")
+            so_far += facts
+            out.append((episode, facts))
+        return out
 
     def retrieve(self, query: str | None = None, topic: str | None = None,
                  fields: Sequence[str] | str | None = None, as_of: datetime | None = None,
@@ -690,13 +708,14 @@ class Memory:
                 counts = queries.status_counts(tx, self._scope)
                 entries, active_entries = queries.entry_counts(tx, self._scope)
                 transitions = queries.count(tx, "Transition", "n.scope = $s", {"s": self._scope})
+                llm = usage.totals(queries.details_mentioning(tx, self._scope, '"llm"'))
             return {"topics": counts["topics"], "fields": counts["fields"],
                     "active_fields": counts["fields"].get("active", 0),
                     "entries": entries, "active_entries": active_entries,
                     "episodes": counts["episodes"],
                     "interactions": t.counters.interactions,
                     "active_bound": t.settings.get("active_bound"),
-                    "transitions": transitions}
+                    "transitions": transitions, "llm": llm}
         return self._read(read)
 
     def transitions(self, since: int = 0) -> list[dict[str, Any]]:
@@ -980,7 +999,9 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     than the last transition's is taken as the last transition's (time in the log never goes
     back). `reviser(PendingRevision)` is asked by `revise()` about each flagged topic and
     returns facts to apply (or None to leave its flags open). `extractor(episode) -> [Fact, ...]`
-    finds facts in each ingested episode (an LLM in real use; the default finds none).
+    finds facts in each ingested episode (an LLM in real use, e.g. gem.llm.Extractor; the
+    default finds none); one whose `takes_context` is True is called as `extractor(episode,
+    context)` with the turns before it and the topics it may update (gem.ExtractionContext).
     """
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise InvalidInput(f"path must be a str, an os.PathLike or None, got {type(path).__name__}")

@@ -22,7 +22,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from . import attest, conditions
+from . import attest, conditions, usage
 from .errors import InvalidInput, TransitionRejected
 from .operators.forget import enforce_bound
 from .runtime import FactsDropped, PolicyRuntime
@@ -126,6 +126,7 @@ def build_output(t: Transition, engine: "Engine") -> None:
 def append_log(t: Transition, engine: "Engine") -> None:
     """The record of this transition: its content parts under one salted commitment, and the
     chain over its metadata, counters and that commitment (gem/attest.py)."""
+    usage.charge(t.detail)  # what the hooks' model calls cost this transition (gem/usage.py)
     parts = {
         "units": sorted(set(t.touched.topics) | set(t.touched.fields) | set(t.touched.episodes)),
         "policies": runs_of(t.fired),

@@ -123,7 +123,7 @@ def test_the_readme_episode_example_runs_as_written():
     import re
     from pathlib import Path
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "extractor=" in b]
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "def deadlines(episode)" in b]
     exec(compile(block, "README.md", "exec"), {"gem": gem})
 
 

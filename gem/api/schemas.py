@@ -293,6 +293,9 @@ class StatsResult(_Wire):
     active_bound: int | None = Field(None, description="The C5 bound on active fields, if set.")
     transitions: int
     episodes: dict[str, int] = Field(default_factory=dict, description="Episodes by status.")
+    llm: dict[str, int] = Field(default_factory=dict, description=(
+        "Model calls the hooks reported over the log (calls, cached, prompt_tokens, "
+        "completion_tokens); empty if none."))
 
 
 class PolicyFired(_Wire):

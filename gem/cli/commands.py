@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from ..api import ops
 from ..api import schemas as s
 from ..errors import GemError, InvalidInput, StoreLocked, TransitionRejected
+from ..llm import options as llm_options
 from . import render
 
 ENGINES = ["kuzu", "ladybug", "falkordb"]
@@ -505,6 +506,7 @@ def serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keys", metavar="FILE",
                    help='API keys: a JSON object {"KEY": "scope"} ("*": every scope); each '
                         "request then needs `Authorization: Bearer KEY` and sees its scope only")
+    llm_options.add_arguments(p)
 
 
 def _logging(level: str) -> None:
@@ -529,7 +531,8 @@ def serve(args: argparse.Namespace) -> int:
         path=args.path, engine=args.engine, create=args.create, host=args.host, port=args.port,
         policies=tuple(args.policies) if args.policies else None,
         maintain_every=args.maintain_every, idle_exit=args.idle_exit,
-        lock_timeout=args.lock_timeout, max_body=args.max_body, reports=args.reports, keys=keys))
+        lock_timeout=args.lock_timeout, max_body=args.max_body, reports=args.reports, keys=keys,
+        hooks=tuple(llm_options.hooks(args).items())))
 
 
 def mcp_arguments(p: argparse.ArgumentParser) -> None:

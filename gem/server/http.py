@@ -15,6 +15,7 @@ from .. import __version__
 from ..api import ops
 from ..api import schemas as s
 from ..errors import GemError, InvalidInput, PolicyError, StoreLocked, UnknownUnit
+from ..llm import LLMError
 from .dashboard import build_dashboard
 from .keys import KeyAuth
 from .service import NotReady, Rejected, Service
@@ -29,6 +30,7 @@ ERRORS: list[tuple[type[Exception], int, str]] = [
     (UnknownUnit, 404, "unknown_unit"),
     (StoreLocked, 503, "store_locked"),
     (NotReady, 503, "not_ready"),
+    (LLMError, 502, "model_unavailable"),   # a hook's model endpoint (gem.llm) did not answer
     (GemError, 500, "internal"),
 ]
 

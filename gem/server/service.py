@@ -37,6 +37,7 @@ class ServeConfig:
     graceful_timeout: float = 30.0      # seconds a running call may take to finish on SIGTERM
     reports: str | None = "bench/out"   # the dashboard lists the HTML reports found here
     keys: Keys | None = None            # API keys -> scopes (gem/server/keys.py); None: no auth
+    hooks: tuple[tuple[str, Any], ...] = ()  # gem.open's extractor=, reviser=, ... (gem.llm)
 
     @property
     def shared(self) -> bool:
@@ -97,7 +98,8 @@ class Service:
         while True:
             try:
                 memory = await AsyncMemory.open(cfg.path, engine=cfg.engine, create=cfg.create,
-                                                policies=list(cfg.policies) if cfg.policies else None)
+                                                policies=list(cfg.policies) if cfg.policies else None,
+                                                **dict(cfg.hooks))
                 break
             except StoreLocked as exc:
                 if time.monotonic() >= deadline or self.stopping.is_set():

@@ -599,6 +599,14 @@ def transitions(tx: Tx, since: int = 0, until: int | None = None,
     return _rows(tx, "Transition", _LOG_COLUMNS, rows)
 
 
+def details_mentioning(tx: Tx, scope: str, needle: str) -> list[dict[str, Any]]:
+    """The details of a scope's log records whose detail text holds `needle` (a key: `gem
+    stats` adds up the `llm` parts), decoded; redacted records have none."""
+    rows = tx.run("MATCH (x:Transition) WHERE x.scope = $s AND x.detail CONTAINS $n "
+                  "RETURN x.detail", {"s": scope, "n": needle})
+    return [json.loads(r[0]) for r in rows if r[0]]
+
+
 def latest_counters(tx: Tx) -> dict[str, dict[str, int]]:
     """Each scope's id sequences and interaction count, from its latest log record."""
     out: dict[str, dict[str, int]] = {}
