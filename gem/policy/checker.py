@@ -129,9 +129,12 @@ def _pass_actions(ctx: _Context) -> None:
     for p in ctx.policies:
         for a in p.actions:
             if a.name not in C.ACTIONS:
-                hint = did_you_mean(a.name, C.ACTIONS)
+                listed = "actions: " + ", ".join(sorted(C.ACTIONS))
                 if a.name in C.FUNCTIONS:
-                    hint = f"'{a.name}' is a function; DO runs actions"
+                    hint = f"'{a.name}' is a function; DO runs {listed}"
+                else:
+                    closest = did_you_mean(a.name, C.ACTIONS)
+                    hint = f"{closest} {listed}" if closest else listed
                 ctx.report("gem_unknown_action", f"unknown action '{a.name}'", a.name_span, hint)
             elif ctx.available is not None and a.name not in ctx.available:
                 ctx.report("gem_action_unavailable", f"'{a.name}' is not available yet", a.name_span,

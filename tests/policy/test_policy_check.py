@@ -36,7 +36,7 @@ EXACT = {
         "c.policy:1:58: gem_unknown_action: unknown action 'flag_for_revison'\n"
         "POLICY p ON field_updated WHEN EXISTS dependent_topic DO flag_for_revison(dependent_topic)\n"
         "                                                         ^^^^^^^^^^^^^^^^\n"
-        "hint: did you mean 'flag_for_revision'?",
+        "hint: did you mean 'flag_for_revision'? actions: " + ", ".join(sorted(C.ACTIONS)),
     ),
     "gem_unknown_function": (
         "POLICY p ON retrieved WHEN reliabilty(field) > 0 DO contest(field)",
@@ -130,6 +130,14 @@ EXACT = {
 def test_each_check_code_renders_exactly(code):
     text, expected = EXACT[code]
     assert check_error(text) == expected
+
+
+def test_unknown_action_lists_the_actions_and_suggests_the_closest():
+    listed = "actions: " + ", ".join(sorted(C.ACTIONS))
+    assert check_error("POLICY p ON tick DO frobnicate()").endswith(f"hint: {listed}")
+    assert check_error("POLICY p ON retrieved DO hid(field)").endswith(f"hint: did you mean 'hide'? {listed}")
+    assert check_error("POLICY p ON retrieved DO count(field)").endswith(
+        f"hint: 'count' is a function; DO runs {listed}")
 
 
 def test_gem_action_unavailable():

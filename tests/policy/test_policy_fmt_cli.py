@@ -215,7 +215,7 @@ def test_check_three_mistakes_prints_three_caret_diagnostics_and_exits_1(tmp_pat
         f"{path}:4:4: gem_unknown_action: unknown action 'flag_for_revison'\n"
         "DO flag_for_revison(dependent_topic)\n"
         "   ^^^^^^^^^^^^^^^^\n"
-        "hint: did you mean 'flag_for_revision'?\n"
+        "hint: did you mean 'flag_for_revision'? actions: annotate, archive, clear_flags, compress, contest, drop, flag_for_revision, hide, link, merge, promote, propagate, reinforce, reject, restore, set_salience, supersede\n"
         f"{path}:8:21: gem_out_of_scope: 'old_value' is not bound by event 'retrieved'\n"
         "DO reinforce(field, old_value)\n"
         "                    ^^^^^^^^^\n"
