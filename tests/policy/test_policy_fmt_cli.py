@@ -275,17 +275,31 @@ def test_fmt_refuses_files_that_do_not_parse(tmp_path):
 
 
 def test_explain_command(tmp_path):
-    rc, out, _ = run("explain", str(default_policy_path()))
+    rc, out, _ = run("explain", "--no-defaults", str(default_policy_path()))
     assert rc == 0 and "field_updated\n    -> propagate-on-change" in out
     assert "Files, composed" not in out
 
 
-def test_explain_with_defaults_shows_the_composed_trigger_graph(tmp_path):
+def test_explain_composes_the_default_policy_first_as_check_does(tmp_path):
+    team = tmp_path / "team.policy"
+    team.write_text("OVERRIDE SET half_life = 14d\nDISABLE POLICY hide-faded-fields\n")
+    assert run("check", str(team))[0] == 0
+    rc, out, _ = run("explain", str(team))
+    assert rc == 0 and "Composition problems" not in out
+    assert f"  {default_policy_path()}: 2 settings, 9 policies\n" in out
+    assert "  half_life = 14d (OVERRIDE in team.policy)\n" in out
+    # --no-defaults explains the file alone, as check --no-defaults checks it alone.
+    assert run("check", "--no-defaults", str(team))[0] == 1
+    rc, out, _ = run("explain", "--no-defaults", str(team))
+    assert rc == 0 and "gem_nothing_to_override: no earlier file sets 'half_life'" in out
+
+
+def test_explain_shows_the_composed_trigger_graph(tmp_path):
     mine = tmp_path / "mine.policy"
     mine.write_text("OVERRIDE SET half_life = 7d\nDISABLE POLICY hide-faded-fields\n"
                     "OVERRIDE POLICY archive-faded-topics PRIORITY 10\nON tick\n"
                     "WHEN EXISTS t IN active_topics WHERE t.salience < 0.01\nDO archive(t)\n")
-    rc, out, _ = run("explain", "--with-defaults", str(mine))
+    rc, out, _ = run("explain", str(mine))
     default = default_policy_path()
     assert rc == 0
     assert out.startswith(
@@ -307,8 +321,8 @@ def test_explain_with_defaults_shows_the_composed_trigger_graph(tmp_path):
             "  C6 needs a policy that reinforces on 'retrieved': reinforce-on-retrieval\n"
             "  C3 needs a policy that flags dependents on 'field_updated': propagate-on-change\n") in out
     assert "  half_life = 7d (OVERRIDE in mine.policy)\n" in out
-    rc, _, err = run("explain", "--with-defaults", str(default))
-    assert rc == 2 and "leave it out, or drop --with-defaults" in err
+    rc, _, err = run("explain", str(default))
+    assert rc == 2 and "leave it out, or use --no-defaults" in err
 
 
 def test_usage_errors_exit_2():
