@@ -74,3 +74,19 @@ def test_a_refused_policy_set_leaves_the_old_one_in_force(tmp_path, clock):
             mem.load_policies([bad_check])
         assert [p.name for p in mem.policies.policies] == names
         assert snapshot(mem) == before
+
+
+def test_mem_policies_iterates_over_the_policies_in_force(tmp_path, clock):
+    team = write(tmp_path, "team.policy", "DISABLE POLICY hide-faded-fields\n"
+                 "POLICY watch ON retrieved DO reinforce(field, 0.1)\n")
+    with gem.open(tmp_path / "db", clock=clock, engine=ENGINE, policies=[team]) as mem:
+        policies = list(mem.policies)
+        names = [p.name for p in policies]
+        assert names == [p.name for p in mem.policies.policies]  # the tuple is still there
+        assert len(mem.policies) == len(names) and "watch" in names
+        assert "hide-faded-fields" not in names and "hide-faded-fields" not in mem.policies
+        assert "watch" in mem.policies
+        watch = next(p for p in mem.policies if p.name == "watch")
+        assert watch.enabled and watch.file == team
+        assert watch.source == "POLICY watch\nON retrieved\nDO reinforce(field, 0.1)"
+        assert all(p.enabled for p in mem.policies)
