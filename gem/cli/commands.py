@@ -26,8 +26,12 @@ ENGINES = ["kuzu", "ladybug", "falkordb"]
 
 # ---------------------------------------------------------------------- shared
 def guarded(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """gem's typed errors become one line on stderr and exit code 1."""
+    """gem's typed errors become one line on stderr and exit code 1. A command on a database
+    given no --engine runs on the engine that made it (kuzu for a new one)."""
     try:
+        if isinstance(getattr(args, "path", None), str) and hasattr(args, "engine"):
+            from ..memory import engine_for
+            args.engine = engine_for(args.path, args.engine)
         return run(args)
     except StoreLocked as exc:
         print(f"gem: {exc}{_served_by(exc.path)}", file=sys.stderr)
@@ -61,7 +65,8 @@ def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[Any]:
 def _path(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH", help="the database (with --engine falkordb, the "
                                                 "memory's URL redis://HOST:PORT/NAME)")
-    p.add_argument("--engine", default="kuzu", choices=ENGINES)
+    p.add_argument("--engine", choices=ENGINES,
+                   help="default: the engine that made the database (kuzu for a new one)")
 
 
 def _read(p: argparse.ArgumentParser) -> None:
