@@ -343,3 +343,13 @@ def test_the_gem_command_mounts_policy(tmp_path):
                         str(default_policy_path())],
                        capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_check_warns_about_a_name_literal_that_is_not_canonical(tmp_path):
+    path = tmp_path / "keys.policy"
+    path.write_text('POLICY no-api-keys ON field_created WHEN field.name = "API key" DO drop(entry, "no")\n')
+    rc, out, err = run("check", str(path))
+    assert rc == 0 and out == "ok: 1 file on the default policy, 10 policies in force, 1 warning\n"
+    assert f'{path}:1:55: warning: gem_name_not_canonical: names are compared by canonical key: "API key"' in err
+    assert 'hint: write "api key"' in err
+    assert run("check", "--strict", str(path))[0] == 1
