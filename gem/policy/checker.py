@@ -25,7 +25,7 @@ from . import catalogue as C
 from .catalogue import ANY, BOOL, DURATION, NULL, NUMBER, TEXT, TIME, VALUE, Type
 from .compose import Composition, compose, governance
 from .ast import positive_exists
-from .diagnostics import Diagnostic, at, did_you_mean, finish
+from .diagnostics import Diagnostic, at, did_you_mean, finish, source_line
 from .evaluate import evaluate_constant, is_name
 
 # ---- results ---------------------------------------------------------------------------
@@ -409,8 +409,8 @@ class _Typer:
             re.compile(e.value)
         except re.error as exc:
             span = e.span
-            raw = self.ctx.sources.get(span.file, "").splitlines()[span.line - 1][span.col - 1:span.end_col - 1] \
-                if span.line == span.end_line and span.line > 0 else ""
+            line = source_line(self.ctx.sources.get(span.file, ""), span.line)
+            raw = line[span.col - 1:span.end_col - 1] if span.line == span.end_line else ""
             if exc.pos is not None and raw[1:-1] == e.value:  # no escapes: point at the character
                 col = span.col + 1 + exc.pos
                 span = A.Span(span.file, span.line, col, span.line, col + 1)

@@ -163,6 +163,8 @@ def test_a_bad_regular_expression_is_refused_at_check_time_pointing_into_the_pat
     # A pattern with escapes is still refused, pointing at the whole literal.
     assert check_error('POLICY p ON field_created WHEN matches(field.name, "\\\\d[") DO contest(field)'
                        ).startswith("c.policy:1:52: gem_invalid_regex: invalid regular expression")
+    # Also inside what an EXISTS ranges over, which the checker types twice (for WHEN and for DO).
+    assert "gem_invalid_regex" in check_error('POLICY p ON tick WHEN EXISTS t IN [matches("a", "(")] DO reject("x")')
     ok('POLICY p ON field_created WHEN matches(lower(field.name), "^pass(word)?$") AND canon(topic.title) = "ada" '
        'DO contest(field)')
 
