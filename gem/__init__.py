@@ -12,7 +12,7 @@ from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, Poli
                      StoreError, StoreLocked, TransitionRejected, UnknownUnit,
                      WriteConflict)
 from .aio import AsyncMemory
-from .memory import Memory, import_jsonl, open
+from .memory import Memory, engine_for, import_jsonl, open
 from .model import (AuditReport, DroppedFact, Episode, EpisodeView, Explanation, Fact, FieldView,
                     FlagView, HistoryEntry, IngestResult, PendingRevision, Provenance, Resolution,
                     RetrieveResult, TopicView)
@@ -23,7 +23,7 @@ from . import llm
 from .units import TopicId
 
 __all__ = [
-    "open", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact", "Episode",
+    "open", "engine_for", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact", "Episode",
     "EpisodeView", "Embedder", "HashingEmbedder", "MiniLMEmbedder", "Resolver", "TieredResolver",
     "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected", "WriteConflict",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",

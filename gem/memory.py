@@ -37,7 +37,7 @@ from .reliability import evidence_states
 from .resolve import Resolver, TieredResolver
 from .runtime import available_actions
 from .state.transition import Transition
-from .store import falkor_database, open_store, queries
+from .store import ENGINES, engine_of, falkor_database, open_store, queries
 from .transfer import TransferReport
 
 log = logging.getLogger("gem")
@@ -973,19 +973,37 @@ def import_jsonl(source: str | Path | IO[str], path: str | Path, *, engine: str 
     return transfer.TransferReport(path, records, head["seq"], head, digest)
 
 
+def engine_for(path: str | Path | None, engine: str | None = None) -> str:
+    """The engine to open `path` with: the one that made the database there (read from its
+    file, gem/store/graph.py `engine_of`), `engine` if given and not contradicted by it. A
+    database opened with the wrong engine is refused with the engine it was made with, before
+    that engine is loaded (the two cannot share a process)."""
+    if engine is not None:
+        _text(engine, "engine")
+    url = isinstance(path, str) and "://" in path
+    if path is None or url or engine == "falkordb":
+        return engine or ("falkordb" if url else "kuzu")
+    made = engine_of(os.fspath(path))
+    if engine is not None and made is not None and engine in ENGINES and made != engine:
+        raise InvalidInput(f"{os.fspath(path)!r} is a database of engine {made!r}, not {engine!r}: "
+                           f"open it with engine {made!r}, or name no engine (it is detected)")
+    return engine or made or "kuzu"
+
+
 def open(path: str | Path | None = None, policies: Sequence[str | Path] | None = None,
          embedder: Embedder | None = None, resolver: Resolver | None = None,
-         clock: Callable[[], datetime] | None = None, engine: str = "kuzu",
+         clock: Callable[[], datetime] | None = None, engine: str | None = None,
          summarizer: Summarizer | None = None, create: bool = True,
          progress: Progress | None = None, *, defaults: bool = True,
          reviser: Reviser | None = None, extractor: Extractor | None = None,
          buffer_pool_size: int | None = None, max_db_size: int | None = None) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
-    `engine`: "kuzu" (default) or "ladybug", embedded databases at `path`; or "falkordb", a
-    memory on a FalkorDB server that many processes share: `path` is its URL,
-    `redis://HOST:PORT/NAME` (each scope is a graph `gem:NAME:<scope>`; see
-    gem/store/falkor.py). `buffer_pool_size` and `max_db_size` (bytes) size an embedded
+    `engine`: "kuzu" or "ladybug", embedded databases at `path`; or "falkordb", a memory on a
+    FalkorDB server that many processes share: `path` is its URL, `redis://HOST:PORT/NAME`
+    (each scope is a graph `gem:NAME:<scope>`; see gem/store/falkor.py). Without it, the
+    engine is the one that made the database at `path` (`engine_for`), "falkordb" for a URL,
+    and "kuzu" for a new database. `buffer_pool_size` and `max_db_size` (bytes) size an embedded
     database (kuzu reserves 8 TiB of address space per database by default, so only ~15 fit in
     one process; a smaller `max_db_size` lets thousands).
 
@@ -1007,7 +1025,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         raise InvalidInput(f"path must be a str, an os.PathLike or None, got {type(path).__name__}")
     if path is not None and not os.fspath(path):
         raise InvalidInput("path is empty (use path=None for a temporary database)")
-    _text(engine, "engine")
+    engine = engine_for(path, engine)
     _flag(create, "create")
     _flag(defaults, "defaults")
     for name, fn in (("clock", clock), ("summarizer", summarizer), ("progress", progress),
@@ -1079,4 +1097,4 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
         raise
 
 
-__all__ = ["Memory", "open", "Fact", "TransitionRejected", "Reviser"]
+__all__ = ["Memory", "open", "engine_for", "Fact", "TransitionRejected", "Reviser"]

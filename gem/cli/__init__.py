@@ -70,8 +70,27 @@ COMMANDS: list[Command] = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """Options may come before, between or after a command's positionals: plain argparse
+    fills an optional positional (`query PATH [TEXT]`) at the first option it meets, so
+    `gem query PATH -k 2 "text"` left TEXT unread. A command's parser therefore parses
+    intermixed; one that holds subcommands (`gem`, `gem policy`) cannot, and needs not."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self._intermixing or any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            return super().parse_known_args(args, namespace)
+        # parse_known_intermixed_args calls parse_known_args itself: this flag ends the recursion.
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argparse.Namespace], int]]]:
-    parser = argparse.ArgumentParser(prog="gem", description="Governed Evolving Memory")
+    parser = _Parser(prog="gem", description="Governed Evolving Memory")
     parser.add_argument("--version", action="version", version=f"gem {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     runners: dict[str, Callable[[argparse.Namespace], int]] = {}

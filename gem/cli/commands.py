@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -26,8 +27,12 @@ ENGINES = ["kuzu", "ladybug", "falkordb"]
 
 # ---------------------------------------------------------------------- shared
 def guarded(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """gem's typed errors become one line on stderr and exit code 1."""
+    """gem's typed errors become one line on stderr and exit code 1. A command on a database
+    given no --engine runs on the engine that made it (kuzu for a new one)."""
     try:
+        if isinstance(getattr(args, "path", None), str) and hasattr(args, "engine"):
+            from ..memory import engine_for
+            args.engine = engine_for(args.path, args.engine)
         return run(args)
     except StoreLocked as exc:
         print(f"gem: {exc}{_served_by(exc.path)}", file=sys.stderr)
@@ -61,7 +66,8 @@ def opened(args: argparse.Namespace, *, create: bool = False) -> Iterator[Any]:
 def _path(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH", help="the database (with --engine falkordb, the "
                                                 "memory's URL redis://HOST:PORT/NAME)")
-    p.add_argument("--engine", default="kuzu", choices=ENGINES)
+    p.add_argument("--engine", choices=ENGINES,
+                   help="default: the engine that made the database (kuzu for a new one)")
 
 
 def _read(p: argparse.ArgumentParser) -> None:
@@ -76,6 +82,28 @@ def _emit(args: argparse.Namespace, result: BaseModel, text: Callable[[Any], str
         out.write(result.model_dump_json(indent=2) + "\n")
     else:
         out.write(text(result))
+
+
+def _number(kind: str, parse: Callable[[str], Any], ok: Callable[[Any], bool]) -> Callable[[str], Any]:
+    """An argparse type: a number out of range is a usage error (exit 2) naming the option,
+    not a command that silently does nothing (`maintain --count 0`)."""
+    def convert(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {kind}, got {text if value is not None else repr(text)}")
+        return value
+    convert.__name__ = kind.replace(" ", "_")  # argparse names the type in some messages
+    return convert
+
+
+positive_int = _number("a positive integer", int, lambda n: n >= 1)
+non_negative_int = _number("a non-negative integer", int, lambda n: n >= 0)
+port_number = _number("a port number in [0, 65535]", int, lambda n: 0 <= n <= 65535)
+positive_float = _number("a positive number", float, lambda x: math.isfinite(x) and x > 0)
+non_negative_float = _number("a non-negative number", float, lambda x: math.isfinite(x) and x >= 0)
 
 
 def _time(value: str) -> datetime:
@@ -116,7 +144,7 @@ def ingest_arguments(p: argparse.ArgumentParser) -> None:
                    "topic, field, value (and optionally at, source, actor, ref, confidence, "
                    "polarity); '-' reads stdin")
     p.add_argument("--create", action="store_true", help="create the database if it is missing")
-    p.add_argument("--batch", type=int, default=500, help="facts per transition (default 500)")
+    p.add_argument("--batch", type=positive_int, default=500, help="facts per transition (default 500)")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip lines that are not valid facts (default: refuse the whole run)")
     p.add_argument("--actor", default="cli", help="recorded in the transition log")
@@ -186,8 +214,6 @@ def ingest(args: argparse.Namespace) -> int:
     """Every line is checked before anything is written: a bad line refuses the whole
     run (nothing ingested) unless --skip-bad. Each batch is one transition; if one is
     rejected, the batches before it stay committed and the run stops there."""
-    if args.batch < 1:
-        raise InvalidInput("--batch must be a positive integer")
     try:
         if args.file == "-":
             facts, bad = _parse_facts(iter(sys.stdin))
@@ -258,15 +284,13 @@ def query_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--as-of", type=_time, help="answer as of this ISO 8601 time")
     p.add_argument("--between", type=_time, nargs=2, metavar=("START", "END"),
                    help="only values and episodes whose time lies in this window (ISO 8601)")
-    p.add_argument("-k", type=int, default=5,
+    p.add_argument("-k", type=positive_int, default=5,
                    help="at most this many results: fields and episodes (default 5)")
     p.add_argument("--history", action="store_true", help="include each field's history")
     p.add_argument("--include-archived", action="store_true")
 
 
 def query(args: argparse.Namespace) -> int:
-    if args.k < 1:
-        raise InvalidInput("-k must be a positive integer")
     if args.all_fields and args.fields:
         raise InvalidInput("--all-fields and --field exclude each other")
     request = s.RetrieveRequest(query=args.text, topic=args.topic,
@@ -346,8 +370,8 @@ def stats(args: argparse.Namespace) -> int:
 
 def log_arguments(p: argparse.ArgumentParser) -> None:
     _read(p)
-    p.add_argument("--since", type=int, default=0, help="transitions after this seq")
-    p.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    p.add_argument("--since", type=non_negative_int, default=0, help="transitions after this seq")
+    p.add_argument("--limit", type=positive_int, default=100, help="at most this many (default 100)")
 
 
 def log(args: argparse.Namespace) -> int:
@@ -391,7 +415,7 @@ def restore(args: argparse.Namespace) -> int:
 
 def maintain_arguments(p: argparse.ArgumentParser) -> None:
     _path(p)
-    p.add_argument("--count", type=int, default=1, help="how many runs")
+    p.add_argument("--count", type=positive_int, default=1, help="how many runs (default 1)")
     p.add_argument("--dry-run", action="store_true",
                    help="run on a copy of the database and report; change nothing")
     p.add_argument("--json", action="store_true")
@@ -488,16 +512,16 @@ def import_(args: argparse.Namespace) -> int:
 def serve_arguments(p: argparse.ArgumentParser) -> None:
     _path(p)
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765, help="0 picks a free port (default 8765)")
+    p.add_argument("--port", type=port_number, default=8765, help="0 picks a free port (default 8765)")
     p.add_argument("--policies", nargs="+", metavar="FILE", help="load these policy files")
-    p.add_argument("--maintain-every", type=float, metavar="SECONDS",
+    p.add_argument("--maintain-every", type=positive_float, metavar="SECONDS",
                    help="run maintenance (forget + revise) this often")
     p.add_argument("--create", action="store_true", help="create the database if it is missing")
-    p.add_argument("--idle-exit", type=float, metavar="SECONDS",
+    p.add_argument("--idle-exit", type=positive_float, metavar="SECONDS",
                    help="exit after this long with no request and no `gem mcp` attached")
-    p.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
+    p.add_argument("--lock-timeout", type=non_negative_float, default=10.0, metavar="SECONDS",
                    help="wait this long for another process to release the database")
-    p.add_argument("--max-body", type=int, default=1 << 20, metavar="BYTES",
+    p.add_argument("--max-body", type=positive_int, default=1 << 20, metavar="BYTES",
                    help="refuse larger request bodies with 413 (default 1 MiB)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--reports", default="bench/out", metavar="DIR",
@@ -537,7 +561,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def mcp_arguments(p: argparse.ArgumentParser) -> None:
     _path(p)
-    p.add_argument("--idle-exit", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--idle-exit", type=positive_float, default=60.0, metavar="SECONDS",
                    help="a server this command starts exits this long after its last client "
                         "(default 60)")
     p.add_argument("--key", default=os.environ.get("GEM_API_KEY"),

@@ -274,8 +274,18 @@ FUNCTIONS: dict[str, FunctionSig] = {
         FunctionSig("min", (NUMBER, NUMBER), NUMBER, "the smaller number", pure=True),
         FunctionSig("max", (NUMBER, NUMBER), NUMBER, "the larger number", pure=True),
         FunctionSig("abs", (NUMBER,), NUMBER, "absolute value", pure=True),
+        FunctionSig("lower", (TEXT,), TEXT, "the text in lower case", pure=True),
+        FunctionSig("canon", (TEXT,), TEXT, "the canonical key of a name, as the store compares "
+                    "names (gem.text.name_key)", pure=True),
+        FunctionSig("matches", (TEXT, TEXT), BOOL, "whether a regular expression (a string "
+                    "literal, checked with the policy) matches anywhere in the text", pure=True),
     )
 }
+
+# What holds a name of a topic or a field: `=`, `!=` and `IN` compare these by canonical key
+# (gem.text.name_key), as the store matches names, so a policy sees "API-Key" as "api key".
+NAME_ATTRIBUTES = frozenset({"name", "title", "aliases"})  # Field.name, Topic.title, Topic.aliases
+NAME_BINDINGS = frozenset({"updated_field"})
 
 
 # ---- actions -----------------------------------------------------------------------

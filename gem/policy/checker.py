@@ -13,18 +13,20 @@ hold against) never fail the check; they come back with the result.
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from ..errors import PolicyCheckError
+from ..text import name_key
 from . import ast as A
 from . import catalogue as C
 from .catalogue import ANY, BOOL, DURATION, NULL, NUMBER, TEXT, TIME, VALUE, Type
 from .compose import Composition, compose, governance
 from .ast import positive_exists
-from .diagnostics import Diagnostic, at, did_you_mean, finish
-from .evaluate import evaluate_constant
+from .diagnostics import Diagnostic, at, did_you_mean, finish, source_line
+from .evaluate import evaluate_constant, is_name
 
 # ---- results ---------------------------------------------------------------------------
 
@@ -129,9 +131,12 @@ def _pass_actions(ctx: _Context) -> None:
     for p in ctx.policies:
         for a in p.actions:
             if a.name not in C.ACTIONS:
-                hint = did_you_mean(a.name, C.ACTIONS)
+                listed = "actions: " + ", ".join(sorted(C.ACTIONS))
                 if a.name in C.FUNCTIONS:
-                    hint = f"'{a.name}' is a function; DO runs actions"
+                    hint = f"'{a.name}' is a function; DO runs {listed}"
+                else:
+                    closest = did_you_mean(a.name, C.ACTIONS)
+                    hint = f"{closest} {listed}" if closest else listed
                 ctx.report("gem_unknown_action", f"unknown action '{a.name}'", a.name_span, hint)
             elif ctx.available is not None and a.name not in ctx.available:
                 ctx.report("gem_action_unavailable", f"'{a.name}' is not available yet", a.name_span,
@@ -291,9 +296,12 @@ class _Typer:
             return self.arith(e, lt, rt)
         if isinstance(e, A.Compare):
             lt, rt = self.infer(e.left, scope), self.infer(e.right, scope)
+            if e.op in ("=", "!="):
+                self.name_literals(e.left, e.right)
             return self.compare(e, lt, rt)
         if isinstance(e, A.In):
             it, ct = self.infer(e.item, scope), self.infer(e.container, scope)
+            self.name_literals(e.item, e.container)
             return self.membership(e, it, ct)
         if isinstance(e, A.Exists):
             self.exists(e, scope)
@@ -316,6 +324,22 @@ class _Typer:
                 fields[key] = t
             return C.record(**fields)
         raise AssertionError(f"unhandled expression {type(e).__name__}")  # pragma: no cover
+
+    def name_literals(self, a: A.Expr, b: A.Expr) -> None:
+        """A name is compared by its canonical key: warn about a string literal compared with one
+        that is not a key, saying what it will match (it is no error: it matches all the same)."""
+        for name, other in ((a, b), (b, a)):
+            if not is_name(name):
+                continue
+            items = other.items if isinstance(other, (A.ListLit, A.SetLit)) else (other,)
+            for lit in items:
+                if isinstance(lit, A.Literal) and isinstance(lit.value, str) and name_key(lit.value) != lit.value:
+                    key = name_key(lit.value)
+                    self.ctx.report(
+                        "gem_name_not_canonical",
+                        f"names are compared by canonical key: {_quote(lit.value)} matches every name "
+                        f"whose key is {_quote(key)} ({_spellings(key)}, ...)",
+                        lit.span, f"write {_quote(key)}", severity="warning")
 
     def expect_bool(self, t: Type, e: A.Expr, where: str) -> Type:
         if not C.assignable(t, BOOL):
@@ -370,7 +394,28 @@ class _Typer:
                 hint = f"'{e.func}' is an action: actions go in DO"
             return self.report("gem_unknown_function", f"unknown function '{e.func}'", e.name_span, hint)
         self.arguments("function", e.func, sig.params, e.args, arg_types, e.name_span)
+        if e.func == "matches" and len(e.args) == 2 and C.assignable(arg_types[1], TEXT):
+            self.pattern(e.args[1])
         return sig.result
+
+    def pattern(self, e: A.Expr) -> None:
+        """The regular expression of matches(): a string literal, compiled now, so a bad one is
+        refused with the policy instead of failing a transition."""
+        if not (isinstance(e, A.Literal) and isinstance(e.value, str)):
+            self.report("gem_invalid_regex", "the pattern of matches() must be a string literal",
+                        e.span, 'write it in quotes: matches(field.name, "^pass")')
+            return
+        try:
+            re.compile(e.value)
+        except re.error as exc:
+            span = e.span
+            line = source_line(self.ctx.sources.get(span.file, ""), span.line)
+            raw = line[span.col - 1:span.end_col - 1] if span.line == span.end_line else ""
+            if exc.pos is not None and raw[1:-1] == e.value:  # no escapes: point at the character
+                col = span.col + 1 + exc.pos
+                span = A.Span(span.file, span.line, col, span.line, col + 1)
+            self.report("gem_invalid_regex", f"invalid regular expression: {exc.msg}", span,
+                        "matches() takes a Python regular expression (module re)")
 
     def arguments(self, kind: str, name: str, params, args, arg_types, name_span) -> None:
         what = f"{kind} '{name}'"
@@ -461,13 +506,25 @@ class _Typer:
             self.expect_bool(self.infer(e.where, inner), e.where, "WHERE")
 
 
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _spellings(key: str) -> str:
+    """A few spellings that share `key`, to show what a name literal will match."""
+    words = key.split(" ")
+    forms = [key, "-".join(w.capitalize() for w in words), "_".join(words).upper()]
+    return ", ".join(_quote(f) for f in dict.fromkeys(forms))
+
+
 def _pass_expressions(ctx: _Context) -> None:
     typer = _Typer(ctx)
     for s in ctx.settings:
         sig = C.SETTINGS.get(s.name)
         scope = _Scope(None, False, setting=s.name)
+        reported = len(ctx.diagnostics)
         t = typer.infer(s.expr, scope)
-        if sig is None:
+        if sig is None or len(ctx.diagnostics) > reported:
             continue
         if not C.assignable(t, sig.type):
             hint = "write a duration such as 30d, 12h or 2w" if sig.type == DURATION else None

@@ -1,9 +1,7 @@
 """`gem policy check | fmt | explain`, mounted by the main `gem` command.
 
-`check` checks the composition a memory would run: the default policy, then the
-files in order (`--no-defaults`: the files alone). `fmt` works file by file.
-`explain` explains the files composed in order; `--with-defaults` puts the default
-policy first, to show the trigger graph a memory would run.
+`check` and `explain` work on the composition a memory would run: the default policy,
+then the files in order (`--no-defaults`: the files alone). `fmt` works file by file.
 
 Exit codes: 0 clean (warnings allowed unless --strict); 1 diagnostics (check), a
 warning under --strict, files that would change (fmt --check) or a file that does
@@ -41,8 +39,8 @@ def add_policy_parser(subparsers) -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="which events trigger which policies, what can cascade, "
                                        "how the files compose")
     e.add_argument("files", nargs="+", metavar="FILE")
-    e.add_argument("--with-defaults", action="store_true",
-                   help="compose the default policy first, as a memory would")
+    e.add_argument("--no-defaults", action="store_true",
+                   help="explain the files alone, without the default policy before them")
     return p
 
 
@@ -50,8 +48,7 @@ def run_policy(args: argparse.Namespace, out: TextIO | None = None, err: TextIO 
     out = out or sys.stdout
     err = err or sys.stderr
     command = args.policy_command
-    defaults = {"check": not getattr(args, "no_defaults", False),
-                "explain": getattr(args, "with_defaults", False)}.get(command, False)
+    defaults = command in ("check", "explain") and not args.no_defaults
     try:
         sources = read_sources(args.files, argument=None)
     except InvalidInput as exc:
@@ -63,9 +60,8 @@ def run_policy(args: argparse.Namespace, out: TextIO | None = None, err: TextIO 
     if defaults:
         for s in sources:
             if is_default_policy(s.file):
-                fix = "use --no-defaults" if command == "check" else "drop --with-defaults"
                 print(f"gem policy: {s.file} is the default policy, which is composed first already: "
-                      f"leave it out, or {fix}", file=err)
+                      "leave it out, or use --no-defaults", file=err)
                 return EXIT_USAGE
         sources = default_sources() + sources
     if command == "check":

@@ -60,6 +60,17 @@ class CompiledPolicy:
     _calls: tuple[CompiledAction, ...] = field(default=(), repr=False, compare=False)
     _with: tuple[tuple[str, Fn], ...] = field(default=(), repr=False, compare=False)
 
+    @property
+    def enabled(self) -> bool:
+        """Always True: a compiled policy is one in force (a disabled one is not compiled). It
+        reads as the stored policy rows do, which keep disabled policies too."""
+        return True
+
+    @property
+    def file(self) -> str:
+        """The file that defines it."""
+        return self.span.file
+
     def fire(self, bindings: dict, rt: PolicyRuntime) -> int:
         """Run this policy for one event; returns the number of action calls made.
 
@@ -86,6 +97,19 @@ class PolicySet:
     sources: tuple[Source, ...] = ()  # in composition order: load_sources(sources) rebuilds the set
     # What the checker warns about the set (gem_c6_no_reinforcement, gem_c3_no_propagation).
     warnings: tuple[Diagnostic, ...] = ()
+
+    def __iter__(self) -> Iterator[CompiledPolicy]:
+        """The policies in force, in firing order (`for p in mem.policies: p.name, p.source`)."""
+        return iter(self.policies)
+
+    def __len__(self) -> int:
+        return len(self.policies)
+
+    def __contains__(self, item: object) -> bool:
+        """A policy in force, or the name of one."""
+        if isinstance(item, str):
+            return any(p.name == item for p in self.policies)
+        return item in self.policies
 
     def triggered_by(self, event: str) -> tuple[CompiledPolicy, ...]:
         """Policies listening to `event`, in firing order."""

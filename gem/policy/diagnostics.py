@@ -45,12 +45,14 @@ CODES = (
     "gem_cascade_loop",
     "gem_action_unavailable",
     "gem_no_policies",
+    "gem_invalid_regex",
 )
 
 # Warning codes: the set checks, but a correctness condition will reject transitions it governs.
 WARNINGS = (
     "gem_c6_no_reinforcement",
     "gem_c3_no_propagation",
+    "gem_name_not_canonical",
 )
 
 

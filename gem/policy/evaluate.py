@@ -18,10 +18,12 @@ foresee:
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Callable, Iterator, Protocol
 
+from ..text import name_key
 from . import ast as A
 from . import catalogue as C
 from .ast import positive_exists
@@ -120,6 +122,23 @@ def member(item: Any, container: Any) -> bool:
     return False
 
 
+def is_name(e: A.Expr) -> bool:
+    """Whether `e` reads a name of a topic or a field (catalogue.NAME_ATTRIBUTES, NAME_BINDINGS)."""
+    if isinstance(e, A.Attr):
+        return e.name in C.NAME_ATTRIBUTES
+    return isinstance(e, A.Name) and e.id in C.NAME_BINDINGS
+
+
+def canonical(v: Any) -> Any:
+    """A text as its canonical name key, a list as the list of its members' keys; anything else
+    as it is (null stays null, a number is no name)."""
+    if isinstance(v, str):
+        return name_key(v)
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [canonical(x) for x in v]
+    return v
+
+
 def _sequence(v: Any) -> list:
     if isinstance(v, (list, tuple, set, frozenset)):
         return list(v)
@@ -138,6 +157,10 @@ def _pure(name: str, args: list) -> Any:
             return max(args[0], args[1])
         if name == "abs":
             return abs(args[0])
+        if name == "lower":
+            return args[0].lower() if isinstance(args[0], str) else None
+        if name == "canon":
+            return name_key(args[0]) if isinstance(args[0], str) else None
     except TypeError:
         return None
     raise AssertionError(name)  # pragma: no cover
@@ -189,6 +212,8 @@ class ExprCompiler:
         if isinstance(e, A.Call):
             args = tuple(self.expr(a, in_with) for a in e.args)
             name = e.func
+            if name == "matches":
+                return _matcher(e, args[0])
             if C.FUNCTIONS[name].pure:
                 return lambda env, rt: _pure(name, [f(env, rt) for f in args])
             return lambda env, rt: rt.function(name, [f(env, rt) for f in args])
@@ -216,10 +241,12 @@ class ExprCompiler:
             f = ARITH[e.op]
             return lambda env, rt: f(left(env, rt), right(env, rt))
         if isinstance(e, A.Compare):
-            left, right, cmp = self.expr(e.left, in_with), self.expr(e.right, in_with), COMPARE[e.op]
+            left, right, cmp = self.expr(e.left, in_with), self.expr(e.right, in_with), _comparison(e)
             return lambda env, rt: cmp(left(env, rt), right(env, rt))
         if isinstance(e, A.In):
             item, container = self.expr(e.item, in_with), self.expr(e.container, in_with)
+            if is_name(e.item) or is_name(e.container):
+                return lambda env, rt: member(canonical(item(env, rt)), canonical(container(env, rt)))
             return lambda env, rt: member(item(env, rt), container(env, rt))
         if isinstance(e, A.Exists):
             solve = self.solver(e)
@@ -295,7 +322,7 @@ class ExprCompiler:
                 and isinstance(where.left.obj, A.Name) and where.left.obj.id == e.var
                 and e.var not in _names(where.right)):
             return None
-        var, attr, cmp = e.var, where.left.name, COMPARE[where.op]
+        var, attr, cmp = e.var, where.left.name, _comparison(where)
         source, bound = self.source(e), self.expr(where.right)
 
         def each(env: Env, rt: PolicyRuntime) -> Iterator[Env]:
@@ -331,6 +358,27 @@ class ExprCompiler:
         for ex in exists:
             out = out.with_local(ex.var)
         return out
+
+
+def _comparison(e: A.Compare) -> Callable[[Any, Any], bool]:
+    """`e`'s operator; `=` and `!=` with a name on either side compare canonical keys."""
+    cmp = COMPARE[e.op]
+    if e.op in ("=", "!=") and (is_name(e.left) or is_name(e.right)):
+        return lambda a, b: cmp(canonical(a), canonical(b))
+    return cmp
+
+
+def _matcher(e: A.Call, text: Fn) -> Fn:
+    """`matches(text, "regex")`: the checker proved the pattern a valid string literal."""
+    literal = e.args[1]
+    assert isinstance(literal, A.Literal) and isinstance(literal.value, str)
+    pattern = re.compile(literal.value)
+
+    def matches(env: Env, rt: PolicyRuntime) -> Any:
+        v = text(env, rt)
+        return None if v is None else isinstance(v, str) and pattern.search(v) is not None
+
+    return matches
 
 
 def _salience_bound(var: str, where: A.Expr | None) -> A.Expr | None:

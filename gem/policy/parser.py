@@ -292,6 +292,8 @@ class _Recovery:
         if tok.type == "NAME" and tok.value.upper() in expected and tok.value.upper() in KEYWORDS:
             return at("gem_syntax", f"unexpected name '{tok.value}'", span, self.text,
                       f"keywords are upper-case: did you mean '{tok.value.upper()}'?")
+        if tok.value == "=" and self._doubled(tok):
+            return self._double_equals(tok)
         if tok.type == "$END":
             message = "unexpected end of file"
         else:
@@ -306,6 +308,22 @@ class _Recovery:
             hint = "WHERE runs to the end of the condition, so here put EXISTS ... WHERE ... in parentheses"
         return at("gem_syntax", message, span, self.text, hint)
 
+    def _doubled(self, tok: Token) -> bool:
+        start = tok.start_pos
+        return start is not None and start > 0 and self.text[start - 1] == "="
+
+    def _double_equals(self, tok: Token) -> Diagnostic:
+        """`a == b`: the lexer reads two '=' tokens, so without this the message would be about
+        chained comparisons. Point at both characters and show the comparison rewritten."""
+        assert tok.line is not None and tok.column is not None  # a lexed '=' is positioned
+        span = A.Span(self.file, tok.line, tok.column - 1, tok.line, tok.column + 1)
+        line = source_line(self.text, tok.line)
+        hint = "compare with one '='"
+        for m in _DOUBLE_EQUALS.finditer(line):
+            if m.start(2) == tok.column - 2:
+                hint += f": write {m.group(1)} = {m.group(3)}"
+        return at("gem_syntax", "'==' is not an operator; equality is '='", span, self.text, hint)
+
     def _token_span(self, tok: Token) -> A.Span:
         if tok.type == "$END" or tok.line is None:
             # Point just past the last non-blank character of the file.
@@ -319,6 +337,9 @@ class _Recovery:
 
 
 _CLOSE_CHAR = {"(": ")", "[": "]", "{": "}"}
+# An operand on either side of a `==`, for the hint that shows the comparison rewritten.
+_OPERAND = r'"(?:[^"\\]|\\.)*"|[\w.]+'
+_DOUBLE_EQUALS = re.compile(rf"({_OPERAND})\s*(==)\s*({_OPERAND})")
 
 
 def _char_pos(e: UnexpectedCharacters) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .graph import ENGINES, GraphStore, Tx, open_store
+from .graph import ENGINES, GraphStore, Tx, engine_of, open_store
 
 
 def falkor_database(url: str) -> Any:
@@ -18,4 +18,4 @@ def falkor_database(url: str) -> Any:
     return open_database(url)
 
 
-__all__ = ["ENGINES", "GraphStore", "Tx", "open_store", "falkor_database"]
+__all__ = ["ENGINES", "GraphStore", "Tx", "engine_of", "open_store", "falkor_database"]

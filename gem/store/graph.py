@@ -359,6 +359,29 @@ class GraphStore:
             shutil.rmtree(self._tempdir, ignore_errors=True)
 
 
+# The first bytes of each engine's database file.
+_MAGIC = {b"KUZU": "kuzu", b"LBUG": "ladybug"}
+
+
+def engine_of(path: str) -> str | None:
+    """The engine that made the database at `path`, from the first bytes of its file; None
+    where there is no such file, or one neither engine made. A path this process has open
+    answers with the engine it is open with, and its file is not touched: closing any
+    descriptor of a file drops every POSIX lock the process holds on it, the engine's too.
+    The registry lock keeps another thread from opening it meanwhile."""
+    path = os.path.abspath(os.fspath(path))
+    with _registry_lock:
+        for engine, open_path in _registry:
+            if open_path == path:
+                return engine
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(4)
+        except OSError:  # missing, a directory, unreadable: nothing to tell the engine by
+            return None
+    return _MAGIC.get(head)
+
+
 def open_store(path: str | None = None, engine: str = "kuzu", *,
                buffer_pool_size: int | None = None, max_db_size: int | None = None) -> GraphStore:
     """A store on an embedded database (FalkorDB: `gem.store.falkor_database`)."""

@@ -36,7 +36,7 @@ EXACT = {
         "c.policy:1:58: gem_unknown_action: unknown action 'flag_for_revison'\n"
         "POLICY p ON field_updated WHEN EXISTS dependent_topic DO flag_for_revison(dependent_topic)\n"
         "                                                         ^^^^^^^^^^^^^^^^\n"
-        "hint: did you mean 'flag_for_revision'?",
+        "hint: did you mean 'flag_for_revision'? actions: " + ", ".join(sorted(C.ACTIONS)),
     ),
     "gem_unknown_function": (
         "POLICY p ON retrieved WHEN reliabilty(field) > 0 DO contest(field)",
@@ -132,6 +132,14 @@ def test_each_check_code_renders_exactly(code):
     assert check_error(text) == expected
 
 
+def test_unknown_action_lists_the_actions_and_suggests_the_closest():
+    listed = "actions: " + ", ".join(sorted(C.ACTIONS))
+    assert check_error("POLICY p ON tick DO frobnicate()").endswith(f"hint: {listed}")
+    assert check_error("POLICY p ON retrieved DO hid(field)").endswith(f"hint: did you mean 'hide'? {listed}")
+    assert check_error("POLICY p ON retrieved DO count(field)").endswith(
+        f"hint: 'count' is a function; DO runs {listed}")
+
+
 def test_gem_action_unavailable():
     text = "POLICY p ON tick WHEN EXISTS f IN active_fields DO compress(f)"
     assert check_error(text, available_actions={"reject", "contest"}) == (
@@ -143,12 +151,57 @@ def test_gem_action_unavailable():
     ok(text, available_actions={"compress"})
 
 
+def test_a_bad_regular_expression_is_refused_at_check_time_pointing_into_the_pattern():
+    assert check_error('POLICY p ON field_created WHEN matches(field.name, "^pass(") DO drop(entry, "x")') == (
+        "c.policy:1:58: gem_invalid_regex: invalid regular expression: missing ), unterminated subpattern\n"
+        'POLICY p ON field_created WHEN matches(field.name, "^pass(") DO drop(entry, "x")\n'
+        "                                                         ^\n"
+        "hint: matches() takes a Python regular expression (module re)"
+    )
+    assert "gem_invalid_regex: the pattern of matches() must be a string literal" in check_error(
+        "POLICY p ON field_created WHEN matches(field.name, topic.title) DO contest(field)")
+    # A pattern with escapes is still refused, pointing at the whole literal.
+    assert check_error('POLICY p ON field_created WHEN matches(field.name, "\\\\d[") DO contest(field)'
+                       ).startswith("c.policy:1:52: gem_invalid_regex: invalid regular expression")
+    # Also inside what an EXISTS ranges over, which the checker types twice (for WHEN and for DO).
+    assert "gem_invalid_regex" in check_error('POLICY p ON tick WHEN EXISTS t IN [matches("a", "(")] DO reject("x")')
+    ok('POLICY p ON field_created WHEN matches(lower(field.name), "^pass(word)?$") AND canon(topic.title) = "ada" '
+       'DO contest(field)')
+
+
+def test_a_name_compared_with_a_literal_that_is_not_canonical_warns_what_it_matches():
+    text = ('POLICY p ON field_created WHEN field.name = "API key" OR field.name IN ["password", "api_key"]\n'
+            '  OR "Ops Team" IN topic.aliases OR topic.title != "ada" DO contest(field)')
+    warnings = [w for w in ok(text).warnings if w.code == "gem_name_not_canonical"]
+    assert [w.render() for w in warnings] == [
+        'c.policy:1:45: warning: gem_name_not_canonical: names are compared by canonical key: "API key" '
+        'matches every name whose key is "api key" ("api key", "Api-Key", "API_KEY", ...)\n'
+        'POLICY p ON field_created WHEN field.name = "API key" OR field.name IN ["password", "api_key"]\n'
+        "                                            ^^^^^^^^^\n"
+        'hint: write "api key"',
+        'c.policy:1:85: warning: gem_name_not_canonical: names are compared by canonical key: "api_key" '
+        'matches every name whose key is "api key" ("api key", "Api-Key", "API_KEY", ...)\n'
+        'POLICY p ON field_created WHEN field.name = "API key" OR field.name IN ["password", "api_key"]\n'
+        "                                                                                    ^^^^^^^^^\n"
+        'hint: write "api key"',
+        'c.policy:2:6: warning: gem_name_not_canonical: names are compared by canonical key: "Ops Team" '
+        'matches every name whose key is "ops team" ("ops team", "Ops-Team", "OPS_TEAM", ...)\n'
+        '  OR "Ops Team" IN topic.aliases OR topic.title != "ada" DO contest(field)\n'
+        "     ^^^^^^^^^^\n"
+        'hint: write "ops team"',
+    ]
+    # Texts that are not names are compared as they are, and say nothing.
+    assert not [w for w in ok('POLICY p ON field_created WHEN entry.value = "API key" DO contest(field)').warnings
+                if w.code == "gem_name_not_canonical"]
+
+
 def test_every_code_is_listed_and_tested_somewhere():
     tested = set(EXACT) | {"gem_action_unavailable"} | set(COMPOSITION_EXACT) | {"gem_no_policies"}
+    tested |= {"gem_invalid_regex"}
     syntax = {"gem_syntax", "gem_missing_do", "gem_with_before_do", "gem_unclosed_paren"}  # test_policy_parse
     reader = {"gem_not_utf8"}  # test_policy_sources
     assert tested | syntax | reader == set(CODES)
-    assert set(WARNINGS) == {"gem_c6_no_reinforcement", "gem_c3_no_propagation"}
+    assert set(WARNINGS) == {"gem_c6_no_reinforcement", "gem_c3_no_propagation", "gem_name_not_canonical"}
     assert not set(WARNINGS) & set(CODES)
 
 

@@ -23,6 +23,7 @@ class Topic:
     extends: list = field(default_factory=list)
     associates: list = field(default_factory=list)
     fields: list = field(default_factory=list)
+    aliases: list = field(default_factory=lambda: ["Ops-Team"])
 
 
 @dataclass(eq=False)
@@ -170,6 +171,15 @@ def test_without_when_each_action_runs_once_and_a_false_when_runs_none():
     ("NOT EXISTS t IN active_topics WHERE t.title = \"Nope\"", True),
     ("interactions = 7", True),
     ("1d / 12h = 2 AND 2 * 1h = 120m", True),
+    # Names (titles, aliases, field names) are compared by canonical key; other texts exactly.
+    ("topic.title = \"road\" AND \"ROAD\" = topic.title AND topic.title = \" road! \"", True),
+    ("topic.title != \"road\"", False),
+    ("\"ops team\" IN topic.aliases AND field.name IN [\"X\", \"y\"] AND \"R\" IN topic.title", True),
+    ("topic.title + \"\" = \"road\"", False),
+    ("topic.title = null", False),
+    ("lower(topic.title) = \"road\" AND canon(\" Web_Site! \") = \"web site\" AND lower(null) = null", True),
+    ("matches(topic.title, \"^Ro\") AND NOT matches(topic.title, \"^ro\")", True),
+    ("matches(query, \"x\") = null", True),
 ])
 def test_condition_semantics(cond, expected):
     t = Topic("Road")

@@ -215,7 +215,7 @@ def test_check_three_mistakes_prints_three_caret_diagnostics_and_exits_1(tmp_pat
         f"{path}:4:4: gem_unknown_action: unknown action 'flag_for_revison'\n"
         "DO flag_for_revison(dependent_topic)\n"
         "   ^^^^^^^^^^^^^^^^\n"
-        "hint: did you mean 'flag_for_revision'?\n"
+        "hint: did you mean 'flag_for_revision'? actions: annotate, archive, clear_flags, compress, contest, drop, flag_for_revision, hide, link, merge, promote, propagate, reinforce, reject, restore, set_salience, supersede\n"
         f"{path}:8:21: gem_out_of_scope: 'old_value' is not bound by event 'retrieved'\n"
         "DO reinforce(field, old_value)\n"
         "                    ^^^^^^^^^\n"
@@ -275,17 +275,31 @@ def test_fmt_refuses_files_that_do_not_parse(tmp_path):
 
 
 def test_explain_command(tmp_path):
-    rc, out, _ = run("explain", str(default_policy_path()))
+    rc, out, _ = run("explain", "--no-defaults", str(default_policy_path()))
     assert rc == 0 and "field_updated\n    -> propagate-on-change" in out
     assert "Files, composed" not in out
 
 
-def test_explain_with_defaults_shows_the_composed_trigger_graph(tmp_path):
+def test_explain_composes_the_default_policy_first_as_check_does(tmp_path):
+    team = tmp_path / "team.policy"
+    team.write_text("OVERRIDE SET half_life = 14d\nDISABLE POLICY hide-faded-fields\n")
+    assert run("check", str(team))[0] == 0
+    rc, out, _ = run("explain", str(team))
+    assert rc == 0 and "Composition problems" not in out
+    assert f"  {default_policy_path()}: 2 settings, 9 policies\n" in out
+    assert "  half_life = 14d (OVERRIDE in team.policy)\n" in out
+    # --no-defaults explains the file alone, as check --no-defaults checks it alone.
+    assert run("check", "--no-defaults", str(team))[0] == 1
+    rc, out, _ = run("explain", "--no-defaults", str(team))
+    assert rc == 0 and "gem_nothing_to_override: no earlier file sets 'half_life'" in out
+
+
+def test_explain_shows_the_composed_trigger_graph(tmp_path):
     mine = tmp_path / "mine.policy"
     mine.write_text("OVERRIDE SET half_life = 7d\nDISABLE POLICY hide-faded-fields\n"
                     "OVERRIDE POLICY archive-faded-topics PRIORITY 10\nON tick\n"
                     "WHEN EXISTS t IN active_topics WHERE t.salience < 0.01\nDO archive(t)\n")
-    rc, out, _ = run("explain", "--with-defaults", str(mine))
+    rc, out, _ = run("explain", str(mine))
     default = default_policy_path()
     assert rc == 0
     assert out.startswith(
@@ -307,8 +321,8 @@ def test_explain_with_defaults_shows_the_composed_trigger_graph(tmp_path):
             "  C6 needs a policy that reinforces on 'retrieved': reinforce-on-retrieval\n"
             "  C3 needs a policy that flags dependents on 'field_updated': propagate-on-change\n") in out
     assert "  half_life = 7d (OVERRIDE in mine.policy)\n" in out
-    rc, _, err = run("explain", "--with-defaults", str(default))
-    assert rc == 2 and "leave it out, or drop --with-defaults" in err
+    rc, _, err = run("explain", str(default))
+    assert rc == 2 and "leave it out, or use --no-defaults" in err
 
 
 def test_usage_errors_exit_2():
@@ -329,3 +343,13 @@ def test_the_gem_command_mounts_policy(tmp_path):
                         str(default_policy_path())],
                        capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_check_warns_about_a_name_literal_that_is_not_canonical(tmp_path):
+    path = tmp_path / "keys.policy"
+    path.write_text('POLICY no-api-keys ON field_created WHEN field.name = "API key" DO drop(entry, "no")\n')
+    rc, out, err = run("check", str(path))
+    assert rc == 0 and out == "ok: 1 file on the default policy, 10 policies in force, 1 warning\n"
+    assert f'{path}:1:55: warning: gem_name_not_canonical: names are compared by canonical key: "API key"' in err
+    assert 'hint: write "api key"' in err
+    assert run("check", "--strict", str(path))[0] == 1

@@ -211,6 +211,18 @@ def test_composition_syntax_errors_name_the_mistake():
         "t.policy:1:15: gem_syntax: unexpected '<'; expected '+', '-', 'AND', 'OR', 'POLICY', 'SET' or end of file")
 
 
+def test_double_equals_is_pointed_at_with_a_hint_to_write_one_equals_sign():
+    assert syntax_error('POLICY p ON retrieved WHEN field.name == "x" DO contest(field)') == (
+        "t.policy:1:39: gem_syntax: '==' is not an operator; equality is '='\n"
+        'POLICY p ON retrieved WHEN field.name == "x" DO contest(field)\n'
+        "                                      ^^\n"
+        "hint: compare with one '=': write field.name = \"x\""
+    )
+    assert "hint: compare with one '=': write 1 = 1" in syntax_error("SET x = 1 == 1")
+    # Chained comparisons keep their own hint.
+    assert "comparisons do not chain" in syntax_error("SET x = 1 = 2 = 3")
+
+
 # ---- syntax diagnostics: each named mistake, exact text -------------------------------
 
 
