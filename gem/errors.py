@@ -30,6 +30,21 @@ class StoreError(GemError):
     """The storage engine failed in a way that is not the caller's fault."""
 
 
+class LostCommits(StoreError):
+    """The database's log lacks a commit it acknowledged (`<db>.gem-head` records the last
+    one): its files were replaced by older ones, or restored from a backup. Nothing was
+    opened. `gem.open(path, accept_head=True)` accepts the database as it is now."""
+
+    def __init__(self, path: str, seq: int, detail: str) -> None:
+        self.path = path
+        self.seq = seq
+        super().__init__(
+            f"database at {path!r} lost committed transitions: transition {seq} was "
+            f"acknowledged as committed but {detail} (its files were replaced by older ones or "
+            f"restored from a backup). To accept the database as it is now, open it once with "
+            f"gem.open({path!r}, accept_head=True)")
+
+
 class WriteConflict(StoreError):
     """Another process committed to the same scope first, every time this transition was
     tried (a store several processes write: FalkorDB). Nothing of it was written; calling again

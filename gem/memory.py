@@ -583,6 +583,21 @@ class Memory:
             self._engine.write_behind(stamp=True)
             return transfer.export_jsonl(self._engine.store, dest, progress)
 
+    def copy_database(self, dest: str | Path) -> None:
+        """Copy the committed database (every scope) to `dest`, a path where no database is:
+        a backup, or a scratch database to try something on (a dry-run maintain). Changes no
+        state. A child process copies the files while no transition of this process runs:
+        this process never opens a file of its own database (closing it would drop the
+        engine's lock on it)."""
+        self._check_open()
+        if self._engines.per_scope:
+            raise InvalidInput("copy_database copies an embedded database's files; a FalkorDB "
+                               "memory lives on its server (export it, or copy the server's)")
+        target = os.path.abspath(os.fspath(dest))
+        if any(os.path.exists(target + suffix) for suffix in ("", ".wal")):
+            raise InvalidInput(f"{str(dest)!r} already exists")
+        self._engine.store.copy_files(target)
+
     def start_maintenance(self, every: float | timedelta = 3600.0) -> None:
         """Run `maintain` in the background every `every` seconds (APScheduler). Runs are
         serialised with client transitions by the store's write lock; a failing run is

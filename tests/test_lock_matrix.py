@@ -64,7 +64,7 @@ def test_a_dry_run_maintain_keeps_the_served_database_locked(tmp_path):
         done = httpx.post(f"{server.url}/v1/maintain", json={"dry_run": True}, timeout=300)
         assert done.status_code == 200 and done.json()["dry_run"], done.text
         assert second_process_open(path) == f"LOCKED {path}"
-        stored = httpx.post(f"{server.url}/v1/remember", json={"facts": [
+        stored = httpx.post(f"{server.url}/v1/ingest", json={"facts": [
             {"topic": "Website Redesign", "field": "deadline", "value": "March 15"}]})
         assert stored.status_code == 200, stored.text
         assert_gapless(served_log(server.url))
