@@ -35,14 +35,15 @@ class LostCommits(StoreError):
     one): its files were replaced by older ones, or restored from a backup. Nothing was
     opened. `gem.open(path, accept_head=True)` accepts the database as it is now."""
 
-    def __init__(self, path: str, seq: int, detail: str) -> None:
+    def __init__(self, path: str, seq: int | None, detail: str) -> None:
         self.path = path
         self.seq = seq
+        what = f"transition {seq} was acknowledged as committed but" if seq is not None else \
+            "the record of its last acknowledged commit is unusable:"
         super().__init__(
-            f"database at {path!r} lost committed transitions: transition {seq} was "
-            f"acknowledged as committed but {detail} (its files were replaced by older ones or "
-            f"restored from a backup). To accept the database as it is now, open it once with "
-            f"gem.open({path!r}, accept_head=True)")
+            f"database at {path!r} may have lost committed transitions: {what} {detail} (its "
+            f"files were replaced by older ones or restored from a backup?). To accept the "
+            f"database as it is now, open it once with gem.open({path!r}, accept_head=True)")
 
 
 class WriteConflict(StoreError):

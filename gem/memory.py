@@ -975,7 +975,8 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
          summarizer: Summarizer | None = None, create: bool = True,
          progress: Progress | None = None, *, defaults: bool = True,
          reviser: Reviser | None = None, extractor: Extractor | None = None,
-         buffer_pool_size: int | None = None, max_db_size: int | None = None) -> Memory:
+         buffer_pool_size: int | None = None, max_db_size: int | None = None,
+         accept_head: bool = False) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
     `engine`: "kuzu" (default) or "ladybug", embedded databases at `path`; or "falkordb", a
@@ -996,6 +997,11 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     back). `reviser(PendingRevision)` is asked by `revise()` about each flagged topic and
     returns facts to apply (or None to leave its flags open). `extractor(episode) -> [Fact, ...]`
     finds facts in each ingested episode (an LLM in real use; the default finds none).
+
+    An embedded database's owner process holds a lock on `<path>.gem-head` (another process
+    gets `StoreLocked`) and records there the last commit it acknowledged. If the log lacks
+    it (the files were replaced by older ones), the open raises `LostCommits`;
+    `accept_head=True` accepts the database as it is now.
     """
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise InvalidInput(f"path must be a str, an os.PathLike or None, got {type(path).__name__}")
@@ -1004,6 +1010,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     _text(engine, "engine")
     _flag(create, "create")
     _flag(defaults, "defaults")
+    _flag(accept_head, "accept_head")
     for name, fn in (("clock", clock), ("summarizer", summarizer), ("progress", progress),
                      ("reviser", reviser), ("extractor", extractor)):
         if fn is not None and not callable(fn):
@@ -1052,7 +1059,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
             return as_utc(system_clock(), "clock()")
 
         core = Engine(store, embedder or embedder_for(store), resolver or TieredResolver(),
-                      checked_clock, summarizer, progress)
+                      checked_clock, summarizer, progress, accept_head=accept_head)
         core.reviser = reviser
         memory = Memory(core, engines=ScopeEngines(core, database))
         core.extractor = extractor

@@ -39,6 +39,7 @@ from .errors import GemError, InvalidInput
 from .store import compact, queries
 from .store.dump import Loader, dump
 from .store.graph import GraphStore, open_store
+from .store.owner import head_file
 from .store.schema import SCHEMA_VERSION
 
 FORMAT, VERSION = "gem-export", 1
@@ -147,8 +148,10 @@ def target_is_empty(path: str, engine: str) -> None:
 
 
 def remove(path: str) -> None:
-    """A database's files and its derived snapshot."""
+    """A database's files, its head record and its derived snapshot (no process has it open)."""
     compact._remove(path)
+    if os.path.exists(head_file(path)):
+        os.remove(head_file(path))
     shutil.rmtree(snapshot_dir(path), ignore_errors=True)
 
 
@@ -198,6 +201,7 @@ def load(source: str | Path | IO[str], building: str, engine: str,
 def move_into_place(building: str, path: str) -> None:
     remove(path)  # an empty database (checked before the import began) or nothing
     compact._move(building, path)
+    os.replace(head_file(building), head_file(path))  # the head the audited import ends at
     if os.path.isdir(snapshot_dir(building)):
         os.replace(snapshot_dir(building), snapshot_dir(path))
 

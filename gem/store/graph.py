@@ -215,7 +215,7 @@ class GraphStore:
                 # Owned before anything touches the files: recovery moves them.
                 owner = OwnerFile(self.path) if self._tempdir is None else None
                 try:
-                    database = self._open_database(module, buffer_pool_size, max_db_size)
+                    database = self._open_database(module, owner, buffer_pool_size, max_db_size)
                 except BaseException:
                     if owner is not None:
                         owner.release()
@@ -228,10 +228,12 @@ class GraphStore:
         self._prepared: dict[str, Any] = {}
         self._closed = False
 
-    def _open_database(self, module: Any, buffer_pool_size: int | None,
+    def _open_database(self, module: Any, owner: OwnerFile | None, buffer_pool_size: int | None,
                        max_db_size: int | None) -> Any:
         if self._tempdir is None:
             compact.recover(self.path)  # a compaction a crash interrupted
+        if owner is not None and not os.path.exists(self.path):
+            owner.clear()  # what it says of a deleted database is not this new one's
         options = {name: int(value) for name, value in (
             ("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size))
             if value is not None}

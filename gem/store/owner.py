@@ -63,6 +63,11 @@ class OwnerFile:
         record = f"gem-head 1 seq={seq} hash={hash}\n".encode("ascii")
         os.pwrite(self._fd, record.ljust(RECORD_SIZE, b"\0"), 0)
 
+    def clear(self) -> None:
+        """Forget the head: the database at the path is a new one (the old was deleted)."""
+        assert self._fd is not None
+        os.pwrite(self._fd, b"\0" * RECORD_SIZE, 0)
+
     def release(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # the flock goes with the last descriptor of its description
