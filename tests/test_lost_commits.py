@@ -144,3 +144,19 @@ def test_an_import_carries_the_head_of_its_export(tmp_path, clock):
         after = mem.head()
     with gem.open(copy, clock=clock, engine=ENGINE) as mem:
         assert mem.head() == after
+
+
+def test_an_export_or_import_never_opens_a_file_of_a_database_open_here(tmp_path, clock):
+    path, dump = str(tmp_path / "db.kz"), str(tmp_path / "x.jsonl")
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        mem.ingest(fact(1))
+        for target in (path, path + ".wal", path + ".gem-head"):
+            with pytest.raises(gem.InvalidInput, match="open in this process"):
+                mem.export(target)
+            with pytest.raises(gem.InvalidInput, match="open in this process"):
+                gem.import_jsonl(target, str(tmp_path / "new.kz"), engine=ENGINE)
+        mem.export(dump)
+        with pytest.raises(gem.InvalidInput, match="open in this process"):
+            gem.import_jsonl(dump, path, engine=ENGINE)
+        assert mem.audit(full=True).ok
+    assert not os.path.exists(str(tmp_path / "new.kz"))

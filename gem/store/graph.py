@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 from ..errors import GemError, InvalidInput, StoreError, StoreLocked
 from . import compact
-from .owner import OwnerFile
+from .owner import HEAD_SUFFIX, OwnerFile
 
 ENGINES = {"kuzu": "kuzu", "ladybug": "ladybug"}
 # The native extension each package loads (ladybug loads its own lazily, at first use).
@@ -400,6 +400,20 @@ class GraphStore:
                         shared.owner.release()
         if self._tempdir:
             shutil.rmtree(self._tempdir, ignore_errors=True)
+
+
+def held_database(path: str | os.PathLike[str]) -> str | None:
+    """The database open in this process that `path` is a file of (its data, log or head
+    file), if any. Such a file must not be opened here outside the engine: closing the
+    descriptor would drop the engine's lock on it."""
+    target = os.path.realpath(os.fspath(path))
+    with _registry_lock:
+        paths = [key[1] for key in _registry]
+    for db in paths:
+        if target in {os.path.realpath(db + suffix)
+                      for suffix in (*compact.DB_SUFFIXES, HEAD_SUFFIX)}:
+            return db
+    return None
 
 
 def open_store(path: str | None = None, engine: str = "kuzu", *,
