@@ -9,15 +9,23 @@ owner's exit or close releases.
 """
 from __future__ import annotations
 
+import asyncio
+import html
+import json
+import os
+import re
+import signal
 import subprocess
 import sys
 import textwrap
 
 import httpx
 import pytest
+from mcp import Client, StdioServerParameters
 
 import gem
 from conftest import ENGINE
+from gem.api import ops
 from servers import start, stop
 
 EMBEDDED = pytest.mark.skipif(ENGINE == "falkordb", reason="an embedded database's lock")
@@ -25,20 +33,31 @@ pytestmark = EMBEDDED
 
 
 def second_process_open(path: str) -> str:
-    """What `gem.open(path)` does in another process: 'LOCKED <path>' or 'OPENED'."""
+    """What `gem.open(path)` does in another process: 'LOCKED <path>' or 'OPENED'; asserts
+    that the engine's own lock is held too (a read-only open of the engine is refused)."""
     code = textwrap.dedent(f"""
+        import importlib
         import gem
+        from gem.store.graph import ENGINES
         try:
             gem.open({path!r}, engine={ENGINE!r}, create=False).close()
         except gem.StoreLocked as exc:
             print("LOCKED", exc.path)
         else:
             print("OPENED")
+        try:
+            importlib.import_module(ENGINES[{ENGINE!r}]).Database({path!r}, read_only=True)
+        except RuntimeError as exc:
+            print("ENGINE-LOCKED" if "lock" in str(exc).lower() else f"ENGINE-ERROR {{exc}}")
+        else:
+            print("ENGINE-OPENED")
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    gem_says, engine_says = done.stdout.strip().splitlines()
+    assert engine_says == "ENGINE-LOCKED", f"the engine's own lock is gone: {engine_says}"
+    return gem_says
 
 
 def assert_gapless(seqs: list[int]) -> None:
@@ -72,3 +91,153 @@ def test_a_dry_run_maintain_keeps_the_served_database_locked(tmp_path):
         stop(server)
     with gem.open(path, engine=ENGINE, create=False) as mem:
         assert mem.inspect("Website Redesign") is not None
+
+
+# ---------------------------------------------------------------------- the matrix
+# Every case runs in order on one owner per kind (a lock, once lost, stays lost: the case
+# that lost it fails, and so do the ones after it).
+SEED = [{"topic": "Website Redesign", "field": "deadline", "value": "March 15", "source": "chat:1"},
+        {"topic": "Launch Milestones", "field": "launch", "value": "March 20", "source": "chat:1"}]
+HREF = re.compile(r'href="(/[^"#]*)"')
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("matrix") / "served.kz")
+    server = start(path, "--create", "--engine", ENGINE)
+    try:
+        with httpx.Client(base_url=server.url, timeout=300) as c:
+            assert c.post("/v1/ingest", json={"facts": SEED}).status_code == 200
+            assert c.post("/v1/link", json={"from_topic": "Website Redesign",
+                                            "to_topic": "Launch Milestones"}).status_code == 200
+            changed = {**SEED[0], "value": "April 20", "source": "chat:2"}
+            assert c.post("/v1/ingest", json={"facts": [changed]}).status_code == 200
+        yield path, server
+    finally:
+        stop(server)
+
+
+def crawl(url: str) -> list[str]:
+    """Every dashboard page reachable from the overview (each link followed once)."""
+    seen, queue = set(), ["/"]
+    with httpx.Client(base_url=url, timeout=300) as c:
+        while queue and len(seen) < 200:
+            page = queue.pop(0)
+            if page in seen:
+                continue
+            seen.add(page)
+            r = c.get(page)
+            assert r.status_code in (200, 404), (page, r.status_code, r.text[:300])
+            if r.headers.get("content-type", "").startswith("text/html"):
+                queue += [html.unescape(h) for h in HREF.findall(r.text)
+                          if not h.startswith(("/v1/", "/mcp", "/reports/"))]
+    return sorted(seen)
+
+
+async def _mcp_maintain(url: str) -> dict:
+    async with Client(url, cache=None) as client:
+        result = await client.call_tool("memory_maintain", {"dry_run": True})
+        assert not result.is_error, result.content
+        return result.structured_content
+
+
+async def _stdio_session(path: str) -> None:
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "gem", "mcp", path, "--engine", ENGINE])
+    async with Client(params, cache=None) as client:
+        status = await client.call_tool("memory_status", {})
+        assert not status.is_error and status.structured_content["audit"]["ok"]
+
+
+def _sigterm_a_bridge(path: str) -> None:
+    """A `gem mcp` client process attached to the server, ended by SIGTERM mid-session."""
+    bridge = subprocess.Popen([sys.executable, "-m", "gem", "mcp", path, "--engine", ENGINE],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "matrix", "version": "0"}}}
+        bridge.stdin.write((json.dumps(hello) + "\n").encode())
+        bridge.stdin.flush()
+        assert b'"id":1' in bridge.stdout.readline().replace(b" ", b"")  # attached
+        bridge.send_signal(signal.SIGTERM)
+        bridge.wait(timeout=120)
+    finally:
+        if bridge.poll() is None:
+            os.killpg(bridge.pid, signal.SIGKILL)
+            bridge.wait(timeout=30)
+
+
+SERVED_CASES = {
+    "dry-run maintain over HTTP": lambda path, url: httpx.post(
+        f"{url}/v1/maintain", json={"dry_run": True}, timeout=300).raise_for_status(),
+    "dry-run maintain over MCP": lambda path, url: asyncio.run(_mcp_maintain(url + "/mcp")),
+    "maintain": lambda path, url: httpx.post(f"{url}/v1/maintain", json={},
+                                             timeout=300).raise_for_status(),
+    "incremental audit": lambda path, url: httpx.get(f"{url}/v1/audit",
+                                                     timeout=300).raise_for_status(),
+    "full audit": lambda path, url: httpx.get(f"{url}/v1/audit", params={"full": True},
+                                              timeout=300).raise_for_status(),
+    "every dashboard page": lambda path, url: crawl(url),
+    "gem mcp attach and detach": lambda path, url: asyncio.run(_stdio_session(path)),
+    "SIGTERM of a gem mcp client": lambda path, url: _sigterm_a_bridge(path),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(SERVED_CASES))
+def test_a_served_database_stays_locked_and_gapless(served, case):
+    path, server = served
+    SERVED_CASES[case](path, server.url)
+    assert second_process_open(path) == f"LOCKED {path}"
+    before = served_log(server.url)
+    stored = httpx.post(f"{server.url}/v1/ingest", timeout=300, json={"facts": [
+        {"topic": "Matrix", "field": "after", "value": case, "source": "test"}]})
+    assert stored.status_code == 200, stored.text
+    after = served_log(server.url)
+    assert_gapless(after)
+    assert after[-1] == stored.json()["transition"] and len(after) > len(before)
+
+
+@pytest.fixture(scope="module")
+def owned(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("owned")
+    path = str(folder / "owned.kz")
+    with gem.open(path, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact(**f) for f in SEED])
+        mem.link("Website Redesign", "Launch Milestones")
+        yield path, mem, str(folder)
+
+
+def _second_handle(path: str, mem: gem.Memory) -> None:
+    """Another handle in the owner: it commits, and its close writes the snapshot."""
+    other = gem.open(path, engine=ENGINE)
+    other.ingest(gem.Fact("Website Redesign", "owner", "Ann"))
+    other.close()
+    assert os.path.isdir(path + ".gem-derived")
+
+
+OWNED_CASES = {
+    "dry-run maintain": lambda path, mem, folder: ops.maintain(mem, dry_run=True),
+    "maintain": lambda path, mem, folder: ops.maintain(mem),
+    "export": lambda path, mem, folder: mem.export(os.path.join(folder, "export.jsonl")),
+    "compact": lambda path, mem, folder: mem.compact(),
+    "incremental audit": lambda path, mem, folder: mem.audit(),
+    "full audit": lambda path, mem, folder: mem.audit(full=True),
+    "a second handle commits and closes (snapshot write)": lambda path, mem, folder:
+        _second_handle(path, mem),
+    "copy_database": lambda path, mem, folder: mem.copy_database(os.path.join(folder, "copy.kz")),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(OWNED_CASES))
+def test_a_database_a_library_owns_stays_locked_and_gapless(owned, case):
+    path, mem, folder = owned
+    OWNED_CASES[case](path, mem, folder)
+    assert second_process_open(path) == f"LOCKED {path}"
+    result = mem.ingest(gem.Fact("Matrix", "after", case))
+    seqs = [r["seq"] for r in mem.transitions()]
+    assert_gapless(seqs)
+    assert seqs[-1] == result.transition
