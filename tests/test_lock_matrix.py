@@ -1,11 +1,10 @@
 """A database has one owner process, whatever that owner does (issue 25).
 
 Each case runs an operation in the process that owns a database (a real `gem serve`, or this
-test process through the library) and then checks, from a real second process, that opening
-the database still fails with StoreLocked, and that the log's sequence numbers are 1..n with
-no gap. Closing any descriptor of a file drops every POSIX lock the process holds on it (the
-engine's own lock included): gem's owner lock is a flock on `<db>.gem-head`, which only the
-owner's exit or close releases.
+test process through the library) and then checks that the owner still holds the engine's own
+POSIX lock on the database file (closing any descriptor of that file in the owner drops it),
+that opening the database from a real second process still fails with StoreLocked (gem's own
+lock, a flock on `<db>.gem-head`), and that the log's sequence numbers are 1..n with no gap.
 """
 from __future__ import annotations
 
