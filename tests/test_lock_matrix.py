@@ -100,6 +100,22 @@ def test_a_dry_run_maintain_keeps_the_served_database_locked(tmp_path):
         assert mem.inspect("Website Redesign") is not None
 
 
+def test_copy_database_copies_the_committed_state_without_touching_the_owners_lock(tmp_path):
+    path, copy = str(tmp_path / "db.kz"), str(tmp_path / "copy.kz")
+    with gem.open(path, engine=ENGINE) as mem:
+        mem.ingest(gem.Fact("Website Redesign", "deadline", "March 15"))
+        mem.copy_database(copy)
+        assert engine_lock_held(path, os.getpid())
+        with pytest.raises(gem.InvalidInput, match="already exists"):
+            mem.copy_database(copy)
+        with pytest.raises(gem.InvalidInput, match="already exists"):
+            mem.copy_database(path)
+        head = mem.head()
+        with gem.open(copy, engine=ENGINE, create=False) as twin:
+            assert twin.head() == head and twin.audit(full=True).ok
+            assert twin.inspect("Website Redesign").fields["deadline"].value == "March 15"
+
+
 # ---------------------------------------------------------------------- the matrix
 # Every case runs in order on one owner per kind (a lock, once lost, stays lost: the case
 # that lost it fails, and so do the ones after it).
