@@ -35,6 +35,7 @@ DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "rest
              "inspect", "history", "explain", "stats", "transitions", "audit", "load_policies",
              "retract", "pending_revisions",
              "scopes", "head", "erase", "erase_all", "verify_erasure", "compact", "export",
+             "copy_database",
              "topics", "episodes", "titles", "graph", "salience_history", "recent_transitions")
 # Lifecycle, scheduling and views, written out below: they manage the worker itself.
 _NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance", "scope")
@@ -118,6 +119,7 @@ class AsyncMemory:
     verify_erasure = _delegate("verify_erasure")
     compact = _delegate("compact")
     export = _delegate("export")
+    copy_database = _delegate("copy_database")
 
     def scope(self, name: str) -> "AsyncMemory":
         """A view confined to scope `name` (see `Memory.scope`), on this same worker thread."""

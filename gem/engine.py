@@ -17,9 +17,9 @@ from typing import Any, Callable, Sequence
 
 from . import snapshot
 from .collector import paused_gc
-from .derived import DerivedState, Progress, Summarizer, default_summary
+from .derived import GENESIS, DerivedState, Progress, Summarizer, default_summary
 from .embed import Embedder, default_embedder, embedder_named
-from .errors import GemError, InvalidInput, TransitionRejected, WriteConflict
+from .errors import GemError, InvalidInput, LostCommits, TransitionRejected, WriteConflict
 from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
 from .policy import PolicySet, catalogue, load_sources
@@ -71,7 +71,8 @@ class SharedState:
         return self.governance.by_event.get(event, ())
 
 
-def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None) -> SharedState:
+def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None,
+                accept_head: bool = False) -> SharedState:
     version = queries.ensure_schema(store)
     if version != SCHEMA_VERSION:
         raise GemError(f"{store.path!r} holds gem schema version {version}; this gem reads "
@@ -84,6 +85,7 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
         raise InvalidInput(f"this database was embedded with {stored!r}; "
                            f"open it with that embedder, not {embedder.name!r}")
     check_log(store)
+    check_head(store, accept_head)
     derived = snapshot.load(store, embedder, progress)
     shared = SharedState(CommittedCache(store, patch=derived.patch), derived, embedder.name)
     with store.reading() as tx:
@@ -127,6 +129,34 @@ def check_log(store: GraphStore) -> None:
                            f"is behind the highest {kind} id ({top}): the log was tampered with")
 
 
+def check_head(store: GraphStore, accept: bool = False) -> None:
+    """Refuse a database whose log lacks the last commit acknowledged on it (the head the
+    engine wrote to `<db>.gem-head` after it, gem/store/owner.py): its files were replaced by
+    older ones, and what was acknowledged since is gone. `accept` takes the log as it is.
+    Then the file names the log's head (a log ahead of it: a crash came between a commit
+    and its record, and nothing was lost)."""
+    head = store.head_file
+    if head is None:
+        return
+    with store.reading() as tx:
+        last = queries.log_head(tx)
+        last_hash = queries.record_hash(tx, last) if last else GENESIS
+        if not accept:
+            try:
+                acknowledged = head.read()
+            except ValueError as exc:
+                raise LostCommits(store.path, None, str(exc)) from None
+            if acknowledged is not None and acknowledged[0] > 0:
+                seq, expected = acknowledged
+                found = queries.record_hash(tx, seq)
+                if found is None:
+                    raise LostCommits(store.path, seq, f"the log ends at transition {last}")
+                if found != expected:
+                    raise LostCommits(store.path, seq, f"the log's transition {seq} is another one "
+                                      f"(hash {found[:12]}..., acknowledged {expected[:12]}...)")
+    head.write(last, last_hash or GENESIS)
+
+
 class Engine:
     """Runs transitions on one store. `policy_home`: the engine of the store that holds the
     policies, when it is another (a scope's graph on FalkorDB: the default scope's)."""
@@ -139,7 +169,7 @@ class Engine:
 
     def __init__(self, store: GraphStore, embedder: Embedder, resolver: Resolver, clock: Clock,
                  summarizer: Summarizer | None = None, progress: Progress | None = None,
-                 policy_home: "Engine | None" = None) -> None:
+                 policy_home: "Engine | None" = None, accept_head: bool = False) -> None:
         self.store = store
         self.clock = clock
         self.services = Services(embedder, resolver, summarizer or default_summary)
@@ -151,7 +181,7 @@ class Engine:
         with store.lock:
             shared = store.shared_state
             if shared is None:
-                shared = open_shared(store, embedder, progress)
+                shared = open_shared(store, embedder, progress, accept_head)
                 store.shared_state = shared
             elif shared.embedder_name != embedder.name:
                 raise InvalidInput(f"this database was embedded with {shared.embedder_name!r}; "
@@ -275,6 +305,8 @@ class Engine:
                                         f"({lost})") from lost
                 dropped, now = {}, None
                 time.sleep(random.uniform(0, min(self.MAX_PAUSE, 0.001 * 2 ** attempt)))
+            if t.log_record is not None and self.store.head_file is not None:
+                self.store.head_file.write(t.seq, t.log_record["hash"])  # acknowledged
             self._after_commit(t)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("gem transition %s %s by %s: %.2f ms, %d units, policies fired %s",

@@ -30,6 +30,22 @@ class StoreError(GemError):
     """The storage engine failed in a way that is not the caller's fault."""
 
 
+class LostCommits(StoreError):
+    """The database's log lacks a commit it acknowledged (`<db>.gem-head` records the last
+    one): its files were replaced by older ones, or restored from a backup. Nothing was
+    opened. `gem.open(path, accept_head=True)` accepts the database as it is now."""
+
+    def __init__(self, path: str, seq: int | None, detail: str) -> None:
+        self.path = path
+        self.seq = seq
+        what = f"transition {seq} was acknowledged as committed but" if seq is not None else \
+            "the record of its last acknowledged commit is unusable:"
+        super().__init__(
+            f"database at {path!r} may have lost committed transitions: {what} {detail} (its "
+            f"files were replaced by older ones or restored from a backup?). To accept the "
+            f"database as it is now, open it once with gem.open({path!r}, accept_head=True)")
+
+
 class WriteConflict(StoreError):
     """Another process committed to the same scope first, every time this transition was
     tried (a store several processes write: FalkorDB). Nothing of it was written; calling again

@@ -601,6 +601,21 @@ class Memory:
             self._engine.write_behind(stamp=True)
             return transfer.export_jsonl(self._engine.store, dest, progress)
 
+    def copy_database(self, dest: str | Path) -> None:
+        """Copy the committed database (every scope) to `dest`, a path where no database is:
+        a backup, or a scratch database to try something on (a dry-run maintain). Changes no
+        state. A child process copies the files while no transition of this process runs:
+        this process never opens a file of its own database (closing it would drop the
+        engine's lock on it)."""
+        self._check_open()
+        if self._engines.per_scope:
+            raise InvalidInput("copy_database copies an embedded database's files; a FalkorDB "
+                               "memory lives on its server (export it, or copy the server's)")
+        target = os.path.abspath(os.fspath(dest))
+        if any(os.path.exists(target + suffix) for suffix in ("", ".wal")):
+            raise InvalidInput(f"{str(dest)!r} already exists")
+        self._engine.store.copy_files(target)
+
     def start_maintenance(self, every: float | timedelta = 3600.0) -> None:
         """Run `maintain` in the background every `every` seconds (APScheduler). Runs are
         serialised with client transitions by the store's write lock; a failing run is
@@ -996,7 +1011,8 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
          summarizer: Summarizer | None = None, create: bool = True,
          progress: Progress | None = None, *, defaults: bool = True,
          reviser: Reviser | None = None, extractor: Extractor | None = None,
-         buffer_pool_size: int | None = None, max_db_size: int | None = None) -> Memory:
+         buffer_pool_size: int | None = None, max_db_size: int | None = None,
+         accept_head: bool = False) -> Memory:
     """Open (or create) a memory. `path=None` makes a temporary database removed on close.
 
     `engine`: "kuzu" or "ladybug", embedded databases at `path`; or "falkordb", a memory on a
@@ -1020,6 +1036,11 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     finds facts in each ingested episode (an LLM in real use, e.g. gem.llm.Extractor; the
     default finds none); one whose `takes_context` is True is called as `extractor(episode,
     context)` with the turns before it and the topics it may update (gem.ExtractionContext).
+
+    An embedded database's owner process holds a lock on `<path>.gem-head` (another process
+    gets `StoreLocked`) and records there the last commit it acknowledged. If the log lacks
+    it (the files were replaced by older ones), the open raises `LostCommits`;
+    `accept_head=True` accepts the database as it is now.
     """
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise InvalidInput(f"path must be a str, an os.PathLike or None, got {type(path).__name__}")
@@ -1028,6 +1049,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
     engine = engine_for(path, engine)
     _flag(create, "create")
     _flag(defaults, "defaults")
+    _flag(accept_head, "accept_head")
     for name, fn in (("clock", clock), ("summarizer", summarizer), ("progress", progress),
                      ("reviser", reviser), ("extractor", extractor)):
         if fn is not None and not callable(fn):
@@ -1076,7 +1098,7 @@ def open(path: str | Path | None = None, policies: Sequence[str | Path] | None =
             return as_utc(system_clock(), "clock()")
 
         core = Engine(store, embedder or embedder_for(store), resolver or TieredResolver(),
-                      checked_clock, summarizer, progress)
+                      checked_clock, summarizer, progress, accept_head=accept_head)
         core.reviser = reviser
         memory = Memory(core, engines=ScopeEngines(core, database))
         core.extractor = extractor

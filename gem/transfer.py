@@ -38,7 +38,8 @@ from .derived import Progress, snapshot_dir
 from .errors import GemError, InvalidInput
 from .store import compact, queries
 from .store.dump import Loader, dump
-from .store.graph import GraphStore, open_store
+from .store.graph import GraphStore, held_database, open_store
+from .store.owner import head_file
 from .store.schema import SCHEMA_VERSION
 
 FORMAT, VERSION = "gem-export", 1
@@ -65,6 +66,8 @@ def export_jsonl(store: GraphStore, dest: str | Path | IO[str],
     """Write the whole database (every scope) to `dest` (a path or a text stream). Read-only:
     it runs under the store's lock, so the file is one consistent state."""
     owned = isinstance(dest, (str, Path))
+    if isinstance(dest, (str, Path)):
+        _not_a_database_file(dest, "export into")
     out: IO[str] = open(dest, "w", encoding="utf-8") if isinstance(dest, (str, Path)) else dest
     digest = hashlib.sha256()
     records = 0
@@ -94,8 +97,16 @@ def export_jsonl(store: GraphStore, dest: str | Path | IO[str],
     return TransferReport(where, records, head["seq"] if head else 0, head, digest.hexdigest())
 
 
+def _not_a_database_file(path: str | Path, doing: str) -> None:
+    held = held_database(path)
+    if held is not None:
+        raise InvalidInput(f"cannot {doing} {str(path)!r}: it is a file of the database "
+                           f"{held!r}, open in this process")
+
+
 def _lines(source: str | Path | IO[str]) -> Iterator[tuple[int, str]]:
     if isinstance(source, (str, Path)):
+        _not_a_database_file(source, "import from")
         if not Path(source).is_file():
             raise InvalidInput(f"no export file at {str(source)!r}")
         with open(source, encoding="utf-8") as f:
@@ -128,6 +139,9 @@ def _check_header(record: dict[str, Any]) -> dict[str, Any]:
 
 def target_is_empty(path: str, engine: str) -> None:
     """An import goes where no database is, or into one that holds nothing yet."""
+    if held_database(path) is not None:
+        raise InvalidInput(f"{path!r} is open in this process; import needs a database no "
+                           "process has open (a new path)")
     if not os.path.exists(path):
         return
     try:
@@ -147,8 +161,10 @@ def target_is_empty(path: str, engine: str) -> None:
 
 
 def remove(path: str) -> None:
-    """A database's files and its derived snapshot."""
+    """A database's files, its head record and its derived snapshot (no process has it open)."""
     compact._remove(path)
+    if os.path.exists(head_file(path)):
+        os.remove(head_file(path))
     shutil.rmtree(snapshot_dir(path), ignore_errors=True)
 
 
@@ -198,6 +214,7 @@ def load(source: str | Path | IO[str], building: str, engine: str,
 def move_into_place(building: str, path: str) -> None:
     remove(path)  # an empty database (checked before the import began) or nothing
     compact._move(building, path)
+    os.replace(head_file(building), head_file(path))  # the head the audited import ends at
     if os.path.isdir(snapshot_dir(building)):
         os.replace(snapshot_dir(building), snapshot_dir(path))
 

@@ -145,3 +145,19 @@ def test_the_stdio_bridge_needs_the_key_of_a_keyed_server(served):
                            "--engine", ENGINE], input="", capture_output=True, text=True,
                           timeout=120, env={**__import__("os").environ, "GEM_API_KEY": ""})
     assert done.returncode == 1 and "needs an API key" in done.stderr
+
+
+def test_a_dry_run_maintain_reports_the_scope_of_the_key(served):
+    with _client(served, ACME) as a, _client(served, GLOBEX) as b:
+        _remember(a, "Acme Website", "deadline", "June 1")
+        _remember(a, "Acme Rollout", "launch", "June 9")
+        linked = a.post("/v1/link", json={"from_topic": "Acme Website", "to_topic": "Acme Rollout"})
+        assert linked.status_code == 200, linked.text
+        _remember(a, "Acme Website", "deadline", "July 1")  # flags what depends on it
+        dry = a.post("/v1/maintain", json={"dry_run": True}, timeout=300).json()
+        assert dry["dry_run"] and len(dry["revise"]["flags_open"]) == 1, dry
+        other = b.post("/v1/maintain", json={"dry_run": True}, timeout=300).json()
+        assert other["dry_run"] and other["revise"]["flags_open"] == [], other
+        assert "Acme Rollout" in [f["topic"] for f in a.get("/v1/review").json()["flags"]]
+        done = a.post("/v1/maintain", json={}, timeout=300).json()  # what the dry run foretold
+        assert not done["dry_run"] and done["revise"] == dry["revise"], (done, dry)

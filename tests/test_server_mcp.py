@@ -56,11 +56,11 @@ async def _conversation(client: Client) -> None:
     assert explain["value"] == "April 20"
     review = _readable(await client.call_tool("memory_review", {}))
     assert [f["topic"] for f in review["flags"]] == ["Launch Milestones"]
-    dry = _readable(await client.call_tool("memory_maintain", {}))
+    dry = _readable(await client.call_tool("memory_maintain", {"dry_run": True}))
     assert dry["dry_run"] and dry["revise"]["flags_open"] == ["Launch Milestones"]
     assert _readable(await client.call_tool("memory_review", {}))["flags"]  # nothing changed
-    done = _readable(await client.call_tool("memory_maintain", {"dry_run": False}))
-    assert not done["dry_run"]
+    done = _readable(await client.call_tool("memory_maintain", {}))  # for real by default
+    assert not done["dry_run"] and done["forget"]["transition"] > 0
     restore = _readable(await client.call_tool("memory_restore", {"topic": "Launch Milestones"}))
     assert restore["changed"] is False
     status = _readable(await client.call_tool("memory_status", {}))

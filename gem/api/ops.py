@@ -247,10 +247,10 @@ def _maintain_report(namer: Namer, report: dict[str, Any], dry_run: bool) -> s.M
 def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",
              clock: Callable[[], datetime] | None = None,
              progress: Callable[[str, int, int], None] | None = None) -> s.MaintainResult:
-    """One forget + revise run. `dry_run` runs it on a copy of the database (opened with
-    the same engine, stored policies and `clock`) and reports what it did there: the
-    real database is not touched. The copy is taken while no other call of this process
-    runs (callers serialise calls, as AsyncMemory does), so it is a committed state."""
+    """One forget + revise run, on `mem`'s scope. `dry_run` runs it on a copy of the
+    database (`Memory.copy_database`: a committed state, copied by a child process; opened
+    with the same engine, stored policies and `clock`) and reports what it did there: the
+    real database is not touched."""
     if not dry_run:
         return _maintain_report(Namer(mem), mem.maintain(actor=actor, progress=progress),
                                 dry_run=False)
@@ -259,12 +259,12 @@ def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",
     scratch = tempfile.mkdtemp(prefix="gem-dry-run-")
     try:
         copy = os.path.join(scratch, os.path.basename(mem.path))
-        for suffix in ("", ".wal"):  # the engines keep a database in its file and a WAL
-            if os.path.exists(mem.path + suffix):
-                shutil.copy2(mem.path + suffix, copy + suffix)
+        mem.copy_database(copy)
         with open_memory(copy, engine=mem.engine_name, clock=clock, create=False) as trial:
-            # The copy has the same unit ids, so it names them the same way.
-            return _maintain_report(Namer(trial), trial.maintain(actor=actor, progress=progress),
+            # The same scope as the caller's (an API key's), with the same unit ids: named
+            # the same way.
+            view = trial.scope(mem.scope_name)
+            return _maintain_report(Namer(view), view.maintain(actor=actor, progress=progress),
                                     dry_run=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

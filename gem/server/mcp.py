@@ -151,11 +151,13 @@ def build_mcp(service: Service) -> MCPServer:
         return await call("review", ops.review)
 
     async def memory_maintain(
-        dry_run: Annotated[bool, Field(description="Only report what would happen.")] = True,
+        dry_run: Annotated[bool, Field(description="Only report what would happen "
+                                             "(default false: maintain for real).")] = False,
     ) -> s.MaintainResult:
         """Run maintenance: fade what has not been used (compress, hide, archive; all
         restorable), merge duplicate topics, settle conflicts, re-check review flags.
-        With dry_run (the default) nothing changes: you get what it would do."""
+        By default it runs for real; with dry_run=true nothing changes: you get what it
+        would do."""
         return await call("maintain", ops.maintain, dry_run, "mcp")
 
     async def memory_status() -> s.StatusResult:

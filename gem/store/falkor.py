@@ -378,6 +378,7 @@ class FalkorGraph:
     shared_writers = True
     keeps_snapshot = False   # each process derives a scope from its graph when it first opens it
     temporary = False
+    head_file = None  # the server keeps the log; no file of this process acknowledges a head
 
     def __init__(self, database: FalkorDatabase, scope: str) -> None:
         self.database = database

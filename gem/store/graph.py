@@ -5,8 +5,9 @@ open in the same process, and the two then overwrite each other's files (the las
 wins); neither allows two concurrent writers. So a process holds one `Database` per path,
 shared by every `GraphStore` opened on it, and serialises all work on it with one re-entrant
 lock per path: a second writer in the same process waits instead of failing. Another process
-gets `StoreLocked`. Reads take the lock too: on kuzu a CHECKPOINT (after a rollback) times out
-while another connection reads.
+gets `StoreLocked`: the process holds `<db>.gem-head` (gem/store/owner.py) from before the
+engine opens the path until its last handle closes it. Reads take the lock too: on kuzu a
+CHECKPOINT (after a rollback) times out while another connection reads.
 
 The registry entry also carries `state`, a slot the engine fills with what it derives from
 the database (row cache, indexes, counters): every handle on one path shares it, so a commit
@@ -18,6 +19,7 @@ import importlib
 import importlib.util  # kuzu 0.11.3 calls importlib.util without importing it
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -29,6 +31,7 @@ from typing import Any, Iterator
 
 from ..errors import GemError, InvalidInput, StoreError, StoreLocked
 from . import compact
+from .owner import HEAD_SUFFIX, OwnerFile
 
 ENGINES = {"kuzu": "kuzu", "ladybug": "ladybug"}
 # The native extension each package loads (ladybug loads its own lazily, at first use).
@@ -58,6 +61,7 @@ class _Shared:
     users: int = 0
     state: Any = None  # what the engine derives from this database, shared by its handles
     sizes: dict[str, int] = field(default_factory=dict)  # rows per table, roughly (for plans)
+    owner: OwnerFile | None = None  # None for a temporary database (no other process knows it)
 
 
 _registry: dict[tuple[str, str], _Shared] = {}
@@ -164,6 +168,12 @@ class Tx:
         return row[0] if row else None
 
 
+# What the child process of `GraphStore.copy_files` runs: pairs of (source, destination).
+_COPY = ("import shutil, sys, os\n"
+         "for src, dst in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+         "    (shutil.copytree if os.path.isdir(src) else shutil.copyfile)(src, dst)\n")
+
+
 # The log size at which an engine checkpoints, where gem's differs from the engine's 16 MiB.
 # On LadybugDB a checkpoint at 100k topics costs ~2.2 s however little the log holds (update
 # batches touch rows all over the tables): 36 batches of 2,000 updates checkpointed 6 times and
@@ -202,20 +212,15 @@ class GraphStore:
         with _registry_lock:
             shared = _registry.get(self._key)
             if shared is None:
-                if self._tempdir is None:
-                    compact.recover(self.path)  # a compaction a crash interrupted
-                options = {name: int(value) for name, value in (
-                    ("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size))
-                    if value is not None}
-                if buffer_pool_size is None and engine in CHECKPOINT_THRESHOLD:
-                    options["checkpoint_threshold"] = CHECKPOINT_THRESHOLD[engine]
+                # Owned before anything touches the files: recovery moves them.
+                owner = OwnerFile(self.path) if self._tempdir is None else None
                 try:
-                    database = module.Database(self.path, **options)
-                except RuntimeError as exc:
-                    if "lock" in str(exc).lower():
-                        raise StoreLocked(self.path, str(exc).splitlines()[0]) from exc
-                    raise StoreError(f"cannot open {self.path!r}: {exc}") from exc
-                shared = _Shared(module, database)
+                    database = self._open_database(module, owner, buffer_pool_size, max_db_size)
+                except BaseException:
+                    if owner is not None:
+                        owner.release()
+                    raise
+                shared = _Shared(module, database, owner=owner)
                 _registry[self._key] = shared
             shared.users += 1
         self._shared = shared
@@ -223,9 +228,45 @@ class GraphStore:
         self._prepared: dict[str, Any] = {}
         self._closed = False
 
+    def _open_database(self, module: Any, owner: OwnerFile | None, buffer_pool_size: int | None,
+                       max_db_size: int | None) -> Any:
+        if self._tempdir is None:
+            compact.recover(self.path)  # a compaction a crash interrupted
+        if owner is not None and not os.path.exists(self.path):
+            owner.clear()  # what it says of a deleted database is not this new one's
+        options = {name: int(value) for name, value in (
+            ("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size))
+            if value is not None}
+        if buffer_pool_size is None and self.engine in CHECKPOINT_THRESHOLD:
+            options["checkpoint_threshold"] = CHECKPOINT_THRESHOLD[self.engine]
+        try:
+            return module.Database(self.path, **options)
+        except RuntimeError as exc:
+            if "lock" in str(exc).lower():
+                raise StoreLocked(self.path, str(exc).splitlines()[0]) from exc
+            raise StoreError(f"cannot open {self.path!r}: {exc}") from exc
+
     @property
     def lock(self) -> threading.RLock:
         return self._shared.lock
+
+    @property
+    def head_file(self) -> OwnerFile | None:
+        """Where the acknowledged log head is kept (None: a temporary database)."""
+        return self._shared.owner
+
+    def copy_files(self, dest: str) -> None:
+        """Copy the committed database to `dest` (a new path), while no transaction of this
+        process runs. A child process copies: a descriptor of the database's file opened and
+        closed in this process would drop the engine's lock on it."""
+        with self._shared.lock:
+            self.check_open()
+            pairs = [arg for suffix in compact.DB_SUFFIXES if os.path.exists(self.path + suffix)
+                     for arg in (self.path + suffix, dest + suffix)]
+            done = subprocess.run([sys.executable, "-I", "-c", _COPY, *pairs],
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise StoreError(f"cannot copy {self.path!r}: {done.stderr.strip()[-500:]}")
 
     @property
     def shared_state(self) -> Any:
@@ -355,6 +396,8 @@ class GraphStore:
                         shared.database.close()
                     except Exception:  # pragma: no cover - engine-specific
                         pass
+                    if shared.owner is not None:  # only once the engine let go of the files
+                        shared.owner.release()
         if self._tempdir:
             shutil.rmtree(self._tempdir, ignore_errors=True)
 
@@ -380,6 +423,19 @@ def engine_of(path: str) -> str | None:
         except OSError:  # missing, a directory, unreadable: nothing to tell the engine by
             return None
     return _MAGIC.get(head)
+
+def held_database(path: str | os.PathLike[str]) -> str | None:
+    """The database open in this process that `path` is a file of (its data, log or head
+    file), if any. Such a file must not be opened here outside the engine: closing the
+    descriptor would drop the engine's lock on it."""
+    target = os.path.realpath(os.fspath(path))
+    with _registry_lock:
+        paths = [key[1] for key in _registry]
+    for db in paths:
+        if target in {os.path.realpath(db + suffix)
+                      for suffix in (*compact.DB_SUFFIXES, HEAD_SUFFIX)}:
+            return db
+    return None
 
 
 def open_store(path: str | None = None, engine: str = "kuzu", *,
