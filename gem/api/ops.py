@@ -23,24 +23,29 @@ from ..model import Episode, Fact, FieldView, HistoryEntry, PendingRevision, Top
 from ..units import TopicId
 from . import schemas as s
 
-_TOPIC_ID = re.compile(r"^t\d+$")
-_FIELD_ID = re.compile(r"^(t\d+)/(.+)$")
-_ENTRY_ID = re.compile(r"^e\d+$")
-_MENTION = re.compile(r"\bt\d+(?:/[\w-]+)?\b")
+# Unit ids, after their scope's prefix ("acme:t3"; none in the default scope).
+_SCOPE = r"(?:[a-z0-9][a-z0-9_.-]*:)?"
+_TOPIC_ID = re.compile(rf"^{_SCOPE}t\d+$")
+_FIELD_ID = re.compile(rf"^({_SCOPE}t\d+)/(.+)$")
+_ENTRY_ID = re.compile(rf"^{_SCOPE}e\d+$")
+_EPISODE_ID = re.compile(rf"^{_SCOPE}ep\d+$")
+_MENTION = re.compile(rf"(?<![\w:.-]){_SCOPE}t\d+(?:/[\w-]+)?\b")
 
 
 class Namer:
     """Turns internal unit ids into what a reader can use: topic titles, 'Topic / field',
-    and an entry as its field and value. Caches per instance (one call's worth)."""
+    an entry as its field and value, an episode as who said what when. Caches per instance
+    (one call's worth)."""
 
     def __init__(self, mem: Memory) -> None:
         self.mem = mem
         self._titles: dict[str, str | None] = {}
+        self._episodes: dict[str, str | None] = {}
 
     def title(self, topic_id: str) -> str | None:
         if topic_id not in self._titles:
-            view = self.mem.inspect(TopicId(topic_id)) if _TOPIC_ID.match(topic_id) else None
-            self._titles[topic_id] = view.title if isinstance(view, TopicView) else None
+            found = self.mem.titles([topic_id]) if _TOPIC_ID.match(topic_id) else {}
+            self._titles[topic_id] = found.get(topic_id)
         return self._titles[topic_id]
 
     def unit(self, unit: str, entry_fields: Iterable[str] = ()) -> str:
@@ -52,6 +57,10 @@ class Namer:
             title = self.title(match.group(1))
             return f"{title} / {match.group(2)}" if title else \
                 f"{match.group(2)} (of a new topic, not committed)"
+        if _EPISODE_ID.match(unit):
+            if unit not in self._episodes:
+                self._episodes[unit] = self.mem.episode_labels([unit]).get(unit)
+            return self._episodes[unit] or "an episode no longer kept"
         if _ENTRY_ID.match(unit):
             for fid in entry_fields:
                 named = self._entry(unit, fid)
@@ -148,16 +157,7 @@ def remember(mem: Memory, facts: list[s.FactIn], actor: str = "api",
              episodes: Sequence[s.EpisodeIn] = ()) -> s.RememberResult:
     batch: list[Fact | Episode] = [Fact(**f.model_dump()) for f in facts]
     batch += [Episode(**e.model_dump()) for e in episodes]
-    result = mem.ingest(batch, actor=actor)
-    namer = Namer(mem)
-    return s.RememberResult(
-        transition=result.transition, topics=[namer.unit(t) for t in result.topics],
-        created_topics=[namer.unit(t) for t in result.created_topics],
-        new_values=len(result.entries), corroborations=result.corroborations,
-        denials=result.denials, flagged_for_review=[namer.unit(t) for t in result.flagged],
-        episodes=len(result.episodes), extracted=result.extracted,
-        refused=[s.RefusedFact(topic=d.topic, field=d.field, reason=d.reason, policy=d.policy)
-                 for d in result.dropped])
+    return mem.ingest(batch, actor=actor)
 
 
 def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
@@ -229,19 +229,20 @@ def review(mem: Memory) -> s.ReviewResult:
 
 
 def _maintain_report(namer: Namer, report: dict[str, Any], dry_run: bool) -> s.MaintainResult:
+    """The wire form of `Memory.maintain`'s report, which names its units already (a dry
+    run's memory is a copy: its names are those of the real one)."""
     forget, revise = report["forget"], report["revise"]
     return s.MaintainResult(
         dry_run=dry_run,
         forget=s.ForgetReport(transition=None if dry_run else forget["transition"],
-                              attenuated=[s.UnitChange(unit=namer.unit(u), level=level)
-                                          for u, level in forget["levels"]]),
+                              attenuated=[s.UnitChange(unit=unit, level=level)
+                                          for unit, level in forget["levels"]]),
         revise=s.ReviseReport(
-            merged=[s.MergedPair(kept=namer.unit(k), merged=namer.unit(a))
-                    for k, a in revise["merged"]],
-            conflicts_settled=[namer.unit(f) for f in revise["conflicts"]],
-            flags_evaluated=[namer.unit(t) for t in revise["flags_evaluated"]],
-            flags_cleared=[namer.unit(t) for t in dict.fromkeys(t for t, _ in revise["flags_cleared"])],
-            flags_open=[namer.unit(t) for t in revise["flags_open"]]))
+            merged=[s.MergedPair(kept=k, merged=a) for k, a in revise["merged"]],
+            conflicts_settled=revise["conflicts"],
+            flags_evaluated=revise["flags_evaluated"],
+            flags_cleared=list(dict.fromkeys(t for t, _ in revise["flags_cleared"])),
+            flags_open=revise["flags_open"]))
 
 
 def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",

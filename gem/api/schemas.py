@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..model import Observation, Provenance
+from ..model import IngestResult, Observation, Provenance
 
 JsonValue = Any  # any JSON value; gem rejects what json.dumps cannot write
 
@@ -172,25 +172,8 @@ class MergedPair(_Wire):
 
 
 # ---------------------------------------------------------------------- results
-class RememberResult(_Wire):
-    transition: int
-    topics: list[str] = Field(description="Titles of the topics touched.")
-    created_topics: list[str]
-    new_values: int = Field(description="Values recorded as new entries.")
-    corroborations: int = Field(description="Re-statements of a value already known.")
-    denials: int
-    flagged_for_review: list[str] = Field(description="Topics now flagged because this changed.")
-    episodes: int = Field(0, description="Episodes stored.")
-    extracted: int = Field(0, description="Facts found in those episodes and remembered with them.")
-    refused: list["RefusedFact"] = Field(default_factory=list, description=(
-        "Facts a policy left out of this batch, and why (the rest was remembered)."))
-
-
-class RefusedFact(_Wire):
-    topic: str
-    field: str
-    reason: str
-    policy: str
+# The result of remembering is `gem.IngestResult` itself: one shape for Python, HTTP, MCP.
+RememberResult = IngestResult
 
 
 class EpisodeCard(_Wire):
@@ -365,4 +348,3 @@ class ErrorBody(_Wire):
 
 
 FieldCard.model_rebuild()
-RememberResult.model_rebuild()

@@ -30,6 +30,7 @@ from .html import badge, card, esc, href, link, meter, page, scope_input, short,
 
 TOPIC_ID = re.compile(r"^(?:[a-z0-9][a-z0-9_.-]*:)?t\d+$")
 FIELD_ID = re.compile(r"^((?:[a-z0-9][a-z0-9_.-]*:)?t\d+)/(.+)$")
+EPISODE_ID = re.compile(r"^(?:[a-z0-9][a-z0-9_.-]*:)?ep\d+$")
 LADDER_COLOURS = {"active": "#16a34a", "compressed": "#d97706", "hidden": "#64748b",
                   "archived": "#9ca3af"}
 STATE_COLOURS = {"action": "#16a34a", "inaction": "#dc2626", "conflict": "#d97706",
@@ -61,17 +62,23 @@ def field_anchor(name: str) -> str:
 
 
 class Names:
-    """Unit ids as readers know them: topic titles, linked to their pages."""
+    """Unit ids as readers know them: topic titles, linked to their pages; episodes as who
+    said what when."""
 
     def __init__(self, mem: Memory, ids: Iterable[str] = ()) -> None:
         self.mem = mem
         self.titles: dict[str, str] = {}
+        self.episodes: dict[str, str] = {}
         self.add(ids)
 
     def add(self, units: Iterable[str]) -> None:
-        wanted = set()
+        wanted, said = set(), set()
         for unit in units:
             if not isinstance(unit, str):
+                continue
+            if EPISODE_ID.match(unit):
+                if unit not in self.episodes:
+                    said.add(unit)
                 continue
             match = FIELD_ID.match(unit)
             tid = match.group(1) if match else unit if TOPIC_ID.match(unit) else None
@@ -79,9 +86,13 @@ class Names:
                 wanted.add(tid)
         if wanted:
             self.titles.update(self.mem.titles(wanted))
+        if said:
+            self.episodes.update(self.mem.episode_labels(said))
 
     def unit(self, unit: str) -> str:
-        """A link for a topic or field id; any other text, escaped."""
+        """A link for a topic or field id, an episode's label; any other text, escaped."""
+        if EPISODE_ID.match(unit) and unit in self.episodes:
+            return f'<span title="{esc(unit)}">{esc(self.episodes[unit])}</span>'
         if TOPIC_ID.match(unit) and unit in self.titles:
             return link("/topic", self.titles[unit], id=unit)
         match = FIELD_ID.match(unit)
@@ -102,7 +113,8 @@ class Names:
             shown = ", ".join(self.json(v) for v in data[:LIST_LIMIT]) or "[]"
             more = len(data) - LIST_LIMIT
             return shown + (f' <span class="muted">+{more} more</span>' if more > 0 else "")
-        if isinstance(data, str) and (TOPIC_ID.match(data) or FIELD_ID.match(data)):
+        if isinstance(data, str) and (TOPIC_ID.match(data) or FIELD_ID.match(data)
+                                      or EPISODE_ID.match(data)):
             return self.unit(data)
         return value(data, 120)
 
@@ -280,7 +292,8 @@ def topic(mem: Memory, name: str) -> str:
         raise UnknownUnit(f"no topic named {name!r}")
     history = mem.salience_history(TopicId(view.id))
     names = Names(mem, [f.origin for f in view.flags if f.origin] +
-                  [s for f in view.flags for s in _walk_strings(f.evidence)])
+                  [s for f in view.flags for s in _walk_strings(f.evidence)] +
+                  [f.provenance.ref for f in view.fields.values() if f.provenance and f.provenance.ref])
     explained = {fname: mem.explain(TopicId(view.id), fname) for fname in view.fields}
     # the fields with the most going on first: contested, then the longest histories
     order = sorted(view.fields, key=lambda f: (not view.fields[f].contested,
@@ -309,10 +322,10 @@ def topic(mem: Memory, name: str) -> str:
     parts.append(_salience_card(history, view))
     for fname in order:  # an explanation's entries are the field's whole history
         parts.append(_field_card(fname, view.fields[fname], explained[fname].entries,
-                                 explained[fname], history.now))
+                                 explained[fname], history.now, names))
     return page(view.title, "".join(parts), active="", where=_where(mem),
                 subtitle=f"{len(view.fields)} field{'s' if len(view.fields) != 1 else ''} · "
-                         f"{esc(view.id)}")
+                         f'id <code class="id">{esc(view.id)}</code>')
 
 
 def _source(provenance: Any) -> str:
@@ -406,11 +419,11 @@ def _spans(entries: Sequence[HistoryEntry]) -> tuple[list[svg.Span], list[svg.Ma
 
 
 def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Explanation,
-                now: datetime) -> str:
+                now: datetime, names: Names) -> str:
     p = fv.provenance
     prov = "—" if p is None else (
         f'{esc(p.source)} <span class="muted">actor</span> {esc(p.actor)}'
-        f'{" <span class=muted>ref</span> " + esc(p.ref) if p.ref else ""} '
+        f'{" <span class=muted>ref</span> " + names.unit(p.ref) if p.ref else ""} '
         f'<span class="muted">confidence</span> {p.confidence:g} '
         f'<span class="muted">polarity</span> {esc(p.polarity)}')
     current = value(fv.value, 200) if fv.value is not None else "—"
