@@ -753,13 +753,15 @@ class Memory:
 
     def transitions(self, since: int = 0) -> list[dict[str, Any]]:
         """The transition log from `since` on: op, time, actor, units, policies fired, hashes
-        (a scope view: only its own scope's records)."""
+        (a scope view: only its own scope's records). Plain JSON (json.dumps takes it): `at`
+        is ISO 8601 text with its offset. Units are named by id, as the log is hashed;
+        `gem log` and GET /v1/log name them by title."""
         self._check_open()
         if not isinstance(since, int) or isinstance(since, bool) or since < 0:
             raise InvalidInput(f"since must be an integer >= 0, got {since!r}")
         with self._engine.store.reading() as tx:
             rows = queries.transitions(tx, since, scope=self._scope if self._root else None)
-        return [audit_mod.log_entry(r) for r in rows]
+        return [_json_time(audit_mod.log_entry(r)) for r in rows]
 
     def audit(self, *, full: bool = False, progress: Progress | None = None,
               expected_head: dict[str, Any] | None = None) -> AuditReport:
@@ -886,7 +888,8 @@ class Memory:
         but the policy calls in runs: consecutive identical calls are one item with `n`, the
         number of calls (a forgetting pass makes thousands). `details=False` leaves out each
         record's policies, detail and salience (for a forgetting pass over a large memory,
-        megabytes): seq, op, event, at, actor, units and the hashes only."""
+        megabytes): seq, op, event, at, actor, units and the hashes only. Plain JSON, `at`
+        as ISO 8601 text, as in `transitions`."""
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInput("limit must be a positive integer")
         if before is not None and (not isinstance(before, int) or isinstance(before, bool)):
@@ -904,8 +907,8 @@ class Memory:
                 rows = queries.log_records(tx, before=before, limit=limit, mentioning=needles,
                                            columns=None if details else _LOG_HEADS)
             if not details:
-                return [{**r, "units": json.loads(r["units"])} for r in rows]
-            return [audit_mod.decode(r) for r in rows]
+                return [_json_time({**r, "units": json.loads(r["units"])}) for r in rows]
+            return [_json_time(audit_mod.decode(r)) for r in rows]
         return self._read(read)
 
     # ------------------------------------------------------------------ policies
@@ -979,6 +982,13 @@ class Memory:
         with self._engine.store.reading() as tx:
             value = queries.meta_get(tx, "policy_sources")
         return None if value is None else [tuple(x) for x in json.loads(value)]
+
+
+def _json_time(record: dict[str, Any]) -> dict[str, Any]:
+    """A log record as plain JSON: its time as ISO 8601 text with its offset, exactly the text
+    its hash covers (and what GET /v1/log shows)."""
+    record["at"] = record["at"].isoformat()
+    return record
 
 
 def _disk_bytes(path: str) -> int:

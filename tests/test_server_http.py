@@ -90,7 +90,7 @@ def test_episodes_and_time_windows_over_http(served):
                          {"text": "The plumber comes on Tuesday", "speaker": "Bo",
                           "at": "2026-03-02T09:00:00+00:00", "source": "chat:2"}]})
         assert r.status_code == 200, r.text
-        assert (len(r.json()["episodes"]), r.json()["new_values"]) == (2, ["Kitchen / cabinets"])
+        assert (len(r.json()["episodes"]), r.json()["new_values"]) == (2, ["Kitchen Renovation / budget"])
         found = c.post("/retrieve", json={"query": "oak cabinets kitchen", "k": 5}).json()
         assert found["episodes"][0]["text"].startswith("We picked the oak cabinets")
         assert found["episodes"][0]["speaker"] == "Ann"

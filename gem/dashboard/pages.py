@@ -188,7 +188,7 @@ def overview(mem: Memory, q: OverviewQuery) -> str:
         if rows else '<p class="muted">No topic matches.</p>') + _pager(q, listing.matching))
     last = table(["#", "op", "units"], [
         [link("/log", r["seq"], before=r["seq"] + 1),
-         badge(r["op"], "op") + f'<br><span class="muted small">{when(r["at"])} · {esc(r["actor"])}</span>',
+         badge(r["op"], "op") + f'<br><span class="muted small">{when(datetime.fromisoformat(r["at"]))} · {esc(r["actor"])}</span>',
          _units(names, r["units"], 3)] for r in recent])
     body = (f'<div class="grid">{stats}</div><div class="cols">{topics}'
             f'{card("Last transitions", last + link("/log", "the whole log →"))}</div>')
@@ -557,7 +557,7 @@ def log(mem: Memory, topic_name: str | None, before: int | None, limit: int = PA
         else:
             linked = '<span class="muted">·</span>'
         chain = f'{linked} <code class="muted" title="{esc(r["hash"])}">{esc(r["hash"][:10])}</code>'
-        rows.append([esc(r["seq"]), when(r["at"], True),
+        rows.append([esc(r["seq"]), when(datetime.fromisoformat(r["at"]), True),
                      badge(r["op"], "op") + (f'<br><span class="muted">{esc(r["event"])}</span>'
                                              if r["event"] != r["op"] else ""),
                      esc(r["actor"]), _units(names, r["units"], 12), _fired(names, r["policies"]),
