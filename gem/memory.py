@@ -717,7 +717,9 @@ class Memory:
             if current is not None and history_rules.is_retraction(current):
                 current = None  # retracted: no current value
             entries = history_rules.chronological(t.entries(fid))
+            view = retrieve_op.field_view(t, fid)
             return Explanation(
+                contested=view.contested, why_current=view.why_current,
                 topic=t.get("Field", fid)["topic_id"], field=t.get("Field", fid)["name"],
                 value=None if current is None else json.loads(current["value"]),
                 entries=[retrieve_op.history_entry(t, e) for e in entries],

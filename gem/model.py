@@ -340,6 +340,7 @@ class Candidate(BaseModel):
     provenance: Provenance
     valid_at: datetime
     reliability: float
+    current: bool = False            # the value the history holds current
 
 
 class FieldView(BaseModel):
@@ -361,6 +362,10 @@ class FieldView(BaseModel):
     context: bool = False            # returned as context (one association hop), not ranked
     labels: list[str] = PydField(default_factory=list)   # of every entry of its history
     retracted: str | None = None   # the reason, when its value was retracted (value is None)
+    # A contested field (now, not as_of): the evidence reliability R of its current value, and
+    # why that value is current (the newest statement) whatever R says.
+    reliability: float | None = None
+    why_current: str | None = None
 
 
 class FlagView(BaseModel):
@@ -507,6 +512,8 @@ class Explanation(BaseModel):
     reliability: float
     states: dict[str, float]          # action, inaction, conflict, ignorance
     decay: float
+    contested: bool = False
+    why_current: str | None = None    # for a contested field: why its value is current
 
 
 # -- administrative views (Memory.topics, .graph, .salience_history): side-effect free reads

@@ -79,7 +79,7 @@ async def _conversation(client: Client) -> None:
     said = _readable(await client.call_tool("memory_remember", {"episodes": [
         {"text": "Ann said the launch party is at the harbour", "speaker": "Ann",
          "at": "2026-01-05T10:00:00+00:00"}]}))
-    assert said["episodes"] == 1
+    assert len(said["episodes"]) == len(said["episode_ids"]) == 1
     heard = _readable(await client.call_tool("memory_recall", {
         "query": "launch party harbour",
         "between": ["2026-01-01T00:00:00+00:00", "2026-01-31T00:00:00+00:00"]}))

@@ -120,9 +120,10 @@ def _field(view: FieldView) -> s.FieldCard:
         contested=view.contested,
         candidates=None if view.candidates is None else [
             s.CandidateCard(value=c.value, provenance=c.provenance, valid_at=c.valid_at,
-                            reliability=c.reliability) for c in view.candidates],
+                            reliability=c.reliability, current=c.current) for c in view.candidates],
         history=None if view.history is None else _history(view.history),
-        labels=list(view.labels), retracted=view.retracted)
+        labels=list(view.labels), retracted=view.retracted, reliability=view.reliability,
+        why_current=view.why_current)
 
 
 def _flags(namer: Namer, view: TopicView) -> list[s.ReviewFlag]:
@@ -199,6 +200,7 @@ def explain(mem: Memory, topic: str, field: str) -> s.ExplainResult:
     e = mem.explain(topic, field)
     return s.ExplainResult(topic=Namer(mem).unit(e.topic), field=e.field, value=e.value,
                            reliability=e.reliability, states=dict(e.states), decay=e.decay,
+                           contested=e.contested, why_current=e.why_current,
                            entries=_history(e.entries))
 
 

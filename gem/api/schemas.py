@@ -107,6 +107,7 @@ class CandidateCard(_Wire):
     provenance: Provenance
     valid_at: datetime
     reliability: float = Field(description="Evidence reliability R in [-1, 1].")
+    current: bool = Field(False, description="The value the field holds now.")
 
 
 class FieldCard(_Wire):
@@ -122,6 +123,11 @@ class FieldCard(_Wire):
     history: list["HistoryItem"] | None = None
     labels: list[str] = Field(default_factory=list)
     retracted: str | None = Field(None, description="Why its value was retracted (it has none).")
+    reliability: float | None = Field(None, description=(
+        "Contested fields: evidence reliability R of the current value, in [-1, 1]."))
+    why_current: str | None = Field(None, description=(
+        "Contested fields: why the value is current (the newest statement) and what the "
+        "evidence says against it."))
 
 
 class ReviewFlag(_Wire):
@@ -209,6 +215,8 @@ class ExplainResult(_Wire):
     reliability: float = Field(description="Evidence reliability R in [-1, 1].")
     states: dict[str, float] = Field(description="action, inaction, conflict, ignorance.")
     decay: float
+    contested: bool = False
+    why_current: str | None = Field(None, description="For a contested field: why its value is current.")
     entries: list[HistoryItem]
 
 

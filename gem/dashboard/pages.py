@@ -429,6 +429,8 @@ def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Expl
     current = value(fv.value, 200) if fv.value is not None else "—"
     if fv.retracted is not None:  # mem.retract: no value now, and why
         current += f' <span class="muted">retracted: {esc(fv.retracted)}</span>'
+    if fv.why_current:  # contested: why this value is current, and what R says of it
+        current += f'<br><span class="muted">{esc(fv.why_current)}</span>'
     kv = (f'<dl class="kv"><dt>current value</dt><dd>{current}</dd>'
           + (f'<dt>labels</dt><dd>{" ".join(badge(x, "label") for x in fv.labels)}</dd>' if fv.labels else "")
           + f'<dt>valid at</dt><dd>{when(fv.valid_at, True)}</dd>'
@@ -446,7 +448,8 @@ def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Expl
                   f'{svg.reliability(explained.reliability)}</div>')
     contested = ""
     if fv.contested and fv.candidates:
-        rows = [[value(c.value), esc(c.provenance.source), when(c.valid_at),
+        rows = [[value(c.value) + (" " + badge("current") if c.current else ""),
+                 esc(c.provenance.source), when(c.valid_at),
                  f'<span class="num">{c.reliability:.3f}</span> {svg.reliability(c.reliability, width=140)}']
                 for c in fv.candidates]
         contested = "<h3>Contested: the candidates</h3>" + table(

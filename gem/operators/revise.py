@@ -175,10 +175,13 @@ def promote_fields(t: Transition, tid: str, names: list[str], title: str) -> str
 
 def settle_conflicts(t: Transition, fids: list[str]) -> None:
     """Put each conflict to the policies again, on today's evidence: a contested field is
-    un-contested first and stays so only if a policy contests it again."""
+    un-contested first and stays so only if a policy contests it again (or a denial of its
+    current value still stands, history.disputed)."""
     for fid in fids:
-        t.update("Field", fid, contested=False)
         current = t.current_entry(fid)
+        # a denial still standing keeps the field contested, whatever the policies say
+        standing = current is not None and history.disputed(current, t.observations(current["id"]))
+        t.update("Field", fid, contested=standing)
         if current is None or history.is_retraction(current):
             continue
         f = field_ref(t, fid)
