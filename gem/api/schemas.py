@@ -1,9 +1,10 @@
 """What agents send and read: the request and response bodies of the HTTP API, the MCP
 tools' input and output schemas, and `--json` output of the CLI.
 
-Everything here names topics by title and fields by name, never by internal id (`t12`,
-`e5`): a language model reads these, and ids mean nothing to it. Entries in a history
-are numbered by position instead. Descriptions are written for the model that reads
+Everything here names topics by title and fields by name (`t12`, `e5` mean nothing to a
+language model): internal ids appear only alongside the names, in fields named `id` or ending
+in `_ids`, for tooling. Entries in a history are numbered by position. The result of
+remembering is `gem.IngestResult` itself, the one shape of Python, HTTP and MCP. Descriptions are written for the model that reads
 the schema.
 """
 from __future__ import annotations

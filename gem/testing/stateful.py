@@ -345,7 +345,7 @@ class GemMachine(RuleBasedStateMachine):
             self.model.histories, self.model.order = before, order
             return
         assert not must_reject_c3
-        (eid,) = result.episodes
+        (eid,) = result.episode_ids
         assert eid not in self.model.episodes
         self.model.episodes[eid] = (text, at)
         if outcome == "updated":
