@@ -369,13 +369,15 @@ class FieldView(BaseModel):
 
 
 class FlagView(BaseModel):
+    """An open revision flag: the topic whose change raised it (`origin`, by title; None when
+    nothing did, or it is gone), the policy and its evidence."""
     model_config = ConfigDict(frozen=True)
     id: str
     origin: str | None
+    origin_id: str | None
     policy: str | None
     evidence: dict[str, Any]
     created_at: datetime
-    origin_title: str | None = None
 
 
 class PendingRevision(BaseModel):
@@ -383,8 +385,8 @@ class PendingRevision(BaseModel):
     what it holds now. `mem.pending_revisions()` lists them, and a reviser is called with one
     per flagged topic."""
     model_config = ConfigDict(frozen=True)
-    topic: str                          # the topic's id
     title: str
+    topic_id: str
     flags: list[FlagView]
     values: dict[str, Any]              # the current value of each visible field
     origins: dict[str, dict[str, Any]]  # each origin topic's title -> its current values

@@ -850,7 +850,8 @@ class Runner:
                 if "policy" in exp and flag.policy != exp["policy"]:
                     errors.append(f"{p}.policy: expected {exp['policy']}, got {flag.policy}")
                 if "origin" in exp:
-                    origin = None if flag.origin is None else self.title(flag.origin)
+                    origin = None if flag.origin_id is None else self.title(flag.origin_id)
+                    assert origin == flag.origin
                     if origin != exp["origin"]:
                         errors.append(f"{p}.origin: expected {exp['origin']}, got {origin}")
                 if "evidence_keys" in exp and set(flag.evidence) != set(exp["evidence_keys"]):

@@ -96,7 +96,7 @@ def test_extension_dependents_are_flagged_with_evidence_association_ones_are_not
     flag = milestones.flags[0]
     assert flag.evidence["updated_field"] == "deadline"
     assert flag.evidence["timestamp"] == clock.now.isoformat()
-    assert flag.origin == mem.inspect("Website Redesign").id
+    assert (flag.origin, flag.origin_id) == ("Website Redesign", mem.inspect("Website Redesign").id)
     assert mem.inspect("Brand Colors").flags == []
 
 

@@ -111,6 +111,11 @@ def test_python_results_name_topics_by_title_with_ids_alongside(mem, clock):
     assert first.episode_ids == ["acme:ep2"]
     assert first.episodes[0].startswith("Bo, ") and "We should also fix the footer" in first.episodes[0]
     assert not leaks(r.model_dump(mode="json")) and not leaks(first.model_dump(mode="json"))
+    (pending,) = acme.pending_revisions()
+    assert (pending.title, pending.topic_id) == ("Launch Milestones", "acme:t2")
+    assert pending.flags[0].origin == "Website Redesign" and pending.flags[0].origin_id == "acme:t1"
+    assert not leaks(pending.model_dump(mode="json"))
+    assert not leaks(acme.inspect("Launch Milestones").model_dump(mode="json"))
     report = acme.maintain()
     assert report["revise"]["flags_open"] == ["Launch Milestones"]
     assert report["revise"]["flags_open_ids"] == ["acme:t2"]

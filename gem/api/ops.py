@@ -128,7 +128,7 @@ def _field(view: FieldView) -> s.FieldCard:
 
 def _flags(namer: Namer, view: TopicView) -> list[s.ReviewFlag]:
     return [s.ReviewFlag(topic=view.title,
-                         because_of=None if f.origin is None else namer.unit(f.origin),
+                         because_of=f.origin,
                          policy=f.policy, evidence=namer.rewrite(f.evidence), since=f.created_at)
             for f in view.flags]
 
@@ -225,7 +225,7 @@ def pending_revisions(mem: Memory) -> list[PendingRevision]:
 def review(mem: Memory) -> s.ReviewResult:
     namer = Namer(mem)
     return s.ReviewResult(flags=[
-        s.ReviewFlag(topic=p.title, because_of=f.origin_title, policy=f.policy,
+        s.ReviewFlag(topic=p.title, because_of=f.origin, policy=f.policy,
                      evidence=namer.rewrite(f.evidence), since=f.created_at)
         for p in pending_revisions(mem) for f in p.flags])
 

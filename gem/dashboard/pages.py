@@ -291,7 +291,7 @@ def topic(mem: Memory, name: str) -> str:
     if view is None:
         raise UnknownUnit(f"no topic named {name!r}")
     history = mem.salience_history(TopicId(view.id))
-    names = Names(mem, [f.origin for f in view.flags if f.origin] +
+    names = Names(mem, [f.origin_id for f in view.flags if f.origin_id] +
                   [s for f in view.flags for s in _walk_strings(f.evidence)] +
                   [f.provenance.ref for f in view.fields.values() if f.provenance and f.provenance.ref])
     explained = {fname: mem.explain(TopicId(view.id), fname) for fname in view.fields}
@@ -315,7 +315,7 @@ def topic(mem: Memory, name: str) -> str:
         for f in order]) if order else '<p class="muted">This topic has no fields.</p>'
     parts = [f'<div class="cols">{card("Fields", summary)}{card("Topic", head)}</div>']
     if view.flags:
-        rows = [[names.unit(f.origin) if f.origin else "—", esc(f.policy or "—"),
+        rows = [[names.unit(f.origin_id) if f.origin_id else "—", esc(f.policy or "—"),
                  when(f.created_at), names.json(f.evidence)] for f in view.flags]
         parts.append(card("Open revision flags", table(["because of", "policy", "since",
                                                         "evidence"], rows), "flags"))

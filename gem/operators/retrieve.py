@@ -448,7 +448,7 @@ def open_flags(t: Transition, tid: str) -> list[FlagView]:
     def title(origin: str | None) -> str | None:
         row = None if origin is None else t.topic(origin)
         return None if row is None else row["title"]
-    return [FlagView(id=g["id"], origin=g["origin_id"], policy=g["policy"],
-                     evidence=json.loads(g["evidence"]), created_at=g["created_at"],
-                     origin_title=title(g["origin_id"]))
+    return [FlagView(id=g["id"], origin=title(g["origin_id"]), origin_id=g["origin_id"],
+                     policy=g["policy"], evidence=json.loads(g["evidence"]),
+                     created_at=g["created_at"])
             for g in t.open_flags(tid)]

@@ -200,11 +200,11 @@ def pending_revision(t: Transition, tid: str) -> PendingRevision:
     row = t.get("Topic", tid)
     flags = open_flags(t, tid)
     origins = {}
-    for origin in dict.fromkeys(f.origin for f in flags if f.origin is not None):
+    for origin in dict.fromkeys(f.origin_id for f in flags if f.origin_id is not None):
         other = t.topic(origin)
         if other is not None:
             origins[other["title"]] = current_values(t, origin)
-    return PendingRevision(topic=tid, title=row["title"], flags=flags,
+    return PendingRevision(topic_id=tid, title=row["title"], flags=flags,
                            values=current_values(t, tid), origins=origins)
 
 
