@@ -846,7 +846,11 @@ class Memory:
         if isinstance(episode_ids, (str, bytes, dict)) or not hasattr(episode_ids, "__iter__"):
             raise InvalidInput(f"episode_ids must be a list of episode ids, got "
                                f"{type(episode_ids).__name__}")
-        wanted = [e for e in episode_ids if isinstance(e, str) and is_episode(e)]
+        episode_ids = list(episode_ids)
+        for i, eid in enumerate(episode_ids):
+            if not isinstance(eid, str):
+                raise InvalidInput(f"episode_ids[{i}] must be a string, got {type(eid).__name__}")
+        wanted = [e for e in episode_ids if is_episode(e)]
 
         def read(t: Transition) -> dict[str, str]:
             rows = ((e, t.row("Episode", e)) for e in wanted)

@@ -374,7 +374,8 @@ def why_current(t: Transition, current: dict[str, Any], rivals: list[Candidate])
                if o["polarity"] == "-" and o["valid_at"] >= current["asserted_at"]]
     if denials:
         sources = ", ".join(dict.fromkeys(o["source"] for o in denials))
-        why += f"; denied since by {sources} ({r}), it stays current until a newer statement"
+        why += (f"; denied since by {sources}" + (f" ({r})" if best is None else "")
+                + ": it stays current until a newer statement")
     elif best is None:
         why += f" ({r})"
     return why
