@@ -417,12 +417,12 @@ class Memory:
         and then to the reviser given to `gem.open`, whose facts are applied in the same
         transition. A flag is cleared only by what handled it: `flags_cleared` lists
         (topic, by) with by "reviser" or "policy:<name>"; `flags_open` lists the topics still
-        flagged (see `pending_revisions`). Topics are named by title, fields as "Title /
-        field"; each list has its ids alongside under the key ending in `_ids`
-        (`conflict_ids` for `conflicts`). The report is plain JSON (json.dumps takes it). Without a reviser and a `revised` policy, flags
-        are left for the agent, and no transition is made for them. `progress(step, done,
-        total)` hears each repair: "revise: merge" (done of the pairs found), "revise:
-        conflicts", "revise: flags"."""
+        flagged (see `pending_revisions`). Without a reviser and a `revised` policy, flags
+        are left for the agent, and no transition is made for them. Topics are named by
+        title, fields as "Title / field"; each list has its ids alongside under the key ending
+        in `_ids` (`conflict_ids` for `conflicts`); the report is plain JSON.
+        `progress(step, done, total)` hears each repair: "revise: merge" (done of the pairs
+        found), "revise: conflicts", "revise: flags"."""
         self._check_open()
         _text(actor, "actor")
         _callable(progress, "progress")
