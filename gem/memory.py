@@ -720,7 +720,8 @@ class Memory:
             view = retrieve_op.field_view(t, fid)
             return Explanation(
                 contested=view.contested, why_current=view.why_current,
-                topic=t.get("Field", fid)["topic_id"], field=t.get("Field", fid)["name"],
+                topic=t.get("Topic", t.get("Field", fid)["topic_id"])["title"],
+                topic_id=t.get("Field", fid)["topic_id"], field=t.get("Field", fid)["name"],
                 value=None if current is None else json.loads(current["value"]),
                 entries=[retrieve_op.history_entry(t, e) for e in entries],
                 reliability=states.reliability, decay=decay,

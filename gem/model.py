@@ -507,7 +507,8 @@ class IngestResult(BaseModel):
 
 class Explanation(BaseModel):
     model_config = ConfigDict(frozen=True)
-    topic: str
+    topic: str                        # its title
+    topic_id: str
     field: str
     value: Any
     entries: list[HistoryEntry]

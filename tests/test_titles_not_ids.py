@@ -116,6 +116,8 @@ def test_python_results_name_topics_by_title_with_ids_alongside(mem, clock):
     assert pending.flags[0].origin == "Website Redesign" and pending.flags[0].origin_id == "acme:t1"
     assert not leaks(pending.model_dump(mode="json"))
     assert not leaks(acme.inspect("Launch Milestones").model_dump(mode="json"))
+    explained = acme.explain("website redesign", "deadline")
+    assert (explained.topic, explained.topic_id) == ("Website Redesign", "acme:t1")
     report = acme.maintain()
     assert report["revise"]["flags_open"] == ["Launch Milestones"]
     assert report["revise"]["flags_open_ids"] == ["acme:t2"]

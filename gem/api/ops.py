@@ -198,7 +198,7 @@ def history(mem: Memory, topic: str, field: str) -> s.HistoryResult:
 
 def explain(mem: Memory, topic: str, field: str) -> s.ExplainResult:
     e = mem.explain(topic, field)
-    return s.ExplainResult(topic=Namer(mem).unit(e.topic), field=e.field, value=e.value,
+    return s.ExplainResult(topic=e.topic, field=e.field, value=e.value,
                            reliability=e.reliability, states=dict(e.states), decay=e.decay,
                            contested=e.contested, why_current=e.why_current,
                            entries=_history(e.entries))
