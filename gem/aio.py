@@ -36,7 +36,8 @@ DELEGATED = ("ingest", "retrieve", "link", "forget", "revise", "maintain", "rest
              "retract", "pending_revisions",
              "scopes", "head", "erase", "erase_all", "verify_erasure", "compact", "export",
              "copy_database",
-             "topics", "episodes", "titles", "graph", "salience_history", "recent_transitions")
+             "topics", "episodes", "titles", "episode_labels", "graph", "salience_history",
+             "recent_transitions")
 # Lifecycle, scheduling and views, written out below: they manage the worker itself.
 _NOT_DELEGATED = ("close", "start_maintenance", "stop_maintenance", "scope")
 
@@ -109,6 +110,7 @@ class AsyncMemory:
     topics = _delegate("topics")
     episodes = _delegate("episodes")
     titles = _delegate("titles")
+    episode_labels = _delegate("episode_labels")
     graph = _delegate("graph")
     salience_history = _delegate("salience_history")
     recent_transitions = _delegate("recent_transitions")

@@ -52,13 +52,18 @@ def log_entry(row: Row) -> dict[str, Any]:
     return record
 
 
+def _iso(at: datetime | str) -> str:
+    # Memory.recent_transitions gives the time as the ISO text the hash covers already.
+    return at if isinstance(at, str) else at.isoformat()
+
+
 def record_problem(previous: str, record: dict[str, Any]) -> str | None:
     """Why a record does not continue the chain from `previous`, or None."""
     if not record["redacted"] and \
             attest.commitment(record["salt"], record) != record["commit"]:
         return "its content does not match its commitment"
     body = {"seq": record["seq"], "scope": record["scope"], "op": record["op"],
-            "event": record["event"], "at": record["at"].isoformat(), "actor": record["actor"],
+            "event": record["event"], "at": _iso(record["at"]), "actor": record["actor"],
             "counters": record["counters"], "tombstone": record["tombstone"],
             "commit": record["commit"]}
     if record["prev_hash"] != previous or record["hash"] != chain_hash(previous, body):

@@ -14,6 +14,9 @@ nothing is overwritten. The rules:
 - A **denial** (polarity "-") is evidence against a value: it is an observation of the entry
   it denies, or, for a value never stated, a retracted entry of its own. It never becomes
   current.
+- A current value is **disputed** when a denial of it is as recent as its latest statement:
+  its field is contested (it stays current: a denial is evidence, and R shows its weight); a
+  newer statement of the value answers the denial and ends the dispute.
 - The value **as of** a time is judged by everything known now: among values stated by then,
   the one whose latest statement up to that time is the latest.
 
@@ -80,6 +83,13 @@ def settle(entries: Sequence[Entry]) -> Settlement:
     demote = tuple(e for e in entries if e is not top and e["status"] == "current"
                    and is_candidate(e))
     return Settlement(top, top["status"] != "current", demote)
+
+
+def disputed(entry: Entry, observations: Iterable[dict[str, Any]]) -> bool:
+    """Is this value denied by a statement as recent as its own latest one? (A denial that a
+    newer statement of the value answered is history, not a dispute.)"""
+    return any(o["polarity"] == "-" and o["valid_at"] >= entry["asserted_at"]
+               for o in observations)
 
 
 def next_newer(entries: Iterable[Entry], valid_at: datetime, now: datetime) -> Entry | None:

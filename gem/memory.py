@@ -21,7 +21,8 @@ from .engine import Engine, embedder_for, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
 from .model import AuditReport, DroppedFact, Episode, EpisodePage, ErasureCheck, ErasureReceipt, Explanation, \
     Fact, FieldView, HistoryEntry, IngestResult, Neighbourhood, PendingRevision, Resolution, \
-    RetrieveResult, SalienceHistory, TopicPage, TopicView, as_utc, checked_time, returned_facts
+    RetrieveResult, SalienceHistory, TopicPage, TopicView, as_utc, checked_time, episode_label, \
+    returned_facts
 from .operators import erase as erase_op
 from .operators import forget as forget_op
 from .operators import ingest as ingest_op
@@ -39,6 +40,7 @@ from .runtime import available_actions
 from .state.transition import Transition
 from .store import ENGINES, engine_of, falkor_database, open_store, queries
 from .transfer import TransferReport
+from .units import is_episode
 
 log = logging.getLogger("gem")
 
@@ -252,13 +254,29 @@ class Memory:
                     return ingest_op.ingest(t, plain)
             summary, t = self._run("ingest", operator, actor=actor, interaction=True,
                                    progress=progress)
-        return IngestResult(transition=self._engine.seq, topics=list(t.touched.topics),
-                            created_topics=summary["created_topics"], entries=summary["entries"],
+        topics, flagged = list(t.touched.topics), list(t.touched.flagged)
+        created_episodes = [t.created["Episode"][e] for e in summary.get("episodes", [])]
+        entry_fields = [t.created["Entry"][e]["field_id"] for e in summary["entries"]]
+        title = self.titles([*topics, *flagged, *(r["topic"] for r in summary["resolved"])]).get
+
+        def field_name(fid: str) -> str:
+            tid, _, name = fid.partition("/")
+            return f"{title(tid, tid)} / {name}"
+        return IngestResult(transition=self._engine.seq,
+                            topics=[title(i, i) for i in topics], topic_ids=topics,
+                            created_topics=[title(i, i) for i in summary["created_topics"]],
+                            created_topic_ids=summary["created_topics"],
+                            new_values=[field_name(f) for f in entry_fields],
+                            entry_ids=summary["entries"],
                             corroborations=summary["corroborations"], denials=summary["denials"],
-                            flagged=list(t.touched.flagged),
+                            flagged=[title(i, i) for i in flagged], flagged_ids=flagged,
                             dropped=[DroppedFact(**d) for d in summary["dropped"]],
-                            resolved=[Resolution(**r) for r in summary["resolved"]],
-                            episodes=summary.get("episodes", []),
+                            resolved=[Resolution(**{**r, "topic": title(r["topic"], r["topic"]),
+                                                    "topic_id": r["topic"]})
+                                      for r in summary["resolved"]],
+                            episodes=[episode_label(e["speaker"], e["source"], e["at"], e["text"])
+                                      for e in created_episodes],
+                            episode_ids=[e["id"] for e in created_episodes],
                             extracted=summary.get("extracted", 0))
 
     @property
@@ -371,7 +389,10 @@ class Memory:
     def forget(self, *, actor: str = "maintenance",
                progress: Progress | None = None) -> dict[str, Any]:
         """A forgetting pass: the `tick` policies move faded units down the ladder.
-        `progress(step, done, total)` hears the stages and, every 1000, the policy events."""
+        `progress(step, done, total)` hears the stages and, every 1000, the policy events.
+        The report names units for readers (`attenuated`: titles, "Title / field", episodes as
+        "speaker, time: excerpt"; `levels`: (name, level) per step) with the ids alongside
+        (`attenuated_ids`, `level_ids`); it is plain JSON (json.dumps takes it)."""
         self._check_open()
         _text(actor, "actor")
         _callable(progress, "progress")
@@ -382,11 +403,28 @@ class Memory:
             _, t = self._run("forget", forget_op.forget, actor=actor, event="tick",
                              progress=progress)
             done = forget_op.attenuations(t.detail)
+            del t
+            ids = list(dict.fromkeys(unit for unit, _ in done))
+            name = self._unit_names(ids)
             report = {"transition": self._engine.seq,
-                      "attenuated": list(dict.fromkeys(unit for unit, _ in done)),
-                      "levels": done}
-            del t, done
+                      "attenuated": [name[u] for u in ids], "attenuated_ids": ids,
+                      "levels": [(name[u], level) for u, level in done],
+                      "level_ids": done}
+            del done
         return report
+
+    def _unit_names(self, ids: Sequence[str]) -> dict[str, str]:
+        """Each unit id as a reader knows it: a topic by title, a field as "Title / field",
+        an episode as "speaker, time: excerpt" (a unit no longer there: its id)."""
+        titles = self.titles({u.partition("/")[0] for u in ids if not is_episode(u)})
+        said = self.episode_labels([u for u in ids if is_episode(u)])
+        out = {}
+        for u in ids:
+            tid, _, field = u.partition("/")
+            title = titles.get(tid)
+            out[u] = said.get(u, u) if is_episode(u) else u if title is None else \
+                f"{title} / {field}" if field else title
+        return out
 
     def revise(self, *, actor: str = "maintenance",
                progress: Progress | None = None) -> dict[str, Any]:
@@ -398,9 +436,11 @@ class Memory:
         transition. A flag is cleared only by what handled it: `flags_cleared` lists
         (topic, by) with by "reviser" or "policy:<name>"; `flags_open` lists the topics still
         flagged (see `pending_revisions`). Without a reviser and a `revised` policy, flags
-        are left for the agent, and no transition is made for them. `progress(step, done,
-        total)` hears each repair: "revise: merge" (done of the pairs found), "revise:
-        conflicts", "revise: flags"."""
+        are left for the agent, and no transition is made for them. Topics are named by
+        title, fields as "Title / field"; each list has its ids alongside under the key ending
+        in `_ids` (`conflict_ids` for `conflicts`); the report is plain JSON.
+        `progress(step, done, total)` hears each repair: "revise: merge" (done of the pairs
+        found), "revise: conflicts", "revise: flags"."""
         self._check_open()
         _text(actor, "actor")
         _callable(progress, "progress")
@@ -409,17 +449,22 @@ class Memory:
             if progress is not None:
                 progress(f"revise: {name}", done, total)
         engine = self._engine
-        report: dict[str, Any] = {"merged": [], "conflicts": [], "flags_evaluated": [],
-                                  "flags_cleared": [], "flags_open": []}
+        report: dict[str, Any] = {"merged": [], "merged_ids": [], "conflicts": [],
+                                  "conflict_ids": [], "flags_evaluated": [],
+                                  "flags_evaluated_ids": [], "flags_cleared": [],
+                                  "flags_cleared_ids": [], "flags_open": [],
+                                  "flags_open_ids": []}
         with engine.store.lock:  # no other commit between finding and repairing
             threshold, pairs = self._read(lambda t: (
                 t.settings["merge_similarity"],
                 revise_op.duplicate_pairs(t, t.settings["merge_similarity"])))
             for i, (keep, away) in enumerate(pairs):
                 step("merge", i, len(pairs))
+                named = self._unit_names([keep, away])  # before the merged one is gone
                 self._run("revise", lambda t: revise_op.merge_topics(t, keep, away),
                            actor=actor, event="merge")
-                report["merged"].append((keep, away))
+                report["merged"].append((named[keep], named[away]))
+                report["merged_ids"].append((keep, away))
             step("merge", len(pairs), len(pairs))
             scope = engine.derived.scope(self._scope)
             scope.unpaired.clear()
@@ -430,7 +475,7 @@ class Memory:
                 step("conflicts", 0, len(fids))
                 self._run("revise", lambda t: revise_op.settle_conflicts(t, fids), actor=actor,
                            event="conflicts")
-                report["conflicts"] = fids
+                report["conflict_ids"] = fids
                 step("conflicts", len(fids), len(fids))
             tids = self._read(revise_op.open_flag_topics)
             if tids and (self.reviser is not None or engine.shared.policies_for("revised")):
@@ -439,11 +484,18 @@ class Memory:
                 _, t = self._run("revise", lambda t: revise_op.evaluate_flags(
                     t, tids, run_policies, self.reviser, answers),
                     actor=actor, event="dependency_repair")
-                report["flags_evaluated"] = tids
+                report["flags_evaluated_ids"] = tids
                 step("flags", len(tids), len(tids))
-                report["flags_cleared"] = list(dict.fromkeys(
+                report["flags_cleared_ids"] = list(dict.fromkeys(
                     (c["topic"], c["by"]) for c in t.detail.get("flags_cleared", [])))
-            report["flags_open"] = self._read(revise_op.open_flag_topics)
+            report["flags_open_ids"] = self._read(revise_op.open_flag_topics)
+        name = self._unit_names([*report["conflict_ids"], *report["flags_evaluated_ids"],
+                                 *report["flags_open_ids"],
+                                 *(tid for tid, _ in report["flags_cleared_ids"])])
+        for key in ("conflicts", "flags_evaluated", "flags_open"):
+            id_key = "conflict_ids" if key == "conflicts" else key + "_ids"
+            report[key] = [name[u] for u in report[id_key]]
+        report["flags_cleared"] = [(name[tid], by) for tid, by in report["flags_cleared_ids"]]
         return report
 
     def pending_revisions(self) -> list[PendingRevision]:
@@ -698,8 +750,11 @@ class Memory:
             if current is not None and history_rules.is_retraction(current):
                 current = None  # retracted: no current value
             entries = history_rules.chronological(t.entries(fid))
+            view = retrieve_op.field_view(t, fid)
             return Explanation(
-                topic=t.get("Field", fid)["topic_id"], field=t.get("Field", fid)["name"],
+                contested=view.contested, why_current=view.why_current,
+                topic=t.get("Topic", t.get("Field", fid)["topic_id"])["title"],
+                topic_id=t.get("Field", fid)["topic_id"], field=t.get("Field", fid)["name"],
                 value=None if current is None else json.loads(current["value"]),
                 entries=[retrieve_op.history_entry(t, e) for e in entries],
                 reliability=states.reliability, decay=decay,
@@ -735,13 +790,15 @@ class Memory:
 
     def transitions(self, since: int = 0) -> list[dict[str, Any]]:
         """The transition log from `since` on: op, time, actor, units, policies fired, hashes
-        (a scope view: only its own scope's records)."""
+        (a scope view: only its own scope's records). Plain JSON (json.dumps takes it): `at`
+        is ISO 8601 text with its offset. Units are named by id, as the log is hashed;
+        `gem log` and GET /v1/log name them by title."""
         self._check_open()
         if not isinstance(since, int) or isinstance(since, bool) or since < 0:
             raise InvalidInput(f"since must be an integer >= 0, got {since!r}")
         with self._engine.store.reading() as tx:
             rows = queries.transitions(tx, since, scope=self._scope if self._root else None)
-        return [audit_mod.log_entry(r) for r in rows]
+        return [_json_time(audit_mod.log_entry(r)) for r in rows]
 
     def audit(self, *, full: bool = False, progress: Progress | None = None,
               expected_head: dict[str, Any] | None = None) -> AuditReport:
@@ -818,6 +875,24 @@ class Memory:
             title_of = self._engine.derived.scope(self._scope).names.title_of
             return {tid: title_of[tid] for tid in topic_ids if tid in title_of}
 
+    def episode_labels(self, episode_ids: Iterable[str]) -> dict[str, str]:
+        """These episodes as a reader knows them, "speaker, time: excerpt" (ids of no episode
+        of this scope are left out). An administrative read: nothing is reinforced."""
+        if isinstance(episode_ids, (str, bytes, dict)) or not hasattr(episode_ids, "__iter__"):
+            raise InvalidInput(f"episode_ids must be a list of episode ids, got "
+                               f"{type(episode_ids).__name__}")
+        episode_ids = list(episode_ids)
+        for i, eid in enumerate(episode_ids):
+            if not isinstance(eid, str):
+                raise InvalidInput(f"episode_ids[{i}] must be a string, got {type(eid).__name__}")
+        wanted = [e for e in episode_ids if is_episode(e)]
+
+        def read(t: Transition) -> dict[str, str]:
+            rows = ((e, t.row("Episode", e)) for e in wanted)
+            return {e: episode_label(r["speaker"], r["source"], r["at"], r["text"])
+                    for e, r in rows if r is not None and r["scope"] == self._scope}
+        return self._read(read)
+
     def graph(self, topic: str, depth: int = 1, *, limit: int = 100) -> Neighbourhood:
         """The topics within `depth` EXTENDS / ASSOCIATES / DERIVED_FROM edges of `topic`
         (either direction, at most `limit` topics) and the typed edges between them."""
@@ -854,7 +929,8 @@ class Memory:
         but the policy calls in runs: consecutive identical calls are one item with `n`, the
         number of calls (a forgetting pass makes thousands). `details=False` leaves out each
         record's policies, detail and salience (for a forgetting pass over a large memory,
-        megabytes): seq, op, event, at, actor, units and the hashes only."""
+        megabytes): seq, op, event, at, actor, units and the hashes only. Plain JSON, `at`
+        as ISO 8601 text, as in `transitions`."""
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInput("limit must be a positive integer")
         if before is not None and (not isinstance(before, int) or isinstance(before, bool)):
@@ -872,8 +948,8 @@ class Memory:
                 rows = queries.log_records(tx, before=before, limit=limit, mentioning=needles,
                                            columns=None if details else _LOG_HEADS)
             if not details:
-                return [{**r, "units": json.loads(r["units"])} for r in rows]
-            return [audit_mod.decode(r) for r in rows]
+                return [_json_time({**r, "units": json.loads(r["units"])}) for r in rows]
+            return [_json_time(audit_mod.decode(r)) for r in rows]
         return self._read(read)
 
     # ------------------------------------------------------------------ policies
@@ -947,6 +1023,13 @@ class Memory:
         with self._engine.store.reading() as tx:
             value = queries.meta_get(tx, "policy_sources")
         return None if value is None else [tuple(x) for x in json.loads(value)]
+
+
+def _json_time(record: dict[str, Any]) -> dict[str, Any]:
+    """A log record as plain JSON: its time as ISO 8601 text with its offset, exactly the text
+    its hash covers (and what GET /v1/log shows)."""
+    record["at"] = record["at"].isoformat()
+    return record
 
 
 def _disk_bytes(path: str) -> int:

@@ -340,6 +340,7 @@ class Candidate(BaseModel):
     provenance: Provenance
     valid_at: datetime
     reliability: float
+    current: bool = False            # the value the history holds current
 
 
 class FieldView(BaseModel):
@@ -361,16 +362,22 @@ class FieldView(BaseModel):
     context: bool = False            # returned as context (one association hop), not ranked
     labels: list[str] = PydField(default_factory=list)   # of every entry of its history
     retracted: str | None = None   # the reason, when its value was retracted (value is None)
+    # A contested field (now, not as_of): the evidence reliability R of its current value, and
+    # why that value is current (the newest statement) whatever R says.
+    reliability: float | None = None
+    why_current: str | None = None
 
 
 class FlagView(BaseModel):
+    """An open revision flag: the topic whose change raised it (`origin`, by title; None when
+    nothing did, or it is gone), the policy and its evidence."""
     model_config = ConfigDict(frozen=True)
     id: str
     origin: str | None
+    origin_id: str | None
     policy: str | None
     evidence: dict[str, Any]
     created_at: datetime
-    origin_title: str | None = None
 
 
 class PendingRevision(BaseModel):
@@ -378,8 +385,8 @@ class PendingRevision(BaseModel):
     what it holds now. `mem.pending_revisions()` lists them, and a reviser is called with one
     per flagged topic."""
     model_config = ConfigDict(frozen=True)
-    topic: str                          # the topic's id
     title: str
+    topic_id: str
     flags: list[FlagView]
     values: dict[str, Any]              # the current value of each visible field
     origins: dict[str, dict[str, Any]]  # each origin topic's title -> its current values
@@ -452,36 +459,64 @@ class Resolution(BaseModel):
     alias of that topic (`alias_added`)."""
     model_config = ConfigDict(frozen=True)
     name: str
-    topic: str                        # the topic's id
+    topic: str                        # the title of the topic it found
+    topic_id: str
     tier: Literal["normalised", "similarity", "resolver"]
     score: float | None               # cosine of the name and the title, when both embed
     alias_added: bool
 
 
+EXCERPT = 60   # characters of an episode's text that name it
+
+
+def episode_label(speaker: str | None, source: str, at: datetime, text: str) -> str:
+    """An episode as a reader knows it: who said what, when ("Ana, 2026-03-02 09:00: Let's
+    ship..."); the speaker, else the source."""
+    flat = " ".join(text.split())
+    excerpt = flat if len(flat) <= EXCERPT else flat[:EXCERPT - 1].rstrip() + "…"
+    return f"{speaker or source}, {at.astimezone(timezone.utc):%Y-%m-%d %H:%M}: {excerpt}"
+
+
 class IngestResult(BaseModel):
+    """What an ingest did: the one result shape of `mem.ingest`, of `POST /v1/ingest` and of
+    the MCP tool `memory_remember` (both send its `model_dump(mode="json")`).
+
+    Everything is named for its reader: topics by title, a new value as "Title / field", an
+    episode as "speaker, time: excerpt". Each such list has the internal ids alongside, in the
+    same order, in the field of the same name ending in `_ids` (`flagged` and `flagged_ids`),
+    for tooling (`mem.inspect(gem.TopicId(i))`); a model reading the result needs none of them.
+    """
     model_config = ConfigDict(frozen=True)
     transition: int
-    topics: list[str]                 # topic ids touched, in first-touch order
-    created_topics: list[str]
-    entries: list[str]                # entries created
+    topics: list[str]                 # titles of the topics touched, in first-touch order
+    topic_ids: list[str]
+    created_topics: list[str]         # titles of the topics this ingest created
+    created_topic_ids: list[str]
+    new_values: list[str]             # "Title / field" of each value recorded as a new entry
+    entry_ids: list[str]              # those entries' ids
     corroborations: int               # re-statements added to an existing entry
     denials: int = 0                  # denials (polarity "-") added to an existing entry
-    flagged: list[str]                # topics flagged for revision by policies
-    episodes: list[str] = PydField(default_factory=list)  # episode ids created, in order
+    flagged: list[str]                # titles of the topics flagged for revision by policies
+    flagged_ids: list[str]
+    episodes: list[str] = PydField(default_factory=list)      # "speaker, time: excerpt", in order
+    episode_ids: list[str] = PydField(default_factory=list)
     extracted: int = 0                # facts the extractor returned for those episodes
-    dropped: list[DroppedFact] = PydField(default_factory=list)
+    dropped: list[DroppedFact] = PydField(default_factory=list)   # facts a policy left out
     resolved: list[Resolution] = PydField(default_factory=list)
 
 
 class Explanation(BaseModel):
     model_config = ConfigDict(frozen=True)
-    topic: str
+    topic: str                        # its title
+    topic_id: str
     field: str
     value: Any
     entries: list[HistoryEntry]
     reliability: float
     states: dict[str, float]          # action, inaction, conflict, ignorance
     decay: float
+    contested: bool = False
+    why_current: str | None = None    # for a contested field: why its value is current
 
 
 # -- administrative views (Memory.topics, .graph, .salience_history): side-effect free reads

@@ -39,6 +39,7 @@ CALLS = {
     "topics": ((), {"status": "active", "flagged": False, "text": "A", "order": "salience",
                     "offset": 0, "limit": 5}),
     "titles": ((["t1"],), {}),
+    "episode_labels": ((["ep1"],), {}),
     "graph": (("A",), {"depth": 1, "limit": 10}),
     "salience_history": (("A",), {}),
     "recent_transitions": ((5,), {"before": None, "topic": "A", "details": True}),
@@ -50,13 +51,13 @@ ACCEPTS = {("retrieve", "query"): (None,), ("retrieve", "topic"): (None,),
            ("ingest", "facts"): ([],), ("load_policies", "paths"): ([],),
            ("audit", "expected_head"): (None,), ("erase", "field"): (None,),
            ("erase", "source"): (None,), ("topics", "status"): (None,), ("topics", "text"): (None,),
-           ("titles", "topic_ids"): ([],), ("recent_transitions", "before"): (None,),
+           ("titles", "topic_ids"): ([],), ("episode_labels", "episode_ids"): ([],), ("recent_transitions", "before"): (None,),
            ("recent_transitions", "topic"): (None,)}
 PARAMS = {"ingest": ["facts"], "link": ["src", "dst"], "restore": ["topic"],
           "retract": ["topic", "field", "reason"], "inspect": ["topic"],
           "history": ["topic", "field"], "explain": ["topic", "field"], "transitions": ["since"],
           "load_policies": ["paths"], "scope": ["name"], "erase": ["topic"],
-          "verify_erasure": ["receipt"], "titles": ["topic_ids"], "graph": ["topic"],
+          "verify_erasure": ["receipt"], "titles": ["topic_ids"], "episode_labels": ["episode_ids"], "graph": ["topic"],
           "salience_history": ["topic"], "recent_transitions": ["limit"]}
 
 

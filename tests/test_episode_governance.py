@@ -44,7 +44,7 @@ def test_an_episode_of_one_scope_is_never_seen_from_another(db_path, clock):
         got = acme.ingest([gem.Episode(f"The launch code is {MARKER}", speaker="Ann",
                                        source="acme:m1"),
                            gem.Episode("We meet on Tuesdays", source="acme:m2")])
-        assert got.episodes == ["acme:ep1", "acme:ep2"]
+        assert got.episode_ids == ["acme:ep1", "acme:ep2"]
         mem.ingest(gem.Episode("Lunch is at noon", source="d1"))
         # (acme:ep2 follows acme:ep1 in the conversation, so it is read in its context)
         assert [e.id for e in acme.retrieve(MARKER).episodes][:1] == ["acme:ep1"]

@@ -28,7 +28,7 @@ def test_the_extractor_s_facts_are_ingested_in_the_same_transition_citing_the_ep
                         gem.Episode("Lunch was great", source="chat:5"),
                         gem.Fact("Website Redesign", "owner", "Ana")])
         assert mem.stats()["transitions"] == before + 1
-        assert r.episodes == ["ep1", "ep2"] and r.extracted == 1 and len(r.entries) == 2
+        assert r.episode_ids == ["ep1", "ep2"] and r.extracted == 1 and len(r.entry_ids) == 2
         (entry,) = mem.history("Website Redesign", "deadline")
         assert entry.value == "April 20" and entry.valid_at == said_at  # dated when it was said
         assert entry.provenance.ref == "ep1" and entry.provenance.source == "chat:4"
@@ -85,7 +85,7 @@ def test_a_rejected_transition_with_episodes_leaves_nothing_behind(tmp_path, clo
                         gem.Fact("Launch", "date", "April 20")])
         assert snapshot(mem) == before
         r = mem.ingest(gem.Episode("no secrets here", source="chat:3"))
-        assert r.episodes == ["ep2"]  # the rejected one used no id
+        assert r.episode_ids == ["ep2"]  # the rejected one used no id
 
 
 def test_episodes_survive_reopen_and_a_hidden_one_stays_searchable(tmp_path, clock):

@@ -293,7 +293,7 @@ def test_the_first_flag_of_a_scope_keeps_its_evidence_when_its_transition_lost_a
     assert mem._engine.conflicts == 1
     for client in (other, mem):  # other reads it from the graph
         [flag] = client.retrieve(topic="Basalt").topics[0].needs_review
-        assert flag.origin == mem.inspect("Aurora").id
+        assert (flag.origin, flag.origin_id) == ("Aurora", mem.inspect("Aurora").id)
         assert flag.policy == "propagate-on-change" and flag.evidence["updated_field"] == "status"
     assert mem.audit(full=True).ok
 

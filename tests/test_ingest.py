@@ -20,7 +20,7 @@ def test_new_value_appends_and_keeps_the_old_one(mem, clock):
     history = mem.history("Website Redesign", "deadline")
     assert [h.value for h in history] == ["March 15", "April 20"]
     old, new = history
-    assert old.status == "superseded" and old.superseded_by == new.id == r.entries[0]
+    assert old.status == "superseded" and old.superseded_by == new.id == r.entry_ids[0]
     assert old.provenance.source == "chat:1" and new.status == "current"
     assert mem.inspect("Website Redesign", "deadline").value == "April 20"
 
@@ -29,7 +29,7 @@ def test_reingesting_the_current_value_corroborates_instead_of_duplicating(mem, 
     mem.ingest(fact("March 15"))
     before = mem.inspect("Website Redesign", "deadline").salience
     r = mem.ingest(fact("March 15", source="chat:again"))
-    assert r.entries == [] and r.corroborations == 1
+    assert r.entry_ids == r.new_values == [] and r.corroborations == 1
     history = mem.history("Website Redesign", "deadline")
     assert len(history) == 1
     assert [o.provenance.source for o in history[0].observations] == ["chat:again"]
@@ -40,7 +40,7 @@ def test_late_arriving_fact_is_history_not_current(mem, clock):
     mem.ingest(fact("April 20", at=T0))
     r = mem.ingest(fact("March 15", at=T0 - timedelta(days=10)))
     assert mem.inspect("Website Redesign", "deadline").value == "April 20"
-    late = [h for h in mem.history("Website Redesign", "deadline") if h.id == r.entries[0]][0]
+    late = [h for h in mem.history("Website Redesign", "deadline") if h.id == r.entry_ids[0]][0]
     assert late.status == "superseded" and late.value == "March 15"
     assert late.superseded_by is not None
 
@@ -66,7 +66,7 @@ def test_a_denial_is_evidence_and_never_becomes_current(mem):
     assert mem.inspect("Website Redesign", "deadline").value == "March 15"
     r = mem.ingest(fact("May 1", polarity="-"))
     assert mem.inspect("Website Redesign", "deadline").value == "March 15"
-    denied = [h for h in mem.history("Website Redesign", "deadline") if h.id in r.entries]
+    denied = [h for h in mem.history("Website Redesign", "deadline") if h.id in r.entry_ids]
     assert denied[0].status == "retracted"
     assert mem.explain("Website Redesign", "deadline").states["conflict"] > 0
 
@@ -90,12 +90,13 @@ def test_extension_dependents_are_flagged_with_evidence_association_ones_are_not
     clock.advance(days=7)
     r = mem.ingest(fact("April 20"))
     milestones = mem.inspect("Launch Milestones")
-    assert [mem.inspect(gem.TopicId(t)).title for t in r.flagged] == ["Launch Milestones"]
+    assert r.flagged == ["Launch Milestones"]
+    assert [mem.inspect(gem.TopicId(t)).title for t in r.flagged_ids] == r.flagged
     assert len(milestones.flags) == 1
     flag = milestones.flags[0]
     assert flag.evidence["updated_field"] == "deadline"
     assert flag.evidence["timestamp"] == clock.now.isoformat()
-    assert flag.origin == mem.inspect("Website Redesign").id
+    assert (flag.origin, flag.origin_id) == ("Website Redesign", mem.inspect("Website Redesign").id)
     assert mem.inspect("Brand Colors").flags == []
 
 
@@ -103,7 +104,7 @@ def test_a_list_of_facts_is_one_transition(mem):
     before = len(mem.transitions())
     r = mem.ingest([fact(str(i), field=f"f{i}") for i in range(50)])
     assert len(mem.transitions()) == before + 1
-    assert len(r.entries) == 50 and r.transition == mem.transitions()[-1]["seq"]
+    assert len(r.entry_ids) == 50 and r.transition == mem.transitions()[-1]["seq"]
 
 
 def test_batch_sees_its_own_topics(mem):

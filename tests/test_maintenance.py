@@ -38,7 +38,8 @@ def test_duplicate_topics_merge_losslessly(tmp_path, clock):
                                 for f in mem.inspect(t).fields
                                 for h in mem.history(t, f))
         report = mem.revise()
-        assert report["merged"] == [(first, second)]
+        assert report["merged_ids"] == [(first, second)]
+        assert report["merged"] == [("Website Redesign", "website redesign")]
         merged = mem.inspect(first)
         assert merged.status == "active" and "website redesign" in merged.aliases
         assert set(merged.fields) == {"deadline", "owner"}
@@ -90,7 +91,8 @@ def test_revision_leaves_flags_open_until_something_handles_them(mem, clock):
     seq = mem.stats()["transitions"]
     report = mem.revise()
     launch = mem.inspect("Launch Milestones").id
-    assert report["flags_evaluated"] == [] and report["flags_open"] == [launch]
+    assert report["flags_evaluated"] == [] and report["flags_open_ids"] == [launch]
+    assert report["flags_open"] == ["Launch Milestones"]
     assert mem.stats()["transitions"] == seq            # nothing could handle them: no transition
     (pending,) = mem.pending_revisions()
     assert (pending.title, pending.values) == ("Launch Milestones", {"launch": "March 20"})
@@ -119,8 +121,9 @@ def test_revision_asks_the_reviser_along_extension_edges_only(tmp_path, clock):
     assert mem.inspect("Press Release").flags == [] and mem.inspect("Brand Colors").flags == []
     report = mem.revise()
     launch = mem.inspect("Launch Milestones").id
-    assert report["flags_evaluated"] == [launch] and asked == ["Launch Milestones"]
-    assert report["flags_cleared"] == [(launch, "reviser")]
+    assert report["flags_evaluated_ids"] == [launch] and asked == ["Launch Milestones"]
+    assert report["flags_cleared"] == [("Launch Milestones", "reviser")]
+    assert report["flags_cleared_ids"] == [(launch, "reviser")]
     assert mem.inspect("Launch Milestones").flags == []
     assert mem.revise()["flags_evaluated"] == []
     assert mem.audit().ok
@@ -145,7 +148,7 @@ DO promote(topic, ["alice role", "alice email"], "Alice")
         assert set(mem.retrieve(topic="Website Redesign").topics[0].fields) == {"deadline"}
         clock.advance(days=1)
         r = mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
-        assert alice.id in r.flagged  # promoted topics extend their origin
+        assert alice.id in r.flagged_ids and "Alice" in r.flagged  # promoted topics extend their origin
         assert mem.audit().ok
 
 
@@ -212,7 +215,7 @@ def test_figure_1_failure_modes(tmp_path, clock):
         clock.advance(days=7)
         # (1) re-explanation: no duplicate entry
         r = mem.ingest(gem.Fact("website redesign", "deadline", "March 15"))
-        assert r.entries == [] and len(mem.history("Website Redesign", "deadline")) == 1
+        assert r.new_values == [] and len(mem.history("Website Redesign", "deadline")) == 1
         # (2) the update: April 20 current, March 15 kept as history
         mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
         saliences = []

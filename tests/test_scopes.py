@@ -84,7 +84,7 @@ def test_scopes_survive_reopening_and_a_rebuild(tmp_path, clock):
     with gem.open(path, clock=clock, engine=ENGINE) as mem:
         assert mem.scopes() == ["a", "b", "default"]
         assert mem.scope("a").inspect("Shared Title").fields["v"].value == "a"
-        assert mem.scope("b").ingest(gem.Fact("New", "v", 1)).created_topics == ["b:t3"]
+        assert mem.scope("b").ingest(gem.Fact("New", "v", 1)).created_topic_ids == ["b:t3"]
         assert derived_disagreements(mem) == []
 
 

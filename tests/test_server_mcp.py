@@ -19,9 +19,19 @@ TOOLS = {"memory_remember", "memory_recall", "memory_inspect", "memory_history",
 ID = re.compile(r'"[teg]\d+(/[^"]*)?"')  # an internal id as a whole JSON string
 
 
+def _without_ids(data):
+    """`data` without the fields that carry ids alongside the names (`*_ids`, `id`)."""
+    if isinstance(data, dict):
+        return {k: _without_ids(v) for k, v in data.items()
+                if not (k in ("id", "ids") or k.endswith(("_id", "_ids")))}
+    if isinstance(data, list):
+        return [_without_ids(v) for v in data]
+    return data
+
+
 def _readable(result) -> dict:
     assert not result.is_error, result.content
-    text = json.dumps(result.structured_content)
+    text = json.dumps(_without_ids(result.structured_content))
     assert not ID.search(text), f"internal id in {text}"
     return result.structured_content
 
@@ -40,7 +50,7 @@ async def _conversation(client: Client) -> None:
     assert link["created"]
     update = _readable(await client.call_tool("memory_remember", {"facts": [
         {"topic": "Website Redesign", "field": "deadline", "value": "April 20", "source": "chat:2"}]}))
-    assert update["flagged_for_review"] == ["Launch Milestones"]
+    assert update["flagged"] == ["Launch Milestones"] and update["flagged_ids"] == ["t2"]
     recall = _readable(await client.call_tool("memory_recall", {
         "query": "deadline of the website redesign", "include_history": True}))
     deadline = recall["topics"][0]["fields"]["deadline"]
@@ -69,7 +79,7 @@ async def _conversation(client: Client) -> None:
     said = _readable(await client.call_tool("memory_remember", {"episodes": [
         {"text": "Ann said the launch party is at the harbour", "speaker": "Ann",
          "at": "2026-01-05T10:00:00+00:00"}]}))
-    assert said["episodes"] == 1
+    assert len(said["episodes"]) == len(said["episode_ids"]) == 1
     heard = _readable(await client.call_tool("memory_recall", {
         "query": "launch party harbour",
         "between": ["2026-01-01T00:00:00+00:00", "2026-01-31T00:00:00+00:00"]}))

@@ -236,7 +236,7 @@ def test_only_topics_with_edges_or_open_flags_have_them_read_and_reopening_keeps
         assert [p.title for p in mem.pending_revisions()] == ["Launch Milestones"]
     with reopen(path, clock) as mem:
         (topic,) = mem.retrieve(topic="Launch Milestones").topics
-        assert topic.needs_review and {f.origin_title for f in topic.needs_review} == {"Website Redesign"}
+        assert topic.needs_review and {f.origin for f in topic.needs_review} == {"Website Redesign"}
         assert derived_disagreements(mem) == []
 
 

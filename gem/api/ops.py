@@ -23,24 +23,29 @@ from ..model import Episode, Fact, FieldView, HistoryEntry, PendingRevision, Top
 from ..units import TopicId
 from . import schemas as s
 
-_TOPIC_ID = re.compile(r"^t\d+$")
-_FIELD_ID = re.compile(r"^(t\d+)/(.+)$")
-_ENTRY_ID = re.compile(r"^e\d+$")
-_MENTION = re.compile(r"\bt\d+(?:/[\w-]+)?\b")
+# Unit ids, after their scope's prefix ("acme:t3"; none in the default scope).
+_SCOPE = r"(?:[a-z0-9][a-z0-9_.-]*:)?"
+_TOPIC_ID = re.compile(rf"^{_SCOPE}t\d+$")
+_FIELD_ID = re.compile(rf"^({_SCOPE}t\d+)/(.+)$")
+_ENTRY_ID = re.compile(rf"^{_SCOPE}e\d+$")
+_EPISODE_ID = re.compile(rf"^{_SCOPE}ep\d+$")
+_MENTION = re.compile(rf"(?<![\w:.-]){_SCOPE}t\d+(?:/[\w-]+)?\b")
 
 
 class Namer:
     """Turns internal unit ids into what a reader can use: topic titles, 'Topic / field',
-    and an entry as its field and value. Caches per instance (one call's worth)."""
+    an entry as its field and value, an episode as who said what when. Caches per instance
+    (one call's worth)."""
 
     def __init__(self, mem: Memory) -> None:
         self.mem = mem
         self._titles: dict[str, str | None] = {}
+        self._episodes: dict[str, str | None] = {}
 
     def title(self, topic_id: str) -> str | None:
         if topic_id not in self._titles:
-            view = self.mem.inspect(TopicId(topic_id)) if _TOPIC_ID.match(topic_id) else None
-            self._titles[topic_id] = view.title if isinstance(view, TopicView) else None
+            found = self.mem.titles([topic_id]) if _TOPIC_ID.match(topic_id) else {}
+            self._titles[topic_id] = found.get(topic_id)
         return self._titles[topic_id]
 
     def unit(self, unit: str, entry_fields: Iterable[str] = ()) -> str:
@@ -52,6 +57,10 @@ class Namer:
             title = self.title(match.group(1))
             return f"{title} / {match.group(2)}" if title else \
                 f"{match.group(2)} (of a new topic, not committed)"
+        if _EPISODE_ID.match(unit):
+            if unit not in self._episodes:
+                self._episodes[unit] = self.mem.episode_labels([unit]).get(unit)
+            return self._episodes[unit] or "an episode no longer kept"
         if _ENTRY_ID.match(unit):
             for fid in entry_fields:
                 named = self._entry(unit, fid)
@@ -111,14 +120,15 @@ def _field(view: FieldView) -> s.FieldCard:
         contested=view.contested,
         candidates=None if view.candidates is None else [
             s.CandidateCard(value=c.value, provenance=c.provenance, valid_at=c.valid_at,
-                            reliability=c.reliability) for c in view.candidates],
+                            reliability=c.reliability, current=c.current) for c in view.candidates],
         history=None if view.history is None else _history(view.history),
-        labels=list(view.labels), retracted=view.retracted)
+        labels=list(view.labels), retracted=view.retracted, reliability=view.reliability,
+        why_current=view.why_current)
 
 
 def _flags(namer: Namer, view: TopicView) -> list[s.ReviewFlag]:
     return [s.ReviewFlag(topic=view.title,
-                         because_of=None if f.origin is None else namer.unit(f.origin),
+                         because_of=f.origin,
                          policy=f.policy, evidence=namer.rewrite(f.evidence), since=f.created_at)
             for f in view.flags]
 
@@ -148,16 +158,7 @@ def remember(mem: Memory, facts: list[s.FactIn], actor: str = "api",
              episodes: Sequence[s.EpisodeIn] = ()) -> s.RememberResult:
     batch: list[Fact | Episode] = [Fact(**f.model_dump()) for f in facts]
     batch += [Episode(**e.model_dump()) for e in episodes]
-    result = mem.ingest(batch, actor=actor)
-    namer = Namer(mem)
-    return s.RememberResult(
-        transition=result.transition, topics=[namer.unit(t) for t in result.topics],
-        created_topics=[namer.unit(t) for t in result.created_topics],
-        new_values=len(result.entries), corroborations=result.corroborations,
-        denials=result.denials, flagged_for_review=[namer.unit(t) for t in result.flagged],
-        episodes=len(result.episodes), extracted=result.extracted,
-        refused=[s.RefusedFact(topic=d.topic, field=d.field, reason=d.reason, policy=d.policy)
-                 for d in result.dropped])
+    return mem.ingest(batch, actor=actor)
 
 
 def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
@@ -197,8 +198,9 @@ def history(mem: Memory, topic: str, field: str) -> s.HistoryResult:
 
 def explain(mem: Memory, topic: str, field: str) -> s.ExplainResult:
     e = mem.explain(topic, field)
-    return s.ExplainResult(topic=Namer(mem).unit(e.topic), field=e.field, value=e.value,
+    return s.ExplainResult(topic=e.topic, field=e.field, value=e.value,
                            reliability=e.reliability, states=dict(e.states), decay=e.decay,
+                           contested=e.contested, why_current=e.why_current,
                            entries=_history(e.entries))
 
 
@@ -223,25 +225,26 @@ def pending_revisions(mem: Memory) -> list[PendingRevision]:
 def review(mem: Memory) -> s.ReviewResult:
     namer = Namer(mem)
     return s.ReviewResult(flags=[
-        s.ReviewFlag(topic=p.title, because_of=f.origin_title, policy=f.policy,
+        s.ReviewFlag(topic=p.title, because_of=f.origin, policy=f.policy,
                      evidence=namer.rewrite(f.evidence), since=f.created_at)
         for p in pending_revisions(mem) for f in p.flags])
 
 
 def _maintain_report(namer: Namer, report: dict[str, Any], dry_run: bool) -> s.MaintainResult:
+    """The wire form of `Memory.maintain`'s report, which names its units already (a dry
+    run's memory is a copy: its names are those of the real one)."""
     forget, revise = report["forget"], report["revise"]
     return s.MaintainResult(
         dry_run=dry_run,
         forget=s.ForgetReport(transition=None if dry_run else forget["transition"],
-                              attenuated=[s.UnitChange(unit=namer.unit(u), level=level)
-                                          for u, level in forget["levels"]]),
+                              attenuated=[s.UnitChange(unit=unit, level=level)
+                                          for unit, level in forget["levels"]]),
         revise=s.ReviseReport(
-            merged=[s.MergedPair(kept=namer.unit(k), merged=namer.unit(a))
-                    for k, a in revise["merged"]],
-            conflicts_settled=[namer.unit(f) for f in revise["conflicts"]],
-            flags_evaluated=[namer.unit(t) for t in revise["flags_evaluated"]],
-            flags_cleared=[namer.unit(t) for t in dict.fromkeys(t for t, _ in revise["flags_cleared"])],
-            flags_open=[namer.unit(t) for t in revise["flags_open"]]))
+            merged=[s.MergedPair(kept=k, merged=a) for k, a in revise["merged"]],
+            conflicts_settled=revise["conflicts"],
+            flags_evaluated=revise["flags_evaluated"],
+            flags_cleared=list(dict.fromkeys(t for t, _ in revise["flags_cleared"])),
+            flags_open=revise["flags_open"]))
 
 
 def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",

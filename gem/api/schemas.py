@@ -1,9 +1,10 @@
 """What agents send and read: the request and response bodies of the HTTP API, the MCP
 tools' input and output schemas, and `--json` output of the CLI.
 
-Everything here names topics by title and fields by name, never by internal id (`t12`,
-`e5`): a language model reads these, and ids mean nothing to it. Entries in a history
-are numbered by position instead. Descriptions are written for the model that reads
+Everything here names topics by title and fields by name (`t12`, `e5` mean nothing to a
+language model): internal ids appear only alongside the names, in fields named `id` or ending
+in `_ids`, for tooling. Entries in a history are numbered by position. The result of
+remembering is `gem.IngestResult` itself, the one shape of Python, HTTP and MCP. Descriptions are written for the model that reads
 the schema.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..model import Observation, Provenance
+from ..model import IngestResult, Observation, Provenance
 
 JsonValue = Any  # any JSON value; gem rejects what json.dumps cannot write
 
@@ -107,6 +108,7 @@ class CandidateCard(_Wire):
     provenance: Provenance
     valid_at: datetime
     reliability: float = Field(description="Evidence reliability R in [-1, 1].")
+    current: bool = Field(False, description="The value the field holds now.")
 
 
 class FieldCard(_Wire):
@@ -122,6 +124,11 @@ class FieldCard(_Wire):
     history: list["HistoryItem"] | None = None
     labels: list[str] = Field(default_factory=list)
     retracted: str | None = Field(None, description="Why its value was retracted (it has none).")
+    reliability: float | None = Field(None, description=(
+        "Contested fields: evidence reliability R of the current value, in [-1, 1]."))
+    why_current: str | None = Field(None, description=(
+        "Contested fields: why the value is current (the newest statement) and what the "
+        "evidence says against it."))
 
 
 class ReviewFlag(_Wire):
@@ -172,25 +179,8 @@ class MergedPair(_Wire):
 
 
 # ---------------------------------------------------------------------- results
-class RememberResult(_Wire):
-    transition: int
-    topics: list[str] = Field(description="Titles of the topics touched.")
-    created_topics: list[str]
-    new_values: int = Field(description="Values recorded as new entries.")
-    corroborations: int = Field(description="Re-statements of a value already known.")
-    denials: int
-    flagged_for_review: list[str] = Field(description="Topics now flagged because this changed.")
-    episodes: int = Field(0, description="Episodes stored.")
-    extracted: int = Field(0, description="Facts found in those episodes and remembered with them.")
-    refused: list["RefusedFact"] = Field(default_factory=list, description=(
-        "Facts a policy left out of this batch, and why (the rest was remembered)."))
-
-
-class RefusedFact(_Wire):
-    topic: str
-    field: str
-    reason: str
-    policy: str
+# The result of remembering is `gem.IngestResult` itself: one shape for Python, HTTP, MCP.
+RememberResult = IngestResult
 
 
 class EpisodeCard(_Wire):
@@ -226,6 +216,8 @@ class ExplainResult(_Wire):
     reliability: float = Field(description="Evidence reliability R in [-1, 1].")
     states: dict[str, float] = Field(description="action, inaction, conflict, ignorance.")
     decay: float
+    contested: bool = False
+    why_current: str | None = Field(None, description="For a contested field: why its value is current.")
     entries: list[HistoryItem]
 
 
@@ -368,4 +360,3 @@ class ErrorBody(_Wire):
 
 
 FieldCard.model_rebuild()
-RememberResult.model_rebuild()

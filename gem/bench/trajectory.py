@@ -62,16 +62,9 @@ class GemSystem(System):
         self.maintain_every = maintain_every
         self._turns = 0
         self._flagged: set[str] = set()
-        self._titles: dict[str, str] = {}
         self.errors: list[dict[str, Any]] = []
         self.bound_mismatches: list[dict[str, Any]] = []
         self._turn = -1
-
-    def _title(self, tid: str) -> str:
-        if tid not in self._titles:
-            view = self.mem.inspect(self._gem.TopicId(tid))
-            self._titles[tid] = view.title if view is not None else tid
-        return self._titles[tid]
 
     def begin(self, turn: Turn) -> None:
         super().begin(turn)
@@ -88,7 +81,7 @@ class GemSystem(System):
             self.errors.append({"turn": turn.index, "op": "ingest", "error": type(exc).__name__,
                                 "detail": str(exc)})
             return
-        self._flagged = {self._title(t) for t in result.flagged}
+        self._flagged = set(result.flagged)
         self._maintain()
 
     def _maintain(self) -> None:

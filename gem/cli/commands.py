@@ -252,7 +252,7 @@ def ingest(args: argparse.Namespace) -> int:
             summary["episodes"] += len(result.episodes)
             summary["batches"] += 1
             summary["created_topics"] += len(result.created_topics)
-            summary["new_values"] += len(result.entries)
+            summary["new_values"] += len(result.new_values)
             summary["corroborations"] += result.corroborations
             summary["denials"] += result.denials
             summary["flagged_topics"] += len(result.flagged)

@@ -64,7 +64,7 @@ def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu"
             gem.Fact("Launch Milestones", "launch date", "March 20", source="chat:week0", at=week0),
         ])
         mem.link("Website Redesign", "Launch Milestones", kind="extension")
-        say(f"  ingested {len(r.entries)} entries into {len(r.created_topics)} new topics; "
+        say(f"  ingested {len(r.new_values)} values into {len(r.created_topics)} new topics; "
             "Launch Milestones extends Website Redesign")
 
         clock.advance(days=7)
@@ -72,13 +72,12 @@ def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu"
         say("Week 1 — the user re-explains the project, then moves the deadline")
         r = mem.ingest([gem.Fact("website redesign", "deadline", "March 15", source="chat:week1"),
                         gem.Fact("Website Redesign", "team", ["Alice", "Bob"], source="chat:week1")])
-        say(f"  re-explanation: {len(r.entries)} new entries, {r.corroborations} corroborations "
+        say(f"  re-explanation: {len(r.new_values)} new values, {r.corroborations} corroborations "
             "(failure mode 1 avoided: no duplicate)")
         clock.advance(minutes=5)
         r = mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20", source="chat:week1"))
-        say(f"  deadline update: new entry {r.entries[0]}; March 15 kept as history "
-            f"(failure mode 2 avoided); flagged for revision: "
-            f"{[_present(mem.inspect(gem.TopicId(t))).title for t in r.flagged]}")
+        say(f"  deadline update: new value for {r.new_values[0]}; March 15 kept as history "
+            f"(failure mode 2 avoided); flagged for revision: {r.flagged}")
         flags = _present(mem.inspect("Launch Milestones")).flags
         if flags:
             say(f"  Launch Milestones flag evidence: {flags[0].evidence}")
@@ -97,16 +96,16 @@ def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu"
 
         say()
         say("Week 5 — maintenance: forgetting by relevance, not by age")
-        salience_before = {name: _present(mem.inspect(*name.split("/"))).salience
-                           for name in ("Website Redesign/deadline", "Lunch/preferences")}
+        salience_before = {name: _present(mem.inspect(*name.split(" / "))).salience
+                           for name in ("Website Redesign / deadline", "Lunch / preferences")}
         report = mem.forget()
         for name, value in salience_before.items():
-            view = _present(mem.inspect(*name.split("/")))
+            view = _present(mem.inspect(*name.split(" / ")))
             say(f"  {name}: salience {value:.3f} -> status {view.status}")
         say(f"  attenuated this pass: {report['attenuated'] or 'nothing'} "
             "(failure mode 3 avoided: the queried deadline survives, lunch fades)")
         revised = mem.revise()
-        titles = [_present(mem.inspect(gem.TopicId(t))).title for t in revised["flags_evaluated"]]
+        titles = revised["flags_evaluated"]
         launch = mem.inspect("Launch Milestones", "launch date")
         say(f"  revision asked the reviser about {titles}: Launch Milestones / launch date is now "
             f"{None if launch is None else launch.value!r} "
@@ -117,10 +116,12 @@ def demo(out: TextIO = sys.stdout, path: str | None = None, engine: str = "kuzu"
         say(f"Final answer: the deadline of Website Redesign is "
             f"{final.value('Website Redesign', 'deadline')}")
         say("History view (only here does March 15 appear):")
-        for h in mem.history("Website Redesign", "deadline"):
-            say(f"  {h.value!r:12} {h.status:10} valid {h.valid_at:%Y-%m-%d} recorded "
+        entries = mem.history("Website Redesign", "deadline")
+        position = {h.id: i for i, h in enumerate(entries, 1)}
+        for i, h in enumerate(entries, 1):
+            say(f"  #{i} {h.value!r:12} {h.status:10} valid {h.valid_at:%Y-%m-%d} recorded "
                 f"{h.recorded_at:%Y-%m-%d %H:%M} source {h.provenance.source}"
-                + (f" superseded by {h.superseded_by}" if h.superseded_by else ""))
+                + (f" superseded by #{position[h.superseded_by]}" if h.superseded_by else ""))
         audit = mem.audit()
         say(f"Audit of C1-C6 over the whole state: {'clean' if audit.ok else audit.violations}; "
             f"{audit.transitions} transitions, hash chain {'intact' if audit.chain_ok else 'BROKEN'}")

@@ -23,7 +23,9 @@ def _field(f: s.FieldCard, indent: str = "  ") -> list[str]:
     if f.contested and f.candidates:
         lines.append(f"{indent}  contested between:")
         lines += [f"{indent}    {_v(c.value)} from {c.provenance.source} (R {c.reliability:+.2f})"
-                  for c in f.candidates]
+                  + (" <- current" if c.current else "") for c in f.candidates]
+    if f.why_current:
+        lines.append(f"{indent}  why current: {f.why_current}")
     for h in f.history or ():
         lines.append(f"{indent}  #{h.position} {_v(h.value)} {h.status}, valid {_day(h.valid_at)}")
     return lines
@@ -65,6 +67,7 @@ def explain(r: s.ExplainResult) -> str:
     states = ", ".join(f"{k} {v:.2f}" for k, v in r.states.items())
     return (f"{r.topic} / {r.field} = {_v(r.value)}\n"
             f"  reliability R {r.reliability:+.3f} ({states}; decay {r.decay})\n"
+            + (f"  contested: {r.why_current}\n" if r.contested and r.why_current else "")
             + history(s.HistoryResult(topic=r.topic, field=r.field, entries=r.entries)))
 
 

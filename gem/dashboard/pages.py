@@ -30,6 +30,7 @@ from .html import badge, card, esc, href, link, meter, page, scope_input, short,
 
 TOPIC_ID = re.compile(r"^(?:[a-z0-9][a-z0-9_.-]*:)?t\d+$")
 FIELD_ID = re.compile(r"^((?:[a-z0-9][a-z0-9_.-]*:)?t\d+)/(.+)$")
+EPISODE_ID = re.compile(r"^(?:[a-z0-9][a-z0-9_.-]*:)?ep\d+$")
 LADDER_COLOURS = {"active": "#16a34a", "compressed": "#d97706", "hidden": "#64748b",
                   "archived": "#9ca3af"}
 STATE_COLOURS = {"action": "#16a34a", "inaction": "#dc2626", "conflict": "#d97706",
@@ -61,17 +62,23 @@ def field_anchor(name: str) -> str:
 
 
 class Names:
-    """Unit ids as readers know them: topic titles, linked to their pages."""
+    """Unit ids as readers know them: topic titles, linked to their pages; episodes as who
+    said what when."""
 
     def __init__(self, mem: Memory, ids: Iterable[str] = ()) -> None:
         self.mem = mem
         self.titles: dict[str, str] = {}
+        self.episodes: dict[str, str] = {}
         self.add(ids)
 
     def add(self, units: Iterable[str]) -> None:
-        wanted = set()
+        wanted, said = set(), set()
         for unit in units:
             if not isinstance(unit, str):
+                continue
+            if EPISODE_ID.match(unit):
+                if unit not in self.episodes:
+                    said.add(unit)
                 continue
             match = FIELD_ID.match(unit)
             tid = match.group(1) if match else unit if TOPIC_ID.match(unit) else None
@@ -79,9 +86,13 @@ class Names:
                 wanted.add(tid)
         if wanted:
             self.titles.update(self.mem.titles(wanted))
+        if said:
+            self.episodes.update(self.mem.episode_labels(said))
 
     def unit(self, unit: str) -> str:
-        """A link for a topic or field id; any other text, escaped."""
+        """A link for a topic or field id, an episode's label; any other text, escaped."""
+        if EPISODE_ID.match(unit) and unit in self.episodes:
+            return f'<span title="{esc(unit)}">{esc(self.episodes[unit])}</span>'
         if TOPIC_ID.match(unit) and unit in self.titles:
             return link("/topic", self.titles[unit], id=unit)
         match = FIELD_ID.match(unit)
@@ -102,7 +113,8 @@ class Names:
             shown = ", ".join(self.json(v) for v in data[:LIST_LIMIT]) or "[]"
             more = len(data) - LIST_LIMIT
             return shown + (f' <span class="muted">+{more} more</span>' if more > 0 else "")
-        if isinstance(data, str) and (TOPIC_ID.match(data) or FIELD_ID.match(data)):
+        if isinstance(data, str) and (TOPIC_ID.match(data) or FIELD_ID.match(data)
+                                      or EPISODE_ID.match(data)):
             return self.unit(data)
         return value(data, 120)
 
@@ -176,7 +188,7 @@ def overview(mem: Memory, q: OverviewQuery) -> str:
         if rows else '<p class="muted">No topic matches.</p>') + _pager(q, listing.matching))
     last = table(["#", "op", "units"], [
         [link("/log", r["seq"], before=r["seq"] + 1),
-         badge(r["op"], "op") + f'<br><span class="muted small">{when(r["at"])} · {esc(r["actor"])}</span>',
+         badge(r["op"], "op") + f'<br><span class="muted small">{when(datetime.fromisoformat(r["at"]))} · {esc(r["actor"])}</span>',
          _units(names, r["units"], 3)] for r in recent])
     body = (f'<div class="grid">{stats}</div><div class="cols">{topics}'
             f'{card("Last transitions", last + link("/log", "the whole log →"))}</div>')
@@ -279,8 +291,9 @@ def topic(mem: Memory, name: str) -> str:
     if view is None:
         raise UnknownUnit(f"no topic named {name!r}")
     history = mem.salience_history(TopicId(view.id))
-    names = Names(mem, [f.origin for f in view.flags if f.origin] +
-                  [s for f in view.flags for s in _walk_strings(f.evidence)])
+    names = Names(mem, [f.origin_id for f in view.flags if f.origin_id] +
+                  [s for f in view.flags for s in _walk_strings(f.evidence)] +
+                  [f.provenance.ref for f in view.fields.values() if f.provenance and f.provenance.ref])
     explained = {fname: mem.explain(TopicId(view.id), fname) for fname in view.fields}
     # the fields with the most going on first: contested, then the longest histories
     order = sorted(view.fields, key=lambda f: (not view.fields[f].contested,
@@ -302,17 +315,17 @@ def topic(mem: Memory, name: str) -> str:
         for f in order]) if order else '<p class="muted">This topic has no fields.</p>'
     parts = [f'<div class="cols">{card("Fields", summary)}{card("Topic", head)}</div>']
     if view.flags:
-        rows = [[names.unit(f.origin) if f.origin else "—", esc(f.policy or "—"),
+        rows = [[names.unit(f.origin_id) if f.origin_id else "—", esc(f.policy or "—"),
                  when(f.created_at), names.json(f.evidence)] for f in view.flags]
         parts.append(card("Open revision flags", table(["because of", "policy", "since",
                                                         "evidence"], rows), "flags"))
     parts.append(_salience_card(history, view))
     for fname in order:  # an explanation's entries are the field's whole history
         parts.append(_field_card(fname, view.fields[fname], explained[fname].entries,
-                                 explained[fname], history.now))
+                                 explained[fname], history.now, names))
     return page(view.title, "".join(parts), active="", where=_where(mem),
                 subtitle=f"{len(view.fields)} field{'s' if len(view.fields) != 1 else ''} · "
-                         f"{esc(view.id)}")
+                         f'id <code class="id">{esc(view.id)}</code>')
 
 
 def _source(provenance: Any) -> str:
@@ -406,16 +419,18 @@ def _spans(entries: Sequence[HistoryEntry]) -> tuple[list[svg.Span], list[svg.Ma
 
 
 def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Explanation,
-                now: datetime) -> str:
+                now: datetime, names: Names) -> str:
     p = fv.provenance
     prov = "—" if p is None else (
         f'{esc(p.source)} <span class="muted">actor</span> {esc(p.actor)}'
-        f'{" <span class=muted>ref</span> " + esc(p.ref) if p.ref else ""} '
+        f'{" <span class=muted>ref</span> " + names.unit(p.ref) if p.ref else ""} '
         f'<span class="muted">confidence</span> {p.confidence:g} '
         f'<span class="muted">polarity</span> {esc(p.polarity)}')
     current = value(fv.value, 200) if fv.value is not None else "—"
     if fv.retracted is not None:  # mem.retract: no value now, and why
         current += f' <span class="muted">retracted: {esc(fv.retracted)}</span>'
+    if fv.why_current:  # contested: why this value is current, and what R says of it
+        current += f'<br><span class="muted">{esc(fv.why_current)}</span>'
     kv = (f'<dl class="kv"><dt>current value</dt><dd>{current}</dd>'
           + (f'<dt>labels</dt><dd>{" ".join(badge(x, "label") for x in fv.labels)}</dd>' if fv.labels else "")
           + f'<dt>valid at</dt><dd>{when(fv.valid_at, True)}</dd>'
@@ -433,7 +448,8 @@ def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Expl
                   f'{svg.reliability(explained.reliability)}</div>')
     contested = ""
     if fv.contested and fv.candidates:
-        rows = [[value(c.value), esc(c.provenance.source), when(c.valid_at),
+        rows = [[value(c.value) + (" " + badge("current") if c.current else ""),
+                 esc(c.provenance.source), when(c.valid_at),
                  f'<span class="num">{c.reliability:.3f}</span> {svg.reliability(c.reliability, width=140)}']
                 for c in fv.candidates]
         contested = "<h3>Contested: the candidates</h3>" + table(
@@ -544,7 +560,7 @@ def log(mem: Memory, topic_name: str | None, before: int | None, limit: int = PA
         else:
             linked = '<span class="muted">·</span>'
         chain = f'{linked} <code class="muted" title="{esc(r["hash"])}">{esc(r["hash"][:10])}</code>'
-        rows.append([esc(r["seq"]), when(r["at"], True),
+        rows.append([esc(r["seq"]), when(datetime.fromisoformat(r["at"]), True),
                      badge(r["op"], "op") + (f'<br><span class="muted">{esc(r["event"])}</span>'
                                              if r["event"] != r["op"] else ""),
                      esc(r["actor"]), _units(names, r["units"], 12), _fired(names, r["policies"]),

@@ -212,6 +212,19 @@ def _field_ids(t: Transition, wanted: list[tuple[str, str]],
     return out
 
 
+def _judge_dispute(t: Transition, fid: str, eid: str, newer: bool) -> None:
+    """After an observation of the current value: a denial as recent as its latest statement
+    contests the field; a newer statement that leaves no denial standing ends the dispute, as
+    a newer claim does (history.disputed)."""
+    entry, field = t.entry(eid), t.field_row(fid)
+    assert entry is not None and field is not None
+    standing = history.disputed(entry, t.observations(eid))
+    if standing and not field["contested"]:
+        t.update("Field", fid, contested=True)
+    elif newer and not standing and field["contested"]:
+        t.update("Field", fid, contested=False)
+
+
 def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
     """Write one fact where its field's history rules put it. Returns (outcome, entry); for an
     update the entry carries the id of the one it superseded under "superseded"."""
@@ -222,10 +235,13 @@ def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
     entries = t.entries(fid)
     where = history.place(entries, value, fact.polarity, valid_at, t.now)
     if where.target is not None:
+        newer = valid_at > where.target["asserted_at"]  # before the observation moves it
         t.new_observation(where.target["id"], provenance, valid_at)
         if fact.labels:  # a label says what the value is, whoever states it
             t.add_labels("Entry", where.target["id"], fact.labels)
             t.add_labels("Field", fid, fact.labels)
+        if where.target["status"] == "current":
+            _judge_dispute(t, fid, where.target["id"], newer)
         return where.outcome, where.target
     successor = where.successor["id"] if where.successor is not None else None
     entry = t.new_entry(fid, value, valid_at, provenance, where.status, successor,

@@ -332,6 +332,9 @@ def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: 
     entries = t.entries(fid)
     current = t.current_entry(fid) if as_of is None else value_as_of(entries, as_of, t.observations)
     shown = entries if full_history else [e for e in entries if e["active"]]
+    rivals = candidates(t, fid) if row["contested"] else None
+    judged = rivals is not None and as_of is None and current is not None \
+        and not is_retraction(current)
     return FieldView(
         name=row["name"],
         value=None if current is None else json.loads(current["value"]),
@@ -340,7 +343,9 @@ def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: 
         provenance=None if current is None else provenance(current),
         salience=t.salience_now(row), last_access=row["last_access"], status=row["status"],
         contested=bool(row["contested"]),
-        candidates=candidates(t, fid) if row["contested"] else None,
+        candidates=rivals,
+        reliability=next((c.reliability for c in rivals or () if c.current), None) if judged else None,
+        why_current=why_current(t, current, rivals or []) if judged and current else None,
         summary=row["summary"],
         history=[history_entry(t, e) for e in shown] if (history or full_history) else None,
         labels=list(row["labels"] or []),
@@ -348,8 +353,37 @@ def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: 
         else None)
 
 
+def why_current(t: Transition, current: dict[str, Any], rivals: list[Candidate]) -> str:
+    """Why a contested field's value is the current one, for its reader: the history's rule
+    (the newest statement is current, gem/history.py) and what the evidence says of it, its
+    reliability R against the other candidates' and the denials still standing."""
+    mine = next((c for c in rivals if c.current), None)
+    r = f"R {mine.reliability:+.2f}" if mine is not None else "R unknown"
+    why = (f"current as the newest statement (valid {current['valid_at']:%Y-%m-%d %H:%M}, "
+           f"from {current['source']})")
+    others = [c for c in rivals if not c.current]
+    best = max(others, key=lambda c: c.reliability, default=None)
+    if best is not None and mine is not None and best.reliability > mine.reliability:
+        why += (f", not as the most reliable: {json.dumps(best.value)} from "
+                f"{best.provenance.source} has higher R ({best.reliability:+.2f} against "
+                f"{mine.reliability:+.2f})")
+    elif best is not None:
+        why += (f", and the most reliable ({r} against {best.reliability:+.2f} for "
+                f"{json.dumps(best.value)} from {best.provenance.source})")
+    denials = [o for o in t.observations(current["id"])
+               if o["polarity"] == "-" and o["valid_at"] >= current["asserted_at"]]
+    if denials:
+        sources = ", ".join(dict.fromkeys(o["source"] for o in denials))
+        why += (f"; denied since by {sources}" + (f" ({r})" if best is None else "")
+                + ": it stays current until a newer statement")
+    elif best is None:
+        why += f" ({r})"
+    return why
+
+
 def candidates(t: Transition, fid: str) -> list[Candidate]:
-    """For a contested field: the latest claim of each source, each with its reliability."""
+    """For a contested field: the latest claim of each source, each with its reliability
+    (`current`: the one the history holds current)."""
     latest: dict[str, dict[str, Any]] = {}
     for e in t.entries(fid):
         if is_candidate(e):
@@ -361,7 +395,7 @@ def candidates(t: Transition, fid: str) -> list[Candidate]:
     for e in sorted(latest.values(), key=order_key, reverse=True):
         sequence = field_evidence(t, fid, assume_current=e)
         out.append(Candidate(value=json.loads(e["value"]), provenance=provenance(e),
-                             valid_at=e["valid_at"],
+                             valid_at=e["valid_at"], current=e["status"] == "current",
                              reliability=evidence_states(sequence, decay).reliability))
     return out
 
@@ -415,7 +449,7 @@ def open_flags(t: Transition, tid: str) -> list[FlagView]:
     def title(origin: str | None) -> str | None:
         row = None if origin is None else t.topic(origin)
         return None if row is None else row["title"]
-    return [FlagView(id=g["id"], origin=g["origin_id"], policy=g["policy"],
-                     evidence=json.loads(g["evidence"]), created_at=g["created_at"],
-                     origin_title=title(g["origin_id"]))
+    return [FlagView(id=g["id"], origin=title(g["origin_id"]), origin_id=g["origin_id"],
+                     policy=g["policy"], evidence=json.loads(g["evidence"]),
+                     created_at=g["created_at"])
             for g in t.open_flags(tid)]

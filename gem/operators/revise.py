@@ -175,10 +175,13 @@ def promote_fields(t: Transition, tid: str, names: list[str], title: str) -> str
 
 def settle_conflicts(t: Transition, fids: list[str]) -> None:
     """Put each conflict to the policies again, on today's evidence: a contested field is
-    un-contested first and stays so only if a policy contests it again."""
+    un-contested first and stays so only if a policy contests it again (or a denial of its
+    current value still stands, history.disputed)."""
     for fid in fids:
-        t.update("Field", fid, contested=False)
         current = t.current_entry(fid)
+        # a denial still standing keeps the field contested, whatever the policies say
+        standing = current is not None and history.disputed(current, t.observations(current["id"]))
+        t.update("Field", fid, contested=standing)
         if current is None or history.is_retraction(current):
             continue
         f = field_ref(t, fid)
@@ -197,11 +200,11 @@ def pending_revision(t: Transition, tid: str) -> PendingRevision:
     row = t.get("Topic", tid)
     flags = open_flags(t, tid)
     origins = {}
-    for origin in dict.fromkeys(f.origin for f in flags if f.origin is not None):
+    for origin in dict.fromkeys(f.origin_id for f in flags if f.origin_id is not None):
         other = t.topic(origin)
         if other is not None:
             origins[other["title"]] = current_values(t, origin)
-    return PendingRevision(topic=tid, title=row["title"], flags=flags,
+    return PendingRevision(topic_id=tid, title=row["title"], flags=flags,
                            values=current_values(t, tid), origins=origins)
 
 

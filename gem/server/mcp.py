@@ -74,7 +74,8 @@ def build_mcp(service: Service) -> MCPServer:
         that a topic's field has a value (e.g. topic 'Website Redesign', field 'deadline',
         value 'April 20'), with its source. Restating a known value corroborates it instead
         of duplicating it; a new value supersedes the old one, which stays in the history.
-        Returns the topics touched and those now flagged for review."""
+        Returns, by title, the topics touched, the values recorded and the topics now flagged
+        for review (ids alongside in the *_ids fields are for tools, not for you)."""
         if not facts and not episodes:
             raise InvalidInput("give at least one fact or episode")
         return await call("remember", ops.remember, facts or [], "mcp", episodes or [])

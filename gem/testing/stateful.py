@@ -213,7 +213,7 @@ class GemMachine(RuleBasedStateMachine):
         for topic, fld, *_ in facts:
             self.model.labels.setdefault((CANONICAL[topic.lower()], fld), set()).update(labels)
         new_entries = sum(o in ("created", "updated", "late", "denied") for o in outcomes)
-        assert len(result.entries) == new_entries, (result.entries, outcomes)
+        assert len(result.entry_ids) == new_entries, (result.new_values, outcomes)
         for (topic, *_), outcome in zip(facts, outcomes):
             if outcome == "updated":
                 self.model.flagged |= {b for a, b in self.model.extension
@@ -345,7 +345,7 @@ class GemMachine(RuleBasedStateMachine):
             self.model.histories, self.model.order = before, order
             return
         assert not must_reject_c3
-        (eid,) = result.episodes
+        (eid,) = result.episode_ids
         assert eid not in self.model.episodes
         self.model.episodes[eid] = (text, at)
         if outcome == "updated":
