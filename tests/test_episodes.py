@@ -142,3 +142,47 @@ def test_between_needs_a_text_query_and_aware_times(mem, clock):
     assert snapshot(mem) == before
     r = mem.retrieve("budget review", between=window)
     assert [e.source for e in r.episodes] == ["chat:1"] and r.between == window
+
+
+class _Text(str):
+    """A str subclass: not a str as written, so refused like any other type."""
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(at="2026-03-01T08:00:00+00:00"),      # ISO text: the boundary parses it, not the model
+    dict(at=1767225600), dict(at=1767225600.0), dict(at=True),   # an epoch is not a time
+    dict(source=_Text("chat:1")), dict(source=7), dict(speaker=_Text("Ana")), dict(speaker=1),
+    dict(actor=_Text("me")),
+])
+def test_an_episode_is_validated_like_a_fact_and_nothing_is_coerced(kwargs):
+    fact_kwargs = {k: v for k, v in kwargs.items() if k != "speaker"}
+    with pytest.raises(gem.InvalidInput):
+        gem.Episode("the launch moved to April", **kwargs)
+    if fact_kwargs:
+        with pytest.raises(gem.InvalidInput):
+            gem.Fact("Launch", "date", "April", **fact_kwargs)
+    with pytest.raises(gem.InvalidInput):
+        gem.Episode(_Text("the launch moved to April"))
+
+
+def test_an_episode_keeps_its_text_as_said_and_its_time_in_utc():
+    said = datetime(2026, 3, 1, 9, 0, tzinfo=timezone(timedelta(hours=1)))
+    episode = gem.Episode("  the launch moved to April\n", at=said, speaker=" Ana ")
+    assert episode.text == "  the launch moved to April\n" and episode.speaker == "Ana"
+    assert episode.at == said and episode.at.tzinfo == timezone.utc
+    assert gem.Fact("Launch", "date", "April", at=said).at == episode.at
+
+
+@pytest.mark.parametrize("with_extractor", [False, True])
+def test_a_future_dated_episode_is_refused_with_or_without_an_extractor(db_path, clock, with_extractor):
+    extractor = extract_deadlines if with_extractor else None
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=extractor) as mem:
+        mem.ingest(gem.Episode("first", source="chat:1", at=T0 - timedelta(hours=1)))
+        before = snapshot(mem)
+        for said in [T0 + timedelta(seconds=1), T0 + timedelta(days=30)]:
+            with pytest.raises(gem.InvalidInput, match=r"facts\[1\]\.at .*after the memory's clock"):
+                mem.ingest([gem.Fact("Launch", "owner", "Ana"),
+                            gem.Episode("Website Redesign is due April 20.", at=said, source="chat:2")])
+            assert snapshot(mem) == before
+        r = mem.ingest(gem.Episode("Website Redesign is due April 20.", at=T0, source="chat:2"))
+        assert r.episodes == ["ep2"] and r.extracted == (1 if with_extractor else 0)
