@@ -240,7 +240,7 @@ class Memory:
         if not batch:
             raise InvalidInput("ingest needs at least one fact or episode")
         plain = [f for f in batch if isinstance(f, Fact)]
-        episodes = [(e, self._extract(i, e)) for i, e in enumerate(batch) if isinstance(e, Episode)]
+        episodes = [(i, e, self._extract(i, e)) for i, e in enumerate(batch) if isinstance(e, Episode)]
         if episodes:
             def operator(t: Transition) -> dict[str, Any]:
                 return ingest_op.ingest_with_episodes(t, plain, episodes)

@@ -112,18 +112,7 @@ class Fact(BaseModel):
     def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> "Fact":
         """A Fact from its JSON (`model_dump(mode="json")`): JSON has no datetime, so `at` is
         ISO 8601 text there, with its offset; everything else is checked as always."""
-        try:
-            data = json.loads(json_data)
-        except ValueError as exc:
-            raise InvalidInput(f"invalid Fact JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise InvalidInput(f"a Fact's JSON is an object, got {type(data).__name__}")
-        if isinstance(data.get("at"), str):
-            try:
-                data["at"] = datetime.fromisoformat(data["at"])
-            except ValueError:
-                raise InvalidInput(f"invalid Fact: at: not an ISO 8601 time: {data['at']!r}") from None
-        return cls(**data)
+        return cls(**_json_fields(json_data, "Fact"))
 
     @field_validator("topic", "field", "source", "actor", mode="before")
     @classmethod
@@ -175,6 +164,23 @@ class Fact(BaseModel):
         if len(out) > MAX_LABELS:
             raise ValueError(f"at most {MAX_LABELS} labels")
         return tuple(out)
+
+
+def _json_fields(json_data: str | bytes | bytearray, what: str) -> dict[str, Any]:
+    """The arguments of a Fact or an Episode from its JSON, `at` parsed from its ISO 8601 text
+    (the one place text becomes a time: JSON has no other way to write one)."""
+    try:
+        data = json.loads(json_data)
+    except ValueError as exc:
+        raise InvalidInput(f"invalid {what} JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"a {what}'s JSON is an object, got {type(data).__name__}")
+    if isinstance(data.get("at"), str):
+        try:
+            data["at"] = datetime.fromisoformat(data["at"])
+        except ValueError:
+            raise InvalidInput(f"invalid {what}: at: not an ISO 8601 time: {data['at']!r}") from None
+    return data
 
 
 def _kind(v: Any) -> str:
@@ -241,6 +247,11 @@ class Episode(BaseModel):
             super().__init__(text=text, **kwargs)
         except ValidationError as exc:
             raise InvalidInput(_describe(exc, "Episode")) from None
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> "Episode":
+        """An Episode from its JSON (`model_dump(mode="json")`), `at` as ISO 8601 text."""
+        return cls(**_json_fields(json_data, "Episode"))
 
     @field_validator("text", mode="before")
     @classmethod

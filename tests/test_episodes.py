@@ -91,9 +91,9 @@ def test_a_rejected_transition_with_episodes_leaves_nothing_behind(tmp_path, clo
 def test_episodes_survive_reopen_and_a_hidden_one_stays_searchable(tmp_path, clock):
     path = memory_location(tmp_path)
     with gem.open(path, clock=clock, engine=ENGINE) as mem:
-        mem.ingest([gem.Episode("The kickoff is in the red room", source="chat:1", at=T0),
-                    gem.Episode("Parking is behind building C", source="chat:2",
-                                at=T0 + timedelta(hours=2))])
+        mem.ingest([gem.Episode("The kickoff is in the red room", source="chat:1",
+                                at=T0 - timedelta(hours=2)),
+                    gem.Episode("Parking is behind building C", source="chat:2", at=T0)])
         clock.advance(days=50)
         mem.forget()
         assert mem.stats()["episodes"] == {"hidden": 2}

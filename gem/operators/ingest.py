@@ -9,11 +9,12 @@ fields, writes what `place` decided and announces it to the policies.
 Facts are numbered in the order they are recorded; a policy may `drop` one (it is then left
 out: the transition runs again without it, `t.skipping`), and the result and the log say which
 and why. A fact dated after the transition's time is refused: gem records what is known now,
-and a future date (a typo such as 9999-12-31) would otherwise outrank every later statement.
+and a future date (a typo such as 9999-12-31) would otherwise outrank every later statement;
+an episode dated after it is refused alike, whether or not an extractor finds facts in it.
 """
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from .. import history
@@ -33,12 +34,7 @@ def ingest(t: Transition, facts: Sequence[Fact], first: int = 0) -> dict[str, An
     """Record `facts`, numbered from `first` in this transition. Returns what happened."""
     numbered = [(first + i, f) for i, f in enumerate(facts)]
     for n, fact in numbered:
-        if fact.at is not None and fact.at > t.now:
-            raise InvalidInput(
-                f"facts[{n}].at is {fact.at.isoformat()}, after the memory's clock "
-                f"({t.now.isoformat()}): gem records what is known, and a future date would "
-                "outrank every statement made until then; give the date in the value instead "
-                "(for example 'starts 2026-05-01')")
+        future_problem(t, f"facts[{n}].at", fact.at)
     dropped = [(n, f) for n, f in numbered if n in t.skipping]
     numbered = [(n, f) for n, f in numbered if n not in t.skipping]
     created_topics: list[str] = []
@@ -108,6 +104,23 @@ def ingest(t: Transition, facts: Sequence[Fact], first: int = 0) -> dict[str, An
             "dropped": report}
 
 
+def future_problem(t: Transition, what: str, at: datetime | None) -> None:
+    """InvalidInput when `at` is after the transition's time: the one rule for facts and
+    episodes (and for `gem ingest`'s line check, with the time its run will use)."""
+    problem = future_time(what, at, t.now)
+    if problem is not None:
+        raise InvalidInput(problem)
+
+
+def future_time(what: str, at: datetime | None, now: datetime) -> str | None:
+    """Why `at` cannot be recorded at `now`, or None."""
+    if at is None or at <= now:
+        return None
+    return (f"{what} is {at.isoformat()}, after the memory's clock ({now.isoformat()}): gem "
+            "records what is known, and a future date would outrank every statement made "
+            "until then; give the date in the value instead (for example 'starts 2026-05-01')")
+
+
 # An episode said within this long after the previous one is read in its context: its search
 # document includes the previous episode's text ("Yes, in May" answers what was asked just
 # before). Measured on LoCoMo turns: evidence any@10 0.666 -> 0.761 with the hashing embedder.
@@ -115,14 +128,16 @@ CONVERSATION_GAP = timedelta(minutes=30)
 
 
 def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
-                         episodes: Sequence[tuple[Episode, Sequence[Fact]]]) -> dict[str, Any]:
-    """Record each episode, then ingest the facts extracted from it (citing it by its id in
-    `ref` and dated when it was said, unless they say otherwise) and `facts`, in this one
-    transition."""
+                         episodes: Sequence[tuple[int, Episode, Sequence[Fact]]]) -> dict[str, Any]:
+    """Record each episode (numbered by its place in the caller's batch), then ingest the
+    facts extracted from it (citing it by its id in `ref` and dated when it was said, unless
+    they say otherwise) and `facts`, in this one transition."""
+    for n, episode, _ in episodes:
+        future_problem(t, f"facts[{n}].at", episode.at)
     created: list[str] = []
     extracted: list[Fact] = []
     last = t.row("Episode", f"{t.prefix}ep{t.counters.episode}") if t.counters.episode else None
-    for episode, derived in episodes:
+    for _, episode, derived in episodes:
         at = episode.at or t.now
         follows = None
         if last is not None and timedelta(0) <= at - last["at"] <= CONVERSATION_GAP:
