@@ -156,6 +156,10 @@ class SalienceTable:
         age = np.where(np.isnan(age), 0.0, age)
         return s * np.exp2(-age / (half_life.total_seconds() if per_row is None else per_row))
 
+    def live(self) -> np.ndarray:
+        """Which rows hold a unit: not those an erasure emptied (`remove`)."""
+        return self.status[:len(self.ids)] < len(self.names)
+
     def mask(self, statuses: Iterable[str]) -> np.ndarray:
         codes = [self.codes[s] for s in statuses]
         return np.isin(self.status[:len(self.ids)], codes)
