@@ -113,7 +113,7 @@ def _field(view: FieldView) -> s.FieldCard:
             s.CandidateCard(value=c.value, provenance=c.provenance, valid_at=c.valid_at,
                             reliability=c.reliability) for c in view.candidates],
         history=None if view.history is None else _history(view.history),
-        labels=list(view.labels), retracted=view.retracted)
+        labels=list(view.labels), retracted=view.retracted, context=view.context)
 
 
 def _flags(namer: Namer, view: TopicView) -> list[s.ReviewFlag]:
@@ -133,7 +133,7 @@ def _topic(namer: Namer, view: TopicView, full: TopicView | None = None) -> s.To
         fields={name: _field(f) for name, f in view.fields.items()},
         hidden_fields=sorted(n for n, f in full.fields.items()
                              if f.status == "hidden" and n not in view.fields),
-        needs_review=_flags(namer, full))
+        needs_review=_flags(namer, full), context_of=view.context_of)
 
 
 def _require_topic(mem: Memory, topic: str) -> TopicView:

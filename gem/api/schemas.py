@@ -122,6 +122,9 @@ class FieldCard(_Wire):
     history: list["HistoryItem"] | None = None
     labels: list[str] = Field(default_factory=list)
     retracted: str | None = Field(None, description="Why its value was retracted (it has none).")
+    context: bool = Field(False, description=(
+        "Returned as context of an associated topic (see the topic's context_of), not because "
+        "it matched the query."))
 
 
 class ReviewFlag(_Wire):
@@ -144,6 +147,9 @@ class TopicCard(_Wire):
     hidden_fields: list[str] = Field(default_factory=list, description=(
         "Fields faded out of default recall; ask for them by name to read (and revive) them."))
     needs_review: list[ReviewFlag] = Field(default_factory=list)
+    context_of: str | None = Field(None, description=(
+        "Set when the topic is returned as context: the title of the matching topic it is "
+        "associated with."))
 
 
 class HistoryItem(_Wire):
