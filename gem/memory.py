@@ -256,6 +256,7 @@ class Memory:
                             dropped=[DroppedFact(**d) for d in summary["dropped"]],
                             resolved=[Resolution(**r) for r in summary["resolved"]],
                             episodes=summary.get("episodes", []),
+                            known_episodes=summary.get("known_episodes", []),
                             extracted=summary.get("extracted", 0))
 
     @property

@@ -484,6 +484,7 @@ class IngestResult(BaseModel):
     denials: int = 0                  # denials (polarity "-") added to an existing entry
     flagged: list[str]                # topics flagged for revision by policies
     episodes: list[str] = PydField(default_factory=list)  # episode ids created, in order
+    known_episodes: list[str] = PydField(default_factory=list)  # stored ones the batch repeated
     extracted: int = 0                # facts the extractor returned for those episodes
     dropped: list[DroppedFact] = PydField(default_factory=list)
     resolved: list[Resolution] = PydField(default_factory=list)

@@ -186,3 +186,32 @@ def test_a_future_dated_episode_is_refused_with_or_without_an_extractor(db_path,
             assert snapshot(mem) == before
         r = mem.ingest(gem.Episode("Website Redesign is due April 20.", at=T0, source="chat:2"))
         assert r.episodes == ["ep2"] and r.extracted == (1 if with_extractor else 0)
+
+
+def test_an_episode_ingested_again_is_the_same_episode_and_stores_nothing_new(db_path, clock):
+    said = T0 - timedelta(hours=1)
+
+    def turn(text="Website Redesign is due April 20.", **kwargs):
+        return gem.Episode(text, **{"at": said, "source": "chat:4", "speaker": "Ana", **kwargs})
+
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=extract_deadlines) as mem:
+        first = mem.ingest([turn(), turn()])                       # twice in one batch
+        assert (first.episodes, first.known_episodes, first.extracted) == (["ep1"], ["ep1"], 1)
+        clock.advance(hours=1)
+        again = mem.ingest([turn(), gem.Fact("Website Redesign", "owner", "Ana")])
+        assert (again.episodes, again.known_episodes, again.extracted) == ([], ["ep1"], 0)
+        assert again.corroborations == 0 and len(again.entries) == 1   # only the new fact
+        (entry,) = mem.history("Website Redesign", "deadline")
+        assert entry.observations == [] and entry.provenance.ref == "ep1"
+        # any difference in what was said, by whom, where or when is another episode
+        other = mem.ingest([turn(speaker="Bob"), turn(source="chat:5"), turn(text="Lunch at noon"),
+                            turn(at=said + timedelta(seconds=1)), turn(speaker=None)])
+        assert other.episodes == ["ep2", "ep3", "ep4", "ep5", "ep6"] and other.known_episodes == []
+        # per scope: another tenant's identical episode is its own
+        assert mem.scope("acme").ingest(turn()).episodes == ["acme:ep1"]
+        assert mem.episodes().matching == 6
+        assert mem.audit(full=True).ok
+    with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
+        assert mem.ingest(turn()).known_episodes == ["ep1"]           # after reopen too
+        mem.erase("Website Redesign", reason="ticket 25")            # erased: ep1 goes
+        assert mem.ingest(turn()).episodes == ["ep7"]                 # said again, it is new

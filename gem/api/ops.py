@@ -155,8 +155,8 @@ def remember(mem: Memory, facts: list[s.FactIn], actor: str = "api",
         created_topics=[namer.unit(t) for t in result.created_topics],
         new_values=len(result.entries), corroborations=result.corroborations,
         denials=result.denials, flagged_for_review=[namer.unit(t) for t in result.flagged],
-        episodes=len(result.episodes), extracted=result.extracted,
-        refused=[s.RefusedFact(topic=d.topic, field=d.field, reason=d.reason, policy=d.policy)
+        episodes=len(result.episodes), known_episodes=len(result.known_episodes),
+        extracted=result.extracted, refused=[s.RefusedFact(topic=d.topic, field=d.field, reason=d.reason, policy=d.policy)
                  for d in result.dropped])
 
 

@@ -187,6 +187,8 @@ class RememberResult(_Wire):
     denials: int
     flagged_for_review: list[str] = Field(description="Topics now flagged because this changed.")
     episodes: int = Field(0, description="Episodes stored.")
+    known_episodes: int = Field(0, description=(
+        "Episodes already stored (the same text, source, speaker and time): nothing new kept."))
     extracted: int = Field(0, description="Facts found in those episodes and remembered with them.")
     refused: list["RefusedFact"] = Field(default_factory=list, description=(
         "Facts a policy left out of this batch, and why (the rest was remembered)."))

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, TextIO
 
 from pydantic import BaseModel
@@ -172,6 +172,23 @@ def _parse_facts(lines: Iterator[str]) -> tuple[list[tuple[int, Any]], list[tupl
     return facts, bad
 
 
+def _not_future(facts: list[tuple[int, Any]], bad: list[tuple[int, str]]
+                ) -> tuple[list[tuple[int, Any]], list[tuple[int, str]]]:
+    """The lines dated after now are bad lines too. Every transition of this run takes the
+    later of the clock and the log's last time, never earlier than now: a line that passes
+    here passes there, and none fails a batch halfway through the run."""
+    from ..operators.ingest import future_time
+    now = datetime.now(timezone.utc)
+    kept = []
+    for number, item in facts:
+        problem = future_time("at", item.at, now)
+        if problem is None:
+            kept.append((number, item))
+        else:
+            bad.append((number, problem))
+    return kept, sorted(bad)
+
+
 def ingest(args: argparse.Namespace) -> int:
     """Every line is checked before anything is written: a bad line refuses the whole
     run (nothing ingested) unless --skip-bad. Each batch is one transition; if one is
@@ -188,6 +205,7 @@ def ingest(args: argparse.Namespace) -> int:
         raise InvalidInput(f"cannot read {args.file!r}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{args.file!r} is not UTF-8: {exc.reason}") from None
+    facts, bad = _not_future(facts, bad)
     for number, message in bad[:20]:
         print(f"{args.file}:{number}: {message}", file=sys.stderr)
     if len(bad) > 20:
@@ -196,8 +214,9 @@ def ingest(args: argparse.Namespace) -> int:
         print(f"gem ingest: refused: {len(bad)} bad line(s); nothing was ingested "
               "(--skip-bad ingests the good ones)", file=sys.stderr)
         return 1
-    summary: dict[str, Any] = {"facts": 0, "episodes": 0, "batches": 0, "created_topics": 0, "new_values": 0,
-                               "corroborations": 0, "denials": 0, "flagged_topics": 0,
+    summary: dict[str, Any] = {"facts": 0, "episodes": 0, "known_episodes": 0, "batches": 0,
+                               "created_topics": 0, "new_values": 0, "corroborations": 0,
+                               "denials": 0, "flagged_topics": 0,
                                "skipped_lines": len(bad), "rejected": None}
     progress = Progress(len(facts), sys.stderr,
                         args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty()))
@@ -213,7 +232,8 @@ def ingest(args: argparse.Namespace) -> int:
                                        "error": ops.describe_rejection(mem, exc).message}
                 break
             summary["facts"] += len(chunk)
-            summary["episodes"] += len(result.episodes)
+            summary["episodes"] += len(result.episodes) + len(result.known_episodes)
+            summary["known_episodes"] += len(result.known_episodes)
             summary["batches"] += 1
             summary["created_topics"] += len(result.created_topics)
             summary["new_values"] += len(result.entries)

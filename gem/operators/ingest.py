@@ -23,6 +23,7 @@ from ..model import Episode, Fact
 from ..resolve import TieredResolver
 from ..runtime import FACT
 from ..state.transition import Transition
+from ..store import queries
 from ..text import name_key
 from ..units import EntryRef, EpisodeRef, FieldRef, TopicRef, dumps, field_id
 from .common import entry_value, field_named
@@ -135,16 +136,23 @@ def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
     for n, episode, _ in episodes:
         future_problem(t, f"facts[{n}].at", episode.at)
     created: list[str] = []
+    known: list[str] = []
     extracted: list[Fact] = []
+    said = _stored_episodes(t, [e for _, e, _ in episodes])
     last = t.row("Episode", f"{t.prefix}ep{t.counters.episode}") if t.counters.episode else None
     for _, episode, derived in episodes:
         at = episode.at or t.now
+        key = _identity(episode.text, episode.source, episode.speaker, at)
+        if key in said:  # said before: the same episode, and what was found in it is recorded
+            known.append(said[key])
+            continue
         follows = None
         if last is not None and timedelta(0) <= at - last["at"] <= CONVERSATION_GAP:
             follows = last["id"]
         row = t.new_episode(episode.text, at, episode.source, episode.actor, episode.speaker,
                             follows)
         last = row
+        said[key] = row["id"]
         created.append(row["id"])
         t.emit("episode_recorded", episode=EpisodeRef(row["id"]))
         for fact in derived:
@@ -158,7 +166,22 @@ def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
     summary: dict[str, Any] = ingest(t, batch) if batch else \
         {"created_topics": [], "entries": [], "corroborations": 0, "denials": 0,
          "resolved": [], "dropped": []}
-    return {**summary, "episodes": created, "extracted": len(extracted)}
+    return {**summary, "episodes": created, "known_episodes": known, "extracted": len(extracted)}
+
+
+def _identity(text: str, source: str, speaker: str | None, at: datetime) -> tuple[Any, ...]:
+    """What makes an episode the one it is: what was said, where, by whom and when."""
+    return (text, source, speaker, at)
+
+
+def _stored_episodes(t: Transition, episodes: Sequence[Episode]) -> dict[tuple[Any, ...], str]:
+    """The scope's stored episodes that say what one of `episodes` says, by identity."""
+    texts = sorted({e.text for e in episodes})
+    with t.cache.store.reading() as tx:
+        eids = queries.episodes_saying(tx, t.scope, texts)
+    t.prefetch("Episode", eids)
+    rows = [row for eid in eids if (row := t.row("Episode", eid)) is not None]
+    return {_identity(r["text"], r["source"], r["speaker"], r["at"]): r["id"] for r in rows}
 
 
 def _resolve_hosts(t: Transition, facts: Sequence[Fact],

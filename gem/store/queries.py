@@ -629,6 +629,13 @@ def episode_ids_from(tx: Tx, scope: str, source: str) -> list[str]:
                                  "RETURN x.id ORDER BY x.seq", {"scope": scope, "source": source})]
 
 
+def episodes_saying(tx: Tx, scope: str, texts: Sequence[str]) -> list[str]:
+    """The ids of a scope's episodes whose text is one of `texts` (an ingest finds the
+    episodes it repeats among them)."""
+    return [r[0] for r in tx.run("MATCH (x:Episode) WHERE x.scope = $scope AND x.text IN $texts "
+                                 "RETURN x.id ORDER BY x.seq", {"scope": scope, "texts": list(texts)})]
+
+
 def touches(tx: Tx) -> Iterator[tuple[int, list[str]]]:
     """(seq, units) of every log record not redacted, in order."""
     for seq, units in tx.stream("MATCH (x:Transition) WHERE x.salt <> '' RETURN x.seq, x.units "

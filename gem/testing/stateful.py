@@ -345,9 +345,14 @@ class GemMachine(RuleBasedStateMachine):
             self.model.histories, self.model.order = before, order
             return
         assert not must_reject_c3
-        (eid,) = result.episodes
-        assert eid not in self.model.episodes
-        self.model.episodes[eid] = (text, at)
+        # the same text, source, speaker and time is the same episode: stored once
+        known = next((eid for eid, said in self.model.episodes.items() if said == (text, at)), None)
+        if known is not None:
+            assert (result.episodes, result.known_episodes) == ([], [known])
+        else:
+            (eid,) = result.episodes
+            assert eid not in self.model.episodes and result.known_episodes == []
+            self.model.episodes[eid] = (text, at)
         if outcome == "updated":
             self.model.flagged |= {b for a, b in self.model.extension if a == "Delta Team"}
 
