@@ -215,3 +215,22 @@ def test_an_episode_ingested_again_is_the_same_episode_and_stores_nothing_new(db
         assert mem.ingest(turn()).known_episodes == ["ep1"]           # after reopen too
         mem.erase("Website Redesign", reason="ticket 25")            # erased: ep1 goes
         assert mem.ingest(turn()).episodes == ["ep7"]                 # said again, it is new
+
+
+@pytest.mark.parametrize("at", [1767225600, 1767225600.5, "1767225600", "yesterday", True])
+def test_the_wire_reads_a_time_only_from_iso_text(mem, at):
+    from pydantic import ValidationError
+    from gem.api import ops, schemas
+    for body in ({"episodes": [{"text": "the launch moved", "at": at}]},
+                 {"facts": [{"topic": "Launch", "field": "date", "value": "May", "at": at}]}):
+        with pytest.raises(ValidationError, match="at"):
+            schemas.IngestRequest.model_validate(body)
+    said = schemas.IngestRequest.model_validate(
+        {"episodes": [{"text": "the launch moved", "at": "2026-03-01T08:00:00Z"}],
+         "facts": [{"topic": "Launch", "field": "date", "value": "May", "at": "2026-03-01T09:00:00+01:00"}]})
+    r = ops.remember(mem, list(said.facts), episodes=said.episodes)
+    assert (r.episodes, r.new_values) == (1, 1)
+    assert mem.episodes().episodes[0].at == datetime(2026, 3, 1, 8, tzinfo=timezone.utc)
+    naive = schemas.IngestRequest.model_validate({"episodes": [{"text": "x", "at": "2026-03-01T08:00:00"}]})
+    with pytest.raises(gem.InvalidInput, match="timezone-aware"):
+        ops.remember(mem, [], episodes=naive.episodes)

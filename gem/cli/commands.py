@@ -149,7 +149,8 @@ class Progress:
 
 def _parse_facts(lines: Iterator[str]) -> tuple[list[tuple[int, Any]], list[tuple[int, str]]]:
     import gem
-    facts, bad = [], []
+    facts: list[tuple[int, Any]] = []
+    bad: list[tuple[int, str]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
