@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from .. import history
+from ..derived import said_key
 from ..errors import InvalidInput
 from ..model import Episode, Fact
 from ..resolve import TieredResolver
@@ -142,7 +143,7 @@ def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
     last = t.row("Episode", f"{t.prefix}ep{t.counters.episode}") if t.counters.episode else None
     for _, episode, derived in episodes:
         at = episode.at or t.now
-        key = _identity(episode.text, episode.source, episode.speaker, at)
+        key = said_key(episode.text, episode.source, episode.speaker, at)
         if key in said:  # said before: the same episode, and what was found in it is recorded
             known.append(said[key])
             continue
@@ -169,19 +170,19 @@ def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
     return {**summary, "episodes": created, "known_episodes": known, "extracted": len(extracted)}
 
 
-def _identity(text: str, source: str, speaker: str | None, at: datetime) -> tuple[Any, ...]:
-    """What makes an episode the one it is: what was said, where, by whom and when."""
-    return (text, source, speaker, at)
-
-
-def _stored_episodes(t: Transition, episodes: Sequence[Episode]) -> dict[tuple[Any, ...], str]:
-    """The scope's stored episodes that say what one of `episodes` says, by identity."""
-    texts = sorted({e.text for e in episodes})
-    with t.cache.store.reading() as tx:
-        eids = queries.episodes_saying(tx, t.scope, texts)
-    t.prefetch("Episode", eids)
-    rows = [row for eid in eids if (row := t.row("Episode", eid)) is not None]
-    return {_identity(r["text"], r["source"], r["speaker"], r["at"]): r["id"] for r in rows}
+def _stored_episodes(t: Transition, episodes: Sequence[Episode]) -> dict[bytes, str]:
+    """The scope's stored episodes that say what one of `episodes` says (`said_key`), found
+    in the derived state's index of them and checked against their rows."""
+    derived = t.committed
+    if derived.said is None:
+        with t.cache.store.reading() as tx:
+            derived.said = {said_key(r["text"], r["source"], r["speaker"], r["at"]): r["id"]
+                            for r in queries.stream_episodes(tx, t.scope)}
+    keys = {said_key(e.text, e.source, e.speaker, e.at or t.now) for e in episodes}
+    found = {key: derived.said[key] for key in keys if key in derived.said}
+    t.prefetch("Episode", list(found.values()))
+    return {key: eid for key, eid in found.items() if (row := t.row("Episode", eid)) is not None
+            and said_key(row["text"], row["source"], row["speaker"], row["at"]) == key}
 
 
 def _resolve_hosts(t: Transition, facts: Sequence[Fact],

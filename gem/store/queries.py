@@ -629,11 +629,14 @@ def episode_ids_from(tx: Tx, scope: str, source: str) -> list[str]:
                                  "RETURN x.id ORDER BY x.seq", {"scope": scope, "source": source})]
 
 
-def episodes_saying(tx: Tx, scope: str, texts: Sequence[str]) -> list[str]:
-    """The ids of a scope's episodes whose text is one of `texts` (an ingest finds the
-    episodes it repeats among them)."""
-    return [r[0] for r in tx.run("MATCH (x:Episode) WHERE x.scope = $scope AND x.text IN $texts "
-                                 "RETURN x.id ORDER BY x.seq", {"scope": scope, "texts": list(texts)})]
+def stream_episodes(tx: Tx, scope: str) -> Iterator[Row]:
+    """Every episode of one scope (what it said, where, by whom and when)."""
+    cols = TABLES["Episode"].columns
+    typed = _typing(tx, "Episode", cols)
+    for values in tx.stream(f"MATCH (n:Episode) WHERE n.scope = $scope RETURN {_returns('n', cols)}",
+                            {"scope": scope}):
+        row = dict(zip(cols, values))
+        yield row if typed is None else typed(row)
 
 
 def touches(tx: Tx) -> Iterator[tuple[int, list[str]]]:
