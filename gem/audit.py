@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+import numpy as np
 
 from . import attest, conditions
 from .derived import GENESIS, Progress
@@ -19,6 +21,7 @@ from .store.schema import RELS, Row
 from .units import is_episode
 
 if TYPE_CHECKING:
+    from .derived import ScopeState
     from .engine import Engine
 
 
@@ -247,6 +250,44 @@ def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None) -> list[tuple[
     return found
 
 
+class EpisodeLinks:
+    """What points at an episode must find it: the episode it `follows` (stored, of its scope)
+    and the derived state's listing of each scope's episodes (every stored episode with its
+    status, and nothing else: an erased one listed would be read as a row that is not there)."""
+
+    def __init__(self) -> None:
+        self.stored: dict[str, tuple[str, str]] = {}     # id -> (scope, status)
+        self.follows: list[tuple[str, str, str]] = []    # (id, scope, the episode it follows)
+
+    def seen(self, rows: Iterable[Row]) -> Iterator[Row]:
+        for row in rows:
+            self.stored[row["id"]] = (row["scope"], row["status"])
+            if row["follows"] is not None:
+                self.follows.append((row["id"], row["scope"], row["follows"]))
+            yield row
+
+    def violations(self, derived: dict[str, "ScopeState"] | None) -> list[tuple[str, str | None, str]]:
+        found: list[tuple[str, str | None, str]] = [
+            ("C4", eid, f"follows {before}, which is not an episode of its scope")
+            for eid, scope, before in self.follows
+            if self.stored.get(before, ("", ""))[0] != scope]
+        if derived is None:
+            return found
+        for eid, (scope, status) in sorted(self.stored.items()):
+            state = derived.get(scope)
+            listed = None if state is None else state.episodes.status_of(eid)
+            if listed != status:
+                found.append(("state", eid, f"the derived state lists it as {listed}, the "
+                                            f"database holds it as {status}"))
+        for scope, state in sorted(derived.items()):
+            table = state.episodes
+            found += [("state", table.ids[r], "the derived state lists an episode the database "
+                                              "does not hold")
+                      for r in np.flatnonzero(table.live()).tolist()
+                      if table.ids[r] not in self.stored]
+        return found
+
+
 def _head(scan: LogScan, expected: dict[str, Any] | None) -> list[tuple[str, str | None, str]]:
     """The log must reach an anchored head, with that hash (truncation, re-chaining)."""
     if expected is None:
@@ -290,7 +331,8 @@ def _full(engine: "Engine", progress: Progress | None,
         for rel in OWNED:
             found += [("C4", child, f"held by {holder} ({rel}) but names {owner} as its owner")
                       for child, owner, holder in queries.misowned(tx, rel)]
-        found += conditions.c4_episodes(queries.stream_rows(tx, "Episode"))
+        episodes = EpisodeLinks()
+        found += conditions.c4_episodes(episodes.seen(queries.stream_rows(tx, "Episode")))
         found += conditions.c3_trajectory(queries.updates_of_extended_topics(tx),
                                           queries.flags_by_transition(tx))
         active = queries.active_fields_by_scope(tx)
@@ -307,6 +349,9 @@ def _full(engine: "Engine", progress: Progress | None,
         found += _attest(tx, scan)
         chain_ok, broken_at = scan.broken is None, scan.broken
         found += _head(scan, expected_head)
+        # the derived state describes the head it took in: compared when that is this log's
+        described = engine.derived.seq == (scan.head[0] if scan.head else 0)
+        found += episodes.violations(engine.derived.scopes if described else None)
     if progress is not None:
         progress("audit histories", fields, n_fields)
     return _report(engine, found, checked, (chain_ok, broken_at), active, 0)

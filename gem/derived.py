@@ -30,6 +30,7 @@ when it matches the log's head; a stale snapshot catches up from the log.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -155,6 +156,10 @@ class SalienceTable:
         age = np.maximum(_seconds(now) - self.last[:n], 0.0)
         age = np.where(np.isnan(age), 0.0, age)
         return s * np.exp2(-age / (half_life.total_seconds() if per_row is None else per_row))
+
+    def live(self) -> np.ndarray:
+        """Which rows hold a unit: not those an erasure emptied (`remove`)."""
+        return self.status[:len(self.ids)] < len(self.names)
 
     def mask(self, statuses: Iterable[str]) -> np.ndarray:
         codes = [self.codes[s] for s in statuses]
@@ -282,6 +287,12 @@ class SavedUnits(Protocol):
     def load(self, embedder: "Embedder") -> UnitIndexes: ...
 
 
+def said_key(text: str, source: str, speaker: str | None, at: datetime) -> bytes:
+    """What makes an episode the one it is: what was said, where, by whom and when."""
+    said = json.dumps([text, source, speaker, at.astimezone(timezone.utc).isoformat()])
+    return hashlib.blake2b(said.encode("utf-8"), digest_size=16).digest()
+
+
 class ScopeState:
     """What gem derives from the units of one scope. Nothing here depends on another scope, so
     what a tenant sees (rankings, document frequencies, title matches, ids, salience, C5) is
@@ -319,6 +330,12 @@ class ScopeState:
         self.field_labels: dict[str, tuple[str, ...]] = {}
         self._label_rows: dict[str, np.ndarray] | None = None
         self.open_flags: dict[str, int] = {}
+        # What each episode said, where, by whom and when (`said_key`) -> its id: an ingest
+        # stores an episode it repeats only once. Built by one scan of the scope's episodes
+        # when an ingest first needs it (not saved), then kept by `_put_episode`; an erasure
+        # drops it (rare). A hit is checked against the episode's row, so a stale one is
+        # harmless.
+        self.said: dict[bytes, str] | None = None
         self._active_fields: int | None = None
         # Duplicate detection compares only titles that changed since its last pass, unless its
         # threshold changed (gem/operators/revise.py).
@@ -553,6 +570,8 @@ class ScopeState:
 
     def _put_episode(self, row: Row) -> None:
         self.episodes.put(row["id"], row["strength"], row["last_access"], row["status"])
+        if self.said is not None:
+            self.said[said_key(row["text"], row["source"], row["speaker"], row["at"])] = row["id"]
 
     def _put_names(self, rows: Sequence[Row], vectors: dict[str, np.ndarray]) -> None:
         retitled = [r for r in rows if self.names.title_of.get(r["id"]) != r["title"]]
@@ -620,6 +639,7 @@ class ScopeState:
         """Remove erased topics, fields and episodes from everything derived (their index
         entries, names, summaries, salience, flags, and the record of what touched them)."""
         for eid in episodes:
+            self.said = None
             self.episodes.remove(eid)
             self._forget_unit(eid)
             self.touched_by.pop(eid, None)

@@ -258,6 +258,8 @@ class Memory:
         created_episodes = [t.created["Episode"][e] for e in summary.get("episodes", [])]
         entry_fields = [t.created["Entry"][e]["field_id"] for e in summary["entries"]]
         title = self.titles([*topics, *flagged, *(r["topic"] for r in summary["resolved"])]).get
+        known = summary.get("known_episodes", [])
+        known_labels = self.episode_labels(known) if known else {}
 
         def field_name(fid: str) -> str:
             tid, _, name = fid.partition("/")
@@ -277,6 +279,8 @@ class Memory:
                             episodes=[episode_label(e["speaker"], e["source"], e["at"], e["text"])
                                       for e in created_episodes],
                             episode_ids=[e["id"] for e in created_episodes],
+                            known_episodes=[known_labels[e] for e in known],
+                            known_episode_ids=known,
                             extracted=summary.get("extracted", 0))
 
     @property
@@ -290,24 +294,24 @@ class Memory:
             raise InvalidInput(f"extractor must be callable, got {type(extractor).__name__}")
         self._engine.extractor = extractor
 
-    def _extract(self, batch: list[Any]) -> list[tuple[Episode, list[Fact]]]:
+    def _extract(self, batch: list[Any]) -> list[tuple[int, Episode, list[Fact]]]:
         """Each episode of the batch with the facts the extractor found in it; an extractor
         that `takes_context` also gets the turns before it and the topics it may update
         (gem/extraction.py), read before the transition."""
         found = [(i, e) for i, e in enumerate(batch) if isinstance(e, Episode)]
         extractor = self.extractor
         if extractor is None or not found:
-            return [(e, []) for _, e in found]
+            return [(i, e, []) for i, e in found]
         contexts = self._read(lambda t: extraction.contexts(t, [e for _, e in found])) \
             if extraction.takes_context(extractor) else None
-        out: list[tuple[Episode, list[Fact]]] = []
+        out: list[tuple[int, Episode, list[Fact]]] = []
         so_far: list[Fact] = []
         for n, (i, episode) in enumerate(found):
             context = None if contexts is None else extraction.with_batch(contexts[n], so_far)
             facts = returned_facts(extraction.call(extractor, episode, context),
                                    f"the extractor (for facts[{i}])")
             so_far += facts
-            out.append((episode, facts))
+            out.append((i, episode, facts))
         return out
 
     def retrieve(self, query: str | None = None, topic: str | None = None,
@@ -948,7 +952,9 @@ class Memory:
                 rows = queries.log_records(tx, before=before, limit=limit, mentioning=needles,
                                            columns=None if details else _LOG_HEADS)
             if not details:
-                return [_json_time({**r, "units": json.loads(r["units"])}) for r in rows]
+                # an erasure redacted a record's units with the rest of its content
+                return [_json_time({**r, "units": json.loads(r["units"]) if r["units"] else []})
+                        for r in rows]
             return [_json_time(audit_mod.decode(r)) for r in rows]
         return self._read(read)
 

@@ -112,25 +112,12 @@ class Fact(BaseModel):
     def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> "Fact":
         """A Fact from its JSON (`model_dump(mode="json")`): JSON has no datetime, so `at` is
         ISO 8601 text there, with its offset; everything else is checked as always."""
-        try:
-            data = json.loads(json_data)
-        except ValueError as exc:
-            raise InvalidInput(f"invalid Fact JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise InvalidInput(f"a Fact's JSON is an object, got {type(data).__name__}")
-        if isinstance(data.get("at"), str):
-            try:
-                data["at"] = datetime.fromisoformat(data["at"])
-            except ValueError:
-                raise InvalidInput(f"invalid Fact: at: not an ISO 8601 time: {data['at']!r}") from None
-        return cls(**data)
+        return cls(**_json_fields(json_data, "Fact"))
 
     @field_validator("topic", "field", "source", "actor", mode="before")
     @classmethod
     def _non_empty(cls, v: Any) -> str:
-        if type(v) is not str or not v.strip():
-            raise ValueError(f"must be a non-empty string, got {_kind(v)}")
-        return v.strip()
+        return _name(v)
 
     @field_validator("ref", mode="before")
     @classmethod
@@ -158,13 +145,7 @@ class Fact(BaseModel):
     @field_validator("at", mode="before")
     @classmethod
     def _utc(cls, v: Any) -> datetime | None:
-        if v is None:
-            return None
-        if not isinstance(v, datetime):
-            raise ValueError(f"must be a datetime, got {type(v).__name__}")
-        if v.tzinfo is None or v.utcoffset() is None:
-            raise ValueError("must be timezone-aware (a naive datetime could be any zone)")
-        return v.astimezone(timezone.utc)
+        return None if v is None else _aware_utc(v)
 
     @field_validator("labels", mode="before")
     @classmethod
@@ -185,8 +166,43 @@ class Fact(BaseModel):
         return tuple(out)
 
 
+def _json_fields(json_data: str | bytes | bytearray, what: str) -> dict[str, Any]:
+    """The arguments of a Fact or an Episode from its JSON, `at` parsed from its ISO 8601 text
+    (the one place text becomes a time: JSON has no other way to write one)."""
+    try:
+        data = json.loads(json_data)
+    except ValueError as exc:
+        raise InvalidInput(f"invalid {what} JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"a {what}'s JSON is an object, got {type(data).__name__}")
+    if isinstance(data.get("at"), str):
+        try:
+            data["at"] = datetime.fromisoformat(data["at"])
+        except ValueError:
+            raise InvalidInput(f"invalid {what}: at: not an ISO 8601 time: {data['at']!r}") from None
+    return data
+
+
 def _kind(v: Any) -> str:
     return repr(v) if isinstance(v, str) else type(v).__name__
+
+
+# The checks Fact and Episode share, so that both take exactly the same input: nothing is
+# coerced (no text or epoch number for a time, no str subclass for a name).
+def _name(v: Any) -> str:
+    """A name (topic, field, source, actor, speaker): a non-empty str, stripped."""
+    if type(v) is not str or not v.strip():
+        raise ValueError(f"must be a non-empty string, got {_kind(v)}")
+    return v.strip()
+
+
+def _aware_utc(v: Any) -> datetime:
+    """A time: an aware datetime, in UTC."""
+    if not isinstance(v, datetime):
+        raise ValueError(f"must be a datetime, got {type(v).__name__}")
+    if v.tzinfo is None or v.utcoffset() is None:
+        raise ValueError("must be timezone-aware (a naive datetime could be any zone)")
+    return v.astimezone(timezone.utc)
 
 
 # An episode's time must be aware (a naive time could be any zone) and plausible: a year
@@ -218,7 +234,7 @@ class Episode(BaseModel):
     have salience and descend the forgetting ladder; a fact cites the episode it was extracted
     from by its id in `Fact(ref=...)`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     text: str
     at: datetime | None = None
@@ -232,33 +248,33 @@ class Episode(BaseModel):
         except ValidationError as exc:
             raise InvalidInput(_describe(exc, "Episode")) from None
 
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> "Episode":
+        """An Episode from its JSON (`model_dump(mode="json")`), `at` as ISO 8601 text."""
+        return cls(**_json_fields(json_data, "Episode"))
+
     @field_validator("text", mode="before")
     @classmethod
     def _text(cls, v: Any) -> str:
-        if not isinstance(v, str) or not v.strip():
-            raise ValueError("must be a non-empty string")
-        return v
+        if type(v) is not str or not v.strip():
+            raise ValueError(f"must be a non-empty string, got {_kind(v)}")
+        return v  # kept as said
 
     @field_validator("source", "actor", mode="before")
     @classmethod
     def _label(cls, v: Any) -> str:
-        if not isinstance(v, str) or not v.strip():
-            raise ValueError("must be a non-empty string")
-        return v.strip()
+        return _name(v)
 
     @field_validator("speaker", mode="before")
     @classmethod
     def _speaker(cls, v: Any) -> str | None:
-        if v is None:
-            return None
-        if not isinstance(v, str) or not v.strip():
-            raise ValueError("must be a non-empty string or None")
-        return v.strip()
+        return None if v is None else _name(v)
 
-    @field_validator("at")
+    @field_validator("at", mode="before")
     @classmethod
-    def _at(cls, v: datetime | None) -> datetime | None:
-        return None if v is None else checked_time(v, "at")
+    def _at(cls, v: Any) -> datetime | None:
+        # a fact's rule, and a plausible year: an episode is something said, not a date
+        return None if v is None else checked_time(_aware_utc(v), "at")
 
 
 def checked_time(value: Any, what: str) -> datetime:
@@ -500,6 +516,8 @@ class IngestResult(BaseModel):
     flagged_ids: list[str]
     episodes: list[str] = PydField(default_factory=list)      # "speaker, time: excerpt", in order
     episode_ids: list[str] = PydField(default_factory=list)
+    known_episodes: list[str] = PydField(default_factory=list)  # stored ones the batch repeated
+    known_episode_ids: list[str] = PydField(default_factory=list)
     extracted: int = 0                # facts the extractor returned for those episodes
     dropped: list[DroppedFact] = PydField(default_factory=list)   # facts a policy left out
     resolved: list[Resolution] = PydField(default_factory=list)

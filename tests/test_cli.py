@@ -242,3 +242,40 @@ def test_ingest_reads_episodes_beside_facts(db, tmp_path):
     assert "ingested 2 lines (1 of them episodes)" in ran.stdout
     found = json.loads(gem_here("query", db, "plumber", "--json", *e).stdout)
     assert [(x["speaker"], x["source"]) for x in found["episodes"]] == [("Bo", "chat:9")]
+
+
+def test_ingest_checks_every_line_against_the_run_s_clock_and_names_the_future_ones(db, tmp_path):
+    lines = tmp_path / "said.jsonl"
+    lines.write_text(jsonl([
+        {"topic": "Kitchen", "field": "budget", "value": "12k", "at": "2026-01-02T10:00:00+00:00"},
+        {"text": "the plumber comes on tuesday", "source": "chat:9", "at": "2199-01-03T10:00:00+00:00"},
+        {"topic": "Kitchen", "field": "colour", "value": "blue", "at": "2199-01-03T10:00:00+00:00"}]))
+    e = ("--engine", ENGINE)
+    before = json.loads(gem("stats", db, "--json", *e).stdout)
+    refused = gem("ingest", db, str(lines), *e, ok=False)
+    assert refused.returncode == 1 and "nothing was ingested" in refused.stderr
+    assert f"{lines}:2: at is 2199-01-03T10:00:00+00:00, after the memory's clock" in refused.stderr
+    assert f"{lines}:3: at is 2199-01-03T10:00:00+00:00, after the memory's clock" in refused.stderr
+    assert json.loads(gem("stats", db, "--json", *e).stdout) == before   # nothing written
+    ran = gem("ingest", db, str(lines), "--skip-bad", "--json", *e)
+    summary = json.loads(ran.stdout)
+    assert (summary["facts"], summary["skipped_lines"], summary["rejected"]) == (1, 2, None)
+    assert f"{lines}:2: at is" in ran.stderr and f"{lines}:3: at is" in ran.stderr
+
+
+def test_ingest_twice_stores_each_episode_once(db, tmp_path):
+    lines = tmp_path / "chat.jsonl"
+    lines.write_text(jsonl([
+        {"text": "the plumber comes on tuesday", "speaker": "Bo", "source": "chat:9",
+         "at": "2026-01-03T10:00:00+00:00"},
+        {"text": "the plumber comes on tuesday", "speaker": "Bo", "source": "chat:9",
+         "at": "2026-01-03T10:00:00+00:00"},
+        {"topic": "Kitchen", "field": "budget", "value": "12k", "at": "2026-01-02T10:00:00+00:00"}]))
+    e = ("--engine", ENGINE)
+    first = json.loads(gem_here("ingest", db, str(lines), "--json", *e).stdout)
+    assert (first["episodes"], first["known_episodes"], first["new_values"]) == (2, 1, 1)
+    again = gem_here("ingest", db, str(lines), *e)
+    assert "(2 of them episodes, 2 already stored)" in again.stdout
+    assert "0 new values, 1 corroborations" in again.stdout       # facts corroborate
+    found = json.loads(gem_here("query", db, "plumber", "--json", *e).stdout)
+    assert [(x["speaker"], x["source"]) for x in found["episodes"]] == [("Bo", "chat:9")]

@@ -307,3 +307,28 @@ def test_episodes_page_lists_filters_pages_escapes_and_keeps_to_its_scope(tmp_pa
             assert "secret recipe" in acme and "turn 1:" not in acme
     finally:
         stop(server)
+
+
+def test_the_episodes_and_overview_pages_show_what_remains_after_an_erasure(tmp_path):
+    def deadline(episode):
+        topic, _, date = episode.text.partition(" is due ")
+        return [gem.Fact(topic, "deadline", date, source=episode.source)] if date else []
+
+    path = str(tmp_path / "erased.db")
+    with gem.open(path, engine=ENGINE, extractor=deadline) as mem:
+        mem.ingest([gem.Episode("Website Redesign is due April 20", source="chat:41"),
+                    gem.Episode("Lunch is at the deli", source="chat:42"),
+                    gem.Fact("Lunch", "place", "deli")])
+        assert mem.erase("Website Redesign", reason="ticket 25").episodes == ["ep1"]
+    server = start(path, "--engine", ENGINE)
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            said = get(c, "/episodes")
+            assert "Episodes (1-1 of 1; 1 active · 0 hidden)" in said
+            assert [r for r in rows(said, "episodes") if "Lunch is at the deli" in r]
+            assert "April 20" not in said
+            overview = get(c, "/")
+            assert "Lunch" in overview and "Website Redesign" not in overview
+            assert "redacted" in get(c, "/log")   # the ingest's record, redacted by the erasure
+    finally:
+        stop(server)

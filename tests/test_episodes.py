@@ -91,9 +91,9 @@ def test_a_rejected_transition_with_episodes_leaves_nothing_behind(tmp_path, clo
 def test_episodes_survive_reopen_and_a_hidden_one_stays_searchable(tmp_path, clock):
     path = memory_location(tmp_path)
     with gem.open(path, clock=clock, engine=ENGINE) as mem:
-        mem.ingest([gem.Episode("The kickoff is in the red room", source="chat:1", at=T0),
-                    gem.Episode("Parking is behind building C", source="chat:2",
-                                at=T0 + timedelta(hours=2))])
+        mem.ingest([gem.Episode("The kickoff is in the red room", source="chat:1",
+                                at=T0 - timedelta(hours=2)),
+                    gem.Episode("Parking is behind building C", source="chat:2", at=T0)])
         clock.advance(days=50)
         mem.forget()
         assert mem.stats()["episodes"] == {"hidden": 2}
@@ -142,3 +142,95 @@ def test_between_needs_a_text_query_and_aware_times(mem, clock):
     assert snapshot(mem) == before
     r = mem.retrieve("budget review", between=window)
     assert [e.source for e in r.episodes] == ["chat:1"] and r.between == window
+
+
+class _Text(str):
+    """A str subclass: not a str as written, so refused like any other type."""
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(at="2026-03-01T08:00:00+00:00"),      # ISO text: the boundary parses it, not the model
+    dict(at=1767225600), dict(at=1767225600.0), dict(at=True),   # an epoch is not a time
+    dict(source=_Text("chat:1")), dict(source=7), dict(speaker=_Text("Ana")), dict(speaker=1),
+    dict(actor=_Text("me")),
+])
+def test_an_episode_is_validated_like_a_fact_and_nothing_is_coerced(kwargs):
+    fact_kwargs = {k: v for k, v in kwargs.items() if k != "speaker"}
+    with pytest.raises(gem.InvalidInput):
+        gem.Episode("the launch moved to April", **kwargs)
+    if fact_kwargs:
+        with pytest.raises(gem.InvalidInput):
+            gem.Fact("Launch", "date", "April", **fact_kwargs)
+    with pytest.raises(gem.InvalidInput):
+        gem.Episode(_Text("the launch moved to April"))
+
+
+def test_an_episode_keeps_its_text_as_said_and_its_time_in_utc():
+    said = datetime(2026, 3, 1, 9, 0, tzinfo=timezone(timedelta(hours=1)))
+    episode = gem.Episode("  the launch moved to April\n", at=said, speaker=" Ana ")
+    assert episode.text == "  the launch moved to April\n" and episode.speaker == "Ana"
+    assert episode.at == said and episode.at.tzinfo == timezone.utc
+    assert gem.Fact("Launch", "date", "April", at=said).at == episode.at
+
+
+@pytest.mark.parametrize("with_extractor", [False, True])
+def test_a_future_dated_episode_is_refused_with_or_without_an_extractor(db_path, clock, with_extractor):
+    extractor = extract_deadlines if with_extractor else None
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=extractor) as mem:
+        mem.ingest(gem.Episode("first", source="chat:1", at=T0 - timedelta(hours=1)))
+        before = snapshot(mem)
+        for said in [T0 + timedelta(seconds=1), T0 + timedelta(days=30)]:
+            with pytest.raises(gem.InvalidInput, match=r"facts\[1\]\.at .*after the memory's clock"):
+                mem.ingest([gem.Fact("Launch", "owner", "Ana"),
+                            gem.Episode("Website Redesign is due April 20.", at=said, source="chat:2")])
+            assert snapshot(mem) == before
+        r = mem.ingest(gem.Episode("Website Redesign is due April 20.", at=T0, source="chat:2"))
+        assert r.episode_ids == ["ep2"] and r.extracted == (1 if with_extractor else 0)
+
+
+def test_an_episode_ingested_again_is_the_same_episode_and_stores_nothing_new(db_path, clock):
+    said = T0 - timedelta(hours=1)
+
+    def turn(text="Website Redesign is due April 20.", **kwargs):
+        return gem.Episode(text, **{"at": said, "source": "chat:4", "speaker": "Ana", **kwargs})
+
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=extract_deadlines) as mem:
+        first = mem.ingest([turn(), turn()])                       # twice in one batch
+        assert (first.episode_ids, first.known_episode_ids, first.extracted) == (["ep1"], ["ep1"], 1)
+        clock.advance(hours=1)
+        again = mem.ingest([turn(), gem.Fact("Website Redesign", "owner", "Ana")])
+        assert (again.episode_ids, again.known_episode_ids, again.extracted) == ([], ["ep1"], 0)
+        assert again.corroborations == 0 and len(again.entries) == 1   # only the new fact
+        (entry,) = mem.history("Website Redesign", "deadline")
+        assert entry.observations == [] and entry.provenance.ref == "ep1"
+        # any difference in what was said, by whom, where or when is another episode
+        other = mem.ingest([turn(speaker="Bob"), turn(source="chat:5"), turn(text="Lunch at noon"),
+                            turn(at=said + timedelta(seconds=1)), turn(speaker=None)])
+        assert other.episode_ids == ["ep2", "ep3", "ep4", "ep5", "ep6"] and other.known_episode_ids == []
+        # per scope: another tenant's identical episode is its own
+        assert mem.scope("acme").ingest(turn()).episode_ids == ["acme:ep1"]
+        assert mem.episodes().matching == 6
+        assert mem.audit(full=True).ok
+    with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
+        assert mem.ingest(turn()).known_episode_ids == ["ep1"]           # after reopen too
+        mem.erase("Website Redesign", reason="ticket 25")            # erased: ep1 goes
+        assert mem.ingest(turn()).episode_ids == ["ep7"]                 # said again, it is new
+
+
+@pytest.mark.parametrize("at", [1767225600, 1767225600.5, "1767225600", "yesterday", True])
+def test_the_wire_reads_a_time_only_from_iso_text(mem, at):
+    from pydantic import ValidationError
+    from gem.api import ops, schemas
+    for body in ({"episodes": [{"text": "the launch moved", "at": at}]},
+                 {"facts": [{"topic": "Launch", "field": "date", "value": "May", "at": at}]}):
+        with pytest.raises(ValidationError, match="at"):
+            schemas.IngestRequest.model_validate(body)
+    said = schemas.IngestRequest.model_validate(
+        {"episodes": [{"text": "the launch moved", "at": "2026-03-01T08:00:00Z"}],
+         "facts": [{"topic": "Launch", "field": "date", "value": "May", "at": "2026-03-01T09:00:00+01:00"}]})
+    r = ops.remember(mem, list(said.facts), episodes=said.episodes)
+    assert (r.episode_ids, len(r.new_values)) == (["ep1"], 1)
+    assert mem.episodes().episodes[0].at == datetime(2026, 3, 1, 8, tzinfo=timezone.utc)
+    naive = schemas.IngestRequest.model_validate({"episodes": [{"text": "x", "at": "2026-03-01T08:00:00"}]})
+    with pytest.raises(gem.InvalidInput, match="timezone-aware"):
+        ops.remember(mem, [], episodes=naive.episodes)

@@ -219,3 +219,71 @@ def test_a_compaction_killed_at_any_step_leaves_a_whole_database(tmp_path, step)
         assert mem.inspect("Keep").fields["x"].value == 1 and mem.inspect("Gone") is None
         assert mem.audit(full=True).ok
     assert not [n for n in os.listdir(tmp_path) if ".compact-" in n]
+
+
+# ---------------------------------------------------------------- erased episodes (issue 25)
+def _said_deadline(episode: gem.Episode) -> list[gem.Fact]:
+    """An extractor: 'X is due D' -> Fact(X, deadline, D), citing the episode."""
+    topic, _, date = episode.text.rstrip(".").partition(" is due ")
+    return [gem.Fact(topic, "deadline", date, source=episode.source)] if date else []
+
+
+ERASURES = {
+    "topic": lambda mem: mem.erase("Website Redesign", reason="ticket 25"),
+    "field": lambda mem: mem.erase("Website Redesign", "deadline", reason="ticket 25"),
+    "source": lambda mem: mem.erase("Website Redesign", source="chat:41", reason="ticket 25"),
+    "erase_all": lambda mem: mem.erase_all(reason="ticket 25"),
+}
+
+
+def _listed(mem: gem.Memory) -> list[str]:
+    page = mem.episodes()
+    assert page.matching == len(page.episodes) == sum(page.counts.values())
+    return [e.text for e in page.episodes]
+
+
+@pytest.mark.parametrize("how", sorted(ERASURES))
+def test_episodes_and_topics_list_what_remains_after_an_erasure_removed_an_episode(db_path, clock, how):
+    from datetime import timedelta
+    said = clock.now - timedelta(hours=1)
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=_said_deadline) as mem:
+        mem.ingest([gem.Episode("Website Redesign is due April 20.", at=said, source="chat:41"),
+                    gem.Episode("Lunch is at the deli", at=said + timedelta(minutes=1), source="chat:42"),
+                    gem.Fact("Lunch", "place", "deli")])
+        receipt = ERASURES[how](mem)
+        assert receipt.episodes == (["ep1", "ep2"] if how == "erase_all" else ["ep1"])
+        remaining = [] if how == "erase_all" else ["Lunch is at the deli"]
+        assert _listed(mem) == remaining
+        assert all(e.follows is None for e in mem.episodes().episodes)  # its context went
+        assert mem.episodes(status="active").matching == len(remaining)
+        topics = mem.topics()
+        assert topics.matching == len(topics.topics) == sum(topics.topic_counts.values())
+        consistent(mem)
+    with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
+        assert _listed(mem) == remaining
+        assert mem.topics().matching == sum(mem.topics().topic_counts.values())
+        consistent(mem)
+
+
+def test_the_full_audit_finds_an_episode_that_follows_one_that_is_not_stored(mem, clock):
+    from datetime import timedelta
+    mem.ingest([gem.Episode("Where did you go?", at=clock.now - timedelta(minutes=2)),
+                gem.Episode("Lisbon", at=clock.now - timedelta(minutes=1))])
+    assert mem.audit(full=True).ok
+    raw_write(mem, "MATCH (x:Episode {id: 'ep2'}) SET x.follows = 'ep9'")
+    report = mem.audit(full=True)
+    assert any(v.condition == "C4" and v.unit == "ep2" and "ep9" in v.detail
+               for v in report.violations), report.violations
+
+
+def test_the_full_audit_finds_derived_state_that_lists_an_episode_that_is_not_stored(mem, clock):
+    mem.ingest([gem.Episode("kept"), gem.Episode("also kept")])
+    assert mem.audit(full=True).ok
+    episodes = mem._engine.derived.scope("default").episodes
+    episodes.put("ep9", 0.0, clock.now, "active")   # what the database does not hold
+    report = mem.audit(full=True)
+    assert any(v.condition == "state" and v.unit == "ep9" for v in report.violations), report.violations
+    episodes.remove("ep9")
+    episodes.remove("ep2")                           # and one it holds is missing
+    report = mem.audit(full=True)
+    assert any(v.condition == "state" and v.unit == "ep2" for v in report.violations), report.violations

@@ -113,3 +113,24 @@ def test_hidden_fields_and_archived_topics_need_include_archived(mem, clock):
     assert mem.inspect("Website Redesign", "owner").status == "active"
     assert mem.restore("Lunch") is True
     assert mem.retrieve(topic="Lunch").value("Lunch", "preferences") == "sushi on Fridays"
+
+
+def test_fields_of_a_topic_returned_as_association_context_are_marked_as_context(mem):
+    from gem.api import ops, schemas
+    mem.ingest([gem.Fact("Website Redesign", "deadline", "April 20"),
+                gem.Fact("Website Redesign", "owner", "Ana"),
+                gem.Fact("Design Agency", "contact", "Mia at studio nine")])
+    mem.link("Website Redesign", "Design Agency", kind="association")
+    r = mem.retrieve("website redesign deadline", k=1)
+    ranked, context = r.topics
+    assert (ranked.title, ranked.context_of) == ("Website Redesign", None)
+    assert [(n, f.context) for n, f in ranked.fields.items()] == [("deadline", False)]
+    assert ranked.fields["deadline"].score is not None
+    assert (context.title, context.context_of) == ("Design Agency", "Website Redesign")
+    assert [(n, f.context, f.score) for n, f in context.fields.items()] == [("contact", True, None)]
+    # the wire (HTTP and MCP) carries both
+    card = ops.recall(mem, schemas.RetrieveRequest(query="website redesign deadline", k=1))
+    ranked_card, context_card = card.topics
+    assert ranked_card.context_of is None and not ranked_card.fields["deadline"].context
+    assert context_card.context_of == "Website Redesign" and context_card.fields["contact"].context
+    assert mem.inspect("Design Agency").fields["contact"].context is False  # read directly

@@ -123,7 +123,7 @@ def _field(view: FieldView) -> s.FieldCard:
                             reliability=c.reliability, current=c.current) for c in view.candidates],
         history=None if view.history is None else _history(view.history),
         labels=list(view.labels), retracted=view.retracted, reliability=view.reliability,
-        why_current=view.why_current)
+        why_current=view.why_current, context=view.context)
 
 
 def _flags(namer: Namer, view: TopicView) -> list[s.ReviewFlag]:
@@ -143,7 +143,7 @@ def _topic(namer: Namer, view: TopicView, full: TopicView | None = None) -> s.To
         fields={name: _field(f) for name, f in view.fields.items()},
         hidden_fields=sorted(n for n, f in full.fields.items()
                              if f.status == "hidden" and n not in view.fields),
-        needs_review=_flags(namer, full))
+        needs_review=_flags(namer, full), context_of=view.context_of)
 
 
 def _require_topic(mem: Memory, topic: str) -> TopicView:

@@ -10,9 +10,9 @@ the schema.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ..model import IngestResult, Observation, Provenance
 
@@ -23,6 +23,23 @@ class _Wire(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _iso_time(v: Any) -> Any:
+    """A stored time arrives as ISO 8601 text (JSON has no other way to write one), parsed
+    here and nowhere else; a number is refused, not read as an epoch (nothing is coerced)."""
+    if v is None or isinstance(v, datetime):
+        return v
+    if not isinstance(v, str):
+        raise ValueError("must be ISO 8601 text with an offset (2026-03-01T08:00:00+00:00), "
+                         f"got {type(v).__name__}")
+    try:
+        return datetime.fromisoformat(v)
+    except ValueError:
+        raise ValueError(f"not an ISO 8601 time: {v!r}") from None
+
+
+WireTime = Annotated[datetime | None, BeforeValidator(_iso_time)]
+
+
 # ---------------------------------------------------------------------- requests
 class FactIn(_Wire):
     """One thing learned: `topic`'s `field` has `value`."""
@@ -30,7 +47,7 @@ class FactIn(_Wire):
                                    "is matched by title, alias or a close spelling.")
     field: str = Field(description="The attribute, e.g. 'deadline'.")
     value: JsonValue = Field(description="The value: a string, number, boolean, list or object.")
-    at: datetime | None = Field(None, description="When the value became true (ISO 8601); "
+    at: WireTime = Field(None, description="When the value became true (ISO 8601); "
                                                   "default: now.")
     source: str = Field("agent", description="Where it came from, e.g. 'chat:2024-05-01' or a URL.")
     actor: str = Field("agent", description="Who stated it.")
@@ -46,7 +63,7 @@ class EpisodeIn(_Wire):
     """Something said or observed, kept as said (a turn of a conversation, a message, a note):
     searchable next to facts, and fading like them unless recalled."""
     text: str = Field(description="What was said, verbatim.")
-    at: datetime | None = Field(None, description="When it was said (ISO 8601 with an offset); "
+    at: WireTime = Field(None, description="When it was said (ISO 8601 with an offset); "
                                                   "default: now.")
     source: str = Field("agent", description="Where it came from, e.g. a message id.")
     speaker: str | None = Field(None, description="Who said it.")
@@ -129,6 +146,9 @@ class FieldCard(_Wire):
     why_current: str | None = Field(None, description=(
         "Contested fields: why the value is current (the newest statement) and what the "
         "evidence says against it."))
+    context: bool = Field(False, description=(
+        "Returned as context of an associated topic (see the topic's context_of), not because "
+        "it matched the query."))
 
 
 class ReviewFlag(_Wire):
@@ -151,6 +171,9 @@ class TopicCard(_Wire):
     hidden_fields: list[str] = Field(default_factory=list, description=(
         "Fields faded out of default recall; ask for them by name to read (and revive) them."))
     needs_review: list[ReviewFlag] = Field(default_factory=list)
+    context_of: str | None = Field(None, description=(
+        "Set when the topic is returned as context: the title of the matching topic it is "
+        "associated with."))
 
 
 class HistoryItem(_Wire):

@@ -117,7 +117,8 @@ def maintain(r: s.MaintainResult, run: int) -> str:
 
 def ingest_summary(summary: dict[str, Any]) -> str:
     rate = summary["facts"] / summary["seconds"] if summary["seconds"] else 0.0
-    what = (f"lines ({summary['episodes']} of them episodes)" if summary.get("episodes")
+    known = f", {summary['known_episodes']} already stored" if summary.get("known_episodes") else ""
+    what = (f"lines ({summary['episodes']} of them episodes{known})" if summary.get("episodes")
             else "facts")
     return (f"ingested {summary['facts']} {what} in {summary['batches']} transitions "
             f"({summary['seconds']:.2f} s, {rate:,.0f} facts/s): "

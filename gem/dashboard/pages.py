@@ -535,7 +535,10 @@ def graph(mem: Memory, name: str, depth: int) -> str:
 def log(mem: Memory, topic_name: str | None, before: int | None, limit: int = PAGE_SIZE) -> str:
     records = mem.recent_transitions(limit + 1, before=before, topic=topic_name or None)
     more = len(records) > limit
-    records = records[:limit]
+    # an erasure removed a redacted record's content: it is shown as a record that touched nothing
+    records = [{**r, "units": r["units"] or [], "policies": r["policies"] or [],
+                "detail": r["detail"] or ({"redacted": "by an erasure"} if r["redacted"] else {})}
+               for r in records[:limit]]
     head = records[0]["hash"] if records and before is None and not topic_name else None
     audit = latest_audit(mem, head)
     names = Names(mem)

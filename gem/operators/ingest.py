@@ -9,19 +9,22 @@ fields, writes what `place` decided and announces it to the policies.
 Facts are numbered in the order they are recorded; a policy may `drop` one (it is then left
 out: the transition runs again without it, `t.skipping`), and the result and the log say which
 and why. A fact dated after the transition's time is refused: gem records what is known now,
-and a future date (a typo such as 9999-12-31) would otherwise outrank every later statement.
+and a future date (a typo such as 9999-12-31) would otherwise outrank every later statement;
+an episode dated after it is refused alike, whether or not an extractor finds facts in it.
 """
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from .. import history
+from ..derived import said_key
 from ..errors import InvalidInput
 from ..model import Episode, Fact
 from ..resolve import TieredResolver
 from ..runtime import FACT
 from ..state.transition import Transition
+from ..store import queries
 from ..text import name_key
 from ..units import EntryRef, EpisodeRef, FieldRef, TopicRef, dumps, field_id
 from .common import entry_value, field_named
@@ -33,12 +36,7 @@ def ingest(t: Transition, facts: Sequence[Fact], first: int = 0) -> dict[str, An
     """Record `facts`, numbered from `first` in this transition. Returns what happened."""
     numbered = [(first + i, f) for i, f in enumerate(facts)]
     for n, fact in numbered:
-        if fact.at is not None and fact.at > t.now:
-            raise InvalidInput(
-                f"facts[{n}].at is {fact.at.isoformat()}, after the memory's clock "
-                f"({t.now.isoformat()}): gem records what is known, and a future date would "
-                "outrank every statement made until then; give the date in the value instead "
-                "(for example 'starts 2026-05-01')")
+        future_problem(t, f"facts[{n}].at", fact.at)
     dropped = [(n, f) for n, f in numbered if n in t.skipping]
     numbered = [(n, f) for n, f in numbered if n not in t.skipping]
     created_topics: list[str] = []
@@ -108,6 +106,23 @@ def ingest(t: Transition, facts: Sequence[Fact], first: int = 0) -> dict[str, An
             "dropped": report}
 
 
+def future_problem(t: Transition, what: str, at: datetime | None) -> None:
+    """InvalidInput when `at` is after the transition's time: the one rule for facts and
+    episodes (and for `gem ingest`'s line check, with the time its run will use)."""
+    problem = future_time(what, at, t.now)
+    if problem is not None:
+        raise InvalidInput(problem)
+
+
+def future_time(what: str, at: datetime | None, now: datetime) -> str | None:
+    """Why `at` cannot be recorded at `now`, or None."""
+    if at is None or at <= now:
+        return None
+    return (f"{what} is {at.isoformat()}, after the memory's clock ({now.isoformat()}): gem "
+            "records what is known, and a future date would outrank every statement made "
+            "until then; give the date in the value instead (for example 'starts 2026-05-01')")
+
+
 # An episode said within this long after the previous one is read in its context: its search
 # document includes the previous episode's text ("Yes, in May" answers what was asked just
 # before). Measured on LoCoMo turns: evidence any@10 0.666 -> 0.761 with the hashing embedder.
@@ -115,21 +130,30 @@ CONVERSATION_GAP = timedelta(minutes=30)
 
 
 def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
-                         episodes: Sequence[tuple[Episode, Sequence[Fact]]]) -> dict[str, Any]:
-    """Record each episode, then ingest the facts extracted from it (citing it by its id in
-    `ref` and dated when it was said, unless they say otherwise) and `facts`, in this one
-    transition."""
+                         episodes: Sequence[tuple[int, Episode, Sequence[Fact]]]) -> dict[str, Any]:
+    """Record each episode (numbered by its place in the caller's batch), then ingest the
+    facts extracted from it (citing it by its id in `ref` and dated when it was said, unless
+    they say otherwise) and `facts`, in this one transition."""
+    for n, episode, _ in episodes:
+        future_problem(t, f"facts[{n}].at", episode.at)
     created: list[str] = []
+    known: list[str] = []
     extracted: list[Fact] = []
+    said = _stored_episodes(t, [e for _, e, _ in episodes])
     last = t.row("Episode", f"{t.prefix}ep{t.counters.episode}") if t.counters.episode else None
-    for episode, derived in episodes:
+    for _, episode, derived in episodes:
         at = episode.at or t.now
+        key = said_key(episode.text, episode.source, episode.speaker, at)
+        if key in said:  # said before: the same episode, and what was found in it is recorded
+            known.append(said[key])
+            continue
         follows = None
         if last is not None and timedelta(0) <= at - last["at"] <= CONVERSATION_GAP:
             follows = last["id"]
         row = t.new_episode(episode.text, at, episode.source, episode.actor, episode.speaker,
                             follows)
         last = row
+        said[key] = row["id"]
         created.append(row["id"])
         t.emit("episode_recorded", episode=EpisodeRef(row["id"]))
         for fact in derived:
@@ -143,7 +167,22 @@ def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
     summary: dict[str, Any] = ingest(t, batch) if batch else \
         {"created_topics": [], "entries": [], "corroborations": 0, "denials": 0,
          "resolved": [], "dropped": []}
-    return {**summary, "episodes": created, "extracted": len(extracted)}
+    return {**summary, "episodes": created, "known_episodes": known, "extracted": len(extracted)}
+
+
+def _stored_episodes(t: Transition, episodes: Sequence[Episode]) -> dict[bytes, str]:
+    """The scope's stored episodes that say what one of `episodes` says (`said_key`), found
+    in the derived state's index of them and checked against their rows."""
+    derived = t.committed
+    if derived.said is None:
+        with t.cache.store.reading() as tx:
+            derived.said = {said_key(r["text"], r["source"], r["speaker"], r["at"]): r["id"]
+                            for r in queries.stream_episodes(tx, t.scope)}
+    keys = {said_key(e.text, e.source, e.speaker, e.at or t.now) for e in episodes}
+    found = {key: derived.said[key] for key in keys if key in derived.said}
+    t.prefetch("Episode", list(found.values()))
+    return {key: eid for key, eid in found.items() if (row := t.row("Episode", eid)) is not None
+            and said_key(row["text"], row["source"], row["speaker"], row["at"]) == key}
 
 
 def _resolve_hosts(t: Transition, facts: Sequence[Fact],

@@ -190,6 +190,9 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
             if context_of is not None or tid in recalled_topics:
                 view = view.model_copy(update={"context_of": context_of,
                                                "recalled": recalled_topics.get(tid)})
+            if context_of is not None:  # its fields came with it, none of them ranked
+                view = view.model_copy(update={"fields": {
+                    name: f.model_copy(update={"context": True}) for name, f in view.fields.items()}})
             views.append(view)
         return RetrieveResult(
             transition=t.seq, query=req.query, as_of=req.as_of, topics=views,

@@ -58,6 +58,7 @@ class Committed(Protocol):
     unpaired: dict[str, None]   # titles duplicate detection has not compared yet
     touched_by: dict[str, Any]  # topic -> the log records that touched it
     paired_at: float | None     # the threshold it last compared them at
+    said: dict[bytes, str] | None  # each episode's identity (said_key) -> its id; None: not built
 
     def topic_status(self, tid: str) -> str | None: ...
     def has_edges(self, tid: str) -> bool: ...

@@ -637,6 +637,16 @@ def episode_ids_from(tx: Tx, scope: str, source: str) -> list[str]:
                                  "RETURN x.id ORDER BY x.seq", {"scope": scope, "source": source})]
 
 
+def stream_episodes(tx: Tx, scope: str) -> Iterator[Row]:
+    """Every episode of one scope (what it said, where, by whom and when)."""
+    cols = TABLES["Episode"].columns
+    typed = _typing(tx, "Episode", cols)
+    for values in tx.stream(f"MATCH (n:Episode) WHERE n.scope = $scope RETURN {_returns('n', cols)}",
+                            {"scope": scope}):
+        row = dict(zip(cols, values))
+        yield row if typed is None else typed(row)
+
+
 def touches(tx: Tx) -> Iterator[tuple[int, list[str]]]:
     """(seq, units) of every log record not redacted, in order."""
     for seq, units in tx.stream("MATCH (x:Transition) WHERE x.salt <> '' RETURN x.seq, x.units "

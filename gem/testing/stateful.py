@@ -345,9 +345,14 @@ class GemMachine(RuleBasedStateMachine):
             self.model.histories, self.model.order = before, order
             return
         assert not must_reject_c3
-        (eid,) = result.episode_ids
-        assert eid not in self.model.episodes
-        self.model.episodes[eid] = (text, at)
+        # the same text, source, speaker and time is the same episode: stored once
+        known = next((eid for eid, said in self.model.episodes.items() if said == (text, at)), None)
+        if known is not None:
+            assert (result.episode_ids, result.known_episode_ids) == ([], [known])
+        else:
+            (eid,) = result.episode_ids
+            assert eid not in self.model.episodes and result.known_episode_ids == []
+            self.model.episodes[eid] = (text, at)
         if outcome == "updated":
             self.model.flagged |= {b for a, b in self.model.extension if a == "Delta Team"}
 
