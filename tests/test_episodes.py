@@ -200,7 +200,7 @@ def test_an_episode_ingested_again_is_the_same_episode_and_stores_nothing_new(db
         clock.advance(hours=1)
         again = mem.ingest([turn(), gem.Fact("Website Redesign", "owner", "Ana")])
         assert (again.episode_ids, again.known_episode_ids, again.extracted) == ([], ["ep1"], 0)
-        assert again.corroborations == 0 and len(again.entries) == 1   # only the new fact
+        assert again.corroborations == 0 and len(again.entry_ids) == 1   # only the new fact
         (entry,) = mem.history("Website Redesign", "deadline")
         assert entry.observations == [] and entry.provenance.ref == "ep1"
         # any difference in what was said, by whom, where or when is another episode

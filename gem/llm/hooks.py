@@ -132,7 +132,7 @@ class Reviser(_Hook):
     def __call__(self, revision: PendingRevision) -> list[Fact] | None:
         payload = {
             "topic": revision.title, "values": revision.values,
-            "flags": [{"policy": f.policy, "changed": f.origin_title, "evidence": f.evidence}
+            "flags": [{"policy": f.policy, "changed": f.origin, "evidence": f.evidence}
                       for f in revision.flags],
             "changed": revision.origins,
         }
