@@ -534,12 +534,17 @@ class Memory:
 
     def _erasure(self, op: Callable[[Transition], dict[str, Any]], actor: str) -> ErasureReceipt:
         result, t = self._run("erase", op, actor=actor)
+        engine = self._engine
+        with engine.store.lock:  # what is derived from the erased content goes now, files too
+            engine.derived.refresh(engine.cache, engine.services.summarizer)
+            engine.derived.refresh_units(engine.cache)
+            engine.save_snapshot()
         stone = result["tombstone"]
         return ErasureReceipt(
             transition=t.seq, scope=self._scope, at=t.now, reason=stone["reason"],
             topics=stone["topics"], fields=stone["fields"], entries=stone["entries"],
             observations=stone["observations"], redacted=stone["redacted"],
-            episodes=stone["episodes"],
+            episodes=stone["episodes"], marks=result["marks"],
             commitment=result["commitment"], salt=result["salt"])
 
     def verify_erasure(self, receipt: ErasureReceipt) -> ErasureCheck:
