@@ -74,7 +74,8 @@ def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
         t.touch_topic(tid)
     salt = attest.new_salt()
     commitment = hashlib.sha256((salt + "\n" + dumps(content)).encode("utf-8")).hexdigest()
-    needles = redact.needles_of(content, source)
+    # a field left empty by erase(source=...) goes too: its name with it
+    needles = redact.needles_of(content, source) | {f.split("/", 1)[1] for f in erased["fields"]}
     gone = {k for table in t.deleted.values() for k in table}
     with t.cache.store.reading() as tx:
         needles -= redact.still_held(tx, needles, gone)
