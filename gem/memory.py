@@ -497,8 +497,9 @@ class Memory:
         and salience of what is erased, recomputes what remains, redacts the log records that
         touched the topic and writes a tombstone. The episodes that said what is erased go
         too: those its entries and observations cite, and with `source` the scope's episodes
-        from that source. The bytes leave the database files with `compact()`. Nothing to
-        erase: UnknownUnit."""
+        from that source. The erased names and values no surviving unit holds are redacted
+        wherever they were copied (log records, flag evidence, the derived snapshot). The bytes
+        leave the database files with `compact()`. Nothing to erase: UnknownUnit."""
         self._check_open()
         _text(topic, "topic")
         if not isinstance(reason, str) or not reason.strip():
@@ -549,8 +550,10 @@ class Memory:
 
     def verify_erasure(self, receipt: ErasureReceipt) -> ErasureCheck:
         """Check that what `receipt` says was erased is gone: its tombstone is in the log as
-        given, no stored row, index entry, name or summary holds the erased units, and the
-        redacted records hold no content. A receipt that matches no erasure: InvalidInput."""
+        given, no stored row, index entry, name or summary holds the erased units, the
+        redacted records hold no content, and no stored or derived string (snapshot files
+        included) holds an erased name or value that no surviving unit holds itself. A receipt
+        that matches no erasure: InvalidInput."""
         self._check_open()
         if not isinstance(receipt, ErasureReceipt):
             raise InvalidInput(f"receipt must be a gem.ErasureReceipt, got {type(receipt).__name__}")

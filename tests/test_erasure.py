@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 import gem
-from conftest import ENGINE, raw_write, snapshot
+from conftest import ENGINE, memory_location, raw_write, snapshot
 from gem.testing.consistency import cache_disagreements, derived_disagreements
 
 MARKER = "ZQX-7731-erase-me"
@@ -160,6 +160,19 @@ def test_an_erased_field_name_leaves_the_flags_and_the_log_it_was_copied_to(exte
     assert SECRET.lower() not in repr(extended.transitions()).lower()
     assert SECRET.lower() not in repr(receipt.model_dump()).lower()
     consistent(extended)
+
+
+def test_the_redacted_flags_and_log_stay_clean_after_reopening(tmp_path, clock):
+    path = memory_location(tmp_path)
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact("Project Q", f"{SECRET}-field", "1"), gem.Fact("Portfolio", "size", 3)])
+        mem.link("Project Q", "Portfolio", kind="extension")
+        mem.ingest(gem.Fact("Project Q", f"{SECRET}-field", "2"))
+        receipt = mem.erase("Project Q", f"{SECRET}-field", reason="subject request")
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        report = mem.audit(full=True)
+        assert report.ok, report.violations
+        assert mem.verify_erasure(receipt).ok and mem.pending_revisions() == []
 
 
 def test_verify_erasure_finds_an_erased_name_copied_anywhere(extended):

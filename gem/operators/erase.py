@@ -14,6 +14,11 @@ scope's episodes recorded from that source, and with `erase_all` every episode o
 episode said just after an erased one no longer reads it as context (`follows`), and the log
 records that touched an erased episode are redacted like a topic's.
 
+Names are content too: the erased titles, aliases, field names, string values and `source`
+are redacted wherever they were copied (other records of the log, flag evidence), unless a
+surviving unit still holds the same name (gem/operators/redact.py); the receipt holds them as
+salted hashes, which `verify` looks for in every stored and derived string.
+
 The hash chain survives redaction (gem/attest.py): a redacted record keeps its commitment and
 loses its content and salt. The surviving units those records attested are attested again by
 the erasure's own record, with their current content, so the audit still covers them; their

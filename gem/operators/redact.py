@@ -35,7 +35,7 @@ ERASED = "[erased]"  # what a scrubbed copy says in place of an erased name or v
 # still in use. Every other stored string (ids, flag evidence, log parts) is a copy.
 OWN = {"Topic": ("title", "aliases", "annotations"),
        "Field": ("name", "summary", "annotations", "labels"),
-       "Entry": ("value", "source", "actor", "ref", "reason", "annotations"),
+       "Entry": ("value", "source", "actor", "ref", "reason", "annotations", "labels"),
        "Observation": ("source", "actor", "ref"),
        "Episode": ("text", "source", "actor", "speaker", "annotations"),
        "Policy": ("name", "file", "source")}
@@ -139,14 +139,16 @@ def still_held(tx: Any, needles: set[str], gone: set[str]) -> set[str]:
     held: set[str] = set()
     for table, columns in OWN.items():
         key = "name" if table == "Policy" else "id"
-        lists = [c for c in columns if c in ("aliases", "labels")]
-        plain = [c for c in columns if c not in lists]
+        # list columns are read whole: topics' aliases and fields' labels (the union of their
+        # entries', so entries are not read)
+        lists = [c for c in columns if c in ("aliases", "labels") and table != "Entry"]
+        plain = [c for c in columns if c not in ("aliases", "labels")]
         if needles - held:
             for row in _containing(tx, table, plain, needles - held):
                 if row[key] not in gone:
                     held |= {n for n in needles - held
                              if any(mentions(str(row[c] or ""), [n]) for c in plain)}
-        if lists and needles - held:  # list columns are read whole (topics' and fields')
+        if lists and needles - held:
             for row in queries.scan(tx, table, columns=(key, *lists)):
                 if row[key] not in gone:
                     held |= {n for n in needles - held
