@@ -24,6 +24,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from ..attest import EDGE_KINDS, PARTS
 from ..index import read_snapshot_file, snapshot_strings
 from ..store import queries
 from ..store.schema import TABLES
@@ -164,10 +165,9 @@ def flags_naming(tx: Any, needles: set[str]) -> list[dict[str, Any]]:
 
 def records_naming(tx: Any, scope: str, needles: set[str]) -> list[int]:
     """The log records of `scope` not yet redacted whose content parts name a needle."""
-    parts = ("units", "policies", "detail", "salience", "writes")
-    found = _containing(tx, "Transition", parts, needles, where="n.salt <> '' AND n.scope = $scope",
-                        returns=("seq", *parts), scope=scope) if needles else []
-    return sorted(r["seq"] for r in found if any(mentions(r[p] or "", needles) for p in parts))
+    found = _containing(tx, "Transition", PARTS, needles, where="n.salt <> '' AND n.scope = $scope",
+                        returns=("seq", *PARTS), scope=scope) if needles else []
+    return sorted(r["seq"] for r in found if any(mentions(r[p] or "", needles) for p in PARTS))
 
 
 # ---------------------------------------------------------------------- verification
@@ -180,7 +180,7 @@ def _digest(salt: str, text: str) -> str:
     return hashlib.sha256(f"{salt}\n{text}".encode("utf-8")).hexdigest()[:32]
 
 
-_WORD = re.compile(r"\w")
+_TOKEN = re.compile(r"\w+|\W", re.DOTALL)
 
 
 class Marks:
@@ -193,16 +193,17 @@ class Marks:
         for mark in marked:
             length, digest = mark.split(":", 1)
             self.digests.setdefault(int(length), set()).add(digest)
+        self.shortest = min(self.digests, default=0)
 
     def found(self, text: str) -> set[str]:
         """The marks (as "<length>:<hash>") of the needles `text` holds."""
-        if not self.digests or not text:
+        if not self.digests or len(text) < self.shortest:
             return set()
         low = text.lower()
-        word = [bool(_WORD.match(c)) for c in low]
-        n = len(low)
-        starts = [i for i in range(n) if i == 0 or not word[i - 1] or not word[i]]
-        ends = {j for j in range(1, n + 1) if j == n or not word[j] or not word[j - 1]}
+        # a boundary is where a run of word characters starts or ends, or beside any other
+        tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(low)]
+        starts = [i for i, _ in tokens]
+        ends = {j for _, j in tokens}
         hits: set[str] = set()
         for length, digests in self.digests.items():
             for i in starts:
@@ -256,12 +257,13 @@ class Scan:
 
     def stored(self, tx: Any) -> None:
         """Every string of every stored row and typed edge."""
-        from ..attest import EDGE_KINDS
         for table, spec in TABLES.items():
             own = ("key", "value") if table == "Meta" else OWN.get(table, ())
             for row in queries.stream_rows(tx, table):
                 name = "log record" if table == "Transition" else table.lower()
                 for column, value in row.items():
+                    if table == "Transition" and column not in (*PARTS, "tombstone"):
+                        continue  # who, when and the chain: the log's metadata, not content
                     if column == "tombstone" and value:  # but its reason, the caller's words
                         value = dumps({k: v for k, v in json.loads(value).items() if k != "reason"})
                     for text in _texts(value):
