@@ -6,7 +6,7 @@ Every name and value is a distinct marker (lowercase letters ending in digits: o
 term, unchanged by stemming), so a match is meaningful. A marker a surviving unit still holds
 legitimately remains; the model below says which ones survive, and only the others are
 searched for. Each example opens a real database: the default run is a few dozen examples,
-GEM_ERASURE_EXAMPLES or the slow-marked profile runs more."""
+GEM_ERASURE_EXAMPLES sets how many; `pytest -m slow` runs the long profile (300)."""
 from __future__ import annotations
 
 import io
@@ -197,8 +197,15 @@ def test_nothing_erased_is_left_in_the_files_the_snapshot_or_an_export(h):
     _run(h)
 
 
-@pytest.mark.slow
-@settings(max_examples=300, **PROFILE)
+@settings(max_examples=int(os.environ.get("GEM_ERASURE_SLOW_EXAMPLES", "300")), **PROFILE)
 @given(h=history)
-def test_nothing_erased_is_left_over_many_histories(h):
+def _many_histories(h):
     _run(h)
+
+
+@pytest.mark.slow
+def test_nothing_erased_is_left_over_many_histories(request):
+    """The long profile (~20 min): only with `-m slow`."""
+    if "slow" not in (request.config.option.markexpr or ""):
+        pytest.skip("the long profile: run it with -m slow")
+    _many_histories()
