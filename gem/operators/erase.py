@@ -340,9 +340,9 @@ def _attest_again(t: Transition, keys: set[str]) -> None:
 def _leftovers(engine: Any, receipt: Any) -> list[str]:
     """Every stored and derived string, searched for the erased names and values (by the
     receipt's marks): what still holds one that no surviving unit holds as its own."""
-    scan = redact.Scan(redact.Marks(receipt.salt, receipt.marks))
     if not receipt.marks:
         return []
+    scan = redact.Scan(redact.Marks(receipt.salt, receipt.marks))
     with engine.store.reading() as tx:
         scan.stored(tx)
     keeps = engine.store.keeps_snapshot and engine.store.path is not None
