@@ -15,7 +15,7 @@ from . import audit as audit_mod
 from . import history as history_rules
 from . import transfer
 from .collector import paused_gc
-from .derived import DEFAULT_SCOPE, Progress, Summarizer
+from .derived import DEFAULT_SCOPE, Progress, Summarizer, snapshot_dir
 from .embed import Embedder
 from .engine import Engine, embedder_for, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
@@ -536,11 +536,12 @@ class Memory:
     def _erasure(self, op: Callable[[Transition], dict[str, Any]], actor: str) -> ErasureReceipt:
         result, t = self._run("erase", op, actor=actor)
         engine = self._engine
-        with engine.store.lock:  # what is derived from the erased content goes now, files too
-            engine.derived.refresh(engine.cache, engine.services.summarizer)
-            engine.derived.refresh_units(engine.cache)
-            engine.save_snapshot()
         stone = result["tombstone"]
+        with engine.store.lock:  # the summaries of what remains, and a saved snapshot, follow now
+            engine.derived.scope(self._scope).refresh(engine.cache, engine.services.summarizer,
+                                                      stone["changed"])
+            if os.path.isdir(snapshot_dir(engine.store.path)):
+                engine.save_snapshot()
         return ErasureReceipt(
             transition=t.seq, scope=self._scope, at=t.now, reason=stone["reason"],
             topics=stone["topics"], fields=stone["fields"], entries=stone["entries"],

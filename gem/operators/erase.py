@@ -80,7 +80,7 @@ def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
     salt = attest.new_salt()
     commitment = hashlib.sha256((salt + "\n" + dumps(content)).encode("utf-8")).hexdigest()
     # a field left empty by erase(source=...) goes too: its name with it
-    needles = redact.needles_of(content, source) | {f.split("/", 1)[1] for f in erased["fields"]}
+    needles = redact.needles_of([*content, *({"field": f} for f in erased["fields"])], source)
     gone = {k for table in t.deleted.values() for k in table}
     with t.cache.store.reading() as tx:
         needles -= redact.still_held(tx, needles, gone)

@@ -9,7 +9,7 @@ remains, and so do its copies: they cannot be told apart. Numbers and booleans c
 to find; they leave with the rows that held them.
 
 A needle is found as text at word boundaries, case-insensitively: "ssn" in "t1/ssn" or
-"updated ssn", not in "lesson". The same rule drives the redaction (`mentions`, `scrub`) and
+"updated ssn", not in "lesson"; it runs from its name's first word character to its last. The same rule drives the redaction (`mentions`, `scrub`) and
 the verification, which holds only salted hashes of the needles (`marks`, `Marks`): the
 receipt must not hold the erased content.
 """
@@ -61,7 +61,13 @@ def needles_of(content: Iterable[Any], source: str | None) -> set[str]:
 
     for item in content:
         walk(item)
-    return {n for n in found if n.strip()}
+    return {core for n in found if (core := _core(n))}
+
+
+def _core(text: str) -> str:
+    """A needle from its first word character to its last ("" with none: nothing to find)."""
+    words = list(_WORDS.finditer(text))
+    return text[words[0].start():words[-1].end()] if words else ""
 
 
 def _loads(text: Any) -> Any:
@@ -134,26 +140,33 @@ def _containing(tx: Any, table: str, columns: Iterable[str], needles: Iterable[s
     return queries.scan(tx, table, condition, params, columns=returns)
 
 
+def named(text: str, needles: Iterable[str]) -> set[str]:
+    """The needles `text` names."""
+    pattern = _pattern(frozenset(needles))
+    if pattern is None:
+        return set()
+    by_case = {n.lower(): n for n in needles}
+    return {by_case[m.group(0).lower()] for m in pattern.finditer(text)
+            if m.group(0).lower() in by_case}
+
+
 def still_held(tx: Any, needles: set[str], gone: set[str]) -> set[str]:
     """The needles a stored row not in `gone` (being erased) holds as its own content: a
     surviving unit says it."""
     held: set[str] = set()
     for table, columns in OWN.items():
         key = "name" if table == "Policy" else "id"
-        # list columns are read whole: topics' aliases and fields' labels (the union of their
-        # entries', so entries are not read)
+        # list columns are read where not empty: topics' aliases and fields' labels (the union
+        # of their entries', so entries are not read)
         lists = [c for c in columns if c in ("aliases", "labels") and table != "Entry"]
         plain = [c for c in columns if c not in ("aliases", "labels")]
-        if needles - held:
-            for row in _containing(tx, table, plain, needles - held):
+        for row in _containing(tx, table, plain, needles - held) if needles - held else ():
+            if row[key] not in gone:
+                held |= {n for c in plain for n in named(str(row[c] or ""), needles)}
+        for column in lists if needles - held else ():
+            for row in queries.scan(tx, table, f"size(n.{column}) > 0", columns=(key, column)):
                 if row[key] not in gone:
-                    held |= {n for n in needles - held
-                             if any(mentions(str(row[c] or ""), [n]) for c in plain)}
-        if lists and needles - held:
-            for row in queries.scan(tx, table, columns=(key, *lists)):
-                if row[key] not in gone:
-                    held |= {n for n in needles - held
-                             if any(mentions(text, [n]) for c in lists for text in row[c] or [])}
+                    held |= {n for text in row[column] for n in named(text, needles)}
     return held
 
 
@@ -172,45 +185,50 @@ def records_naming(tx: Any, scope: str, needles: set[str]) -> list[int]:
 
 # ---------------------------------------------------------------------- verification
 def marks(salt: str, needles: Iterable[str]) -> list[str]:
-    """What a receipt holds of the needles: each as "<length>:<salted hash>", never as text."""
-    return sorted({f"{len(n.lower())}:{_digest(salt, n.lower())}" for n in needles})
+    """What a receipt holds of the needles: "<length>:<words>:<salted hash>" each (its length,
+    its number of runs of word characters), never the text."""
+    return sorted({f"{len(n.lower())}:{len(_WORDS.findall(n.lower()))}:{_digest(salt, n.lower())}"
+                   for n in needles})
 
 
 def _digest(salt: str, text: str) -> str:
     return hashlib.sha256(f"{salt}\n{text}".encode("utf-8")).hexdigest()[:32]
 
 
-_TOKEN = re.compile(r"\w+|\W", re.DOTALL)
+_WORDS = re.compile(r"\w+")
 
 
 class Marks:
-    """Finds the needles a receipt's marks stand for in a text, by hashing every piece of it
-    that starts and ends at word boundaries with one of the marks' lengths."""
+    """Finds the needles a receipt's marks stand for in a text: a needle starts where a run of
+    word characters starts and ends where one ends, so only the pieces of the text spanning
+    as many runs as a needle, with its length, are hashed."""
 
     def __init__(self, salt: str, marked: Iterable[str]) -> None:
         self.salt = salt
-        self.digests: dict[int, set[str]] = {}
+        self.digests: dict[tuple[int, int], set[str]] = {}
         for mark in marked:
-            length, digest = mark.split(":", 1)
-            self.digests.setdefault(int(length), set()).add(digest)
-        self.shortest = min(self.digests, default=0)
+            length, words, digest = mark.split(":", 2)
+            self.digests.setdefault((int(length), int(words)), set()).add(digest)
+        self.shortest = min((length for length, _ in self.digests), default=0)
+        self.runs = sorted({words for _, words in self.digests})
 
     def found(self, text: str) -> set[str]:
-        """The marks (as "<length>:<hash>") of the needles `text` holds."""
+        """The marks of the needles `text` holds."""
         if not self.digests or len(text) < self.shortest:
             return set()
         low = text.lower()
-        # a boundary is where a run of word characters starts or ends, or beside any other
-        tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(low)]
-        starts = [i for i, _ in tokens]
-        ends = {j for _, j in tokens}
+        spans = [m.span() for m in _WORDS.finditer(low)]
         hits: set[str] = set()
-        for length, digests in self.digests.items():
-            for i in starts:
-                if i + length in ends:
-                    digest = _digest(self.salt, low[i:i + length])
+        for i, (start, _) in enumerate(spans):
+            for words in self.runs:
+                if i + words > len(spans):
+                    break
+                end = spans[i + words - 1][1]
+                digests = self.digests.get((end - start, words))
+                if digests is not None:
+                    digest = _digest(self.salt, low[start:end])
                     if digest in digests:
-                        hits.add(f"{length}:{digest}")
+                        hits.add(f"{end - start}:{words}:{digest}")
         return hits
 
 
