@@ -537,9 +537,11 @@ class Memory:
         result, t = self._run("erase", op, actor=actor)
         engine = self._engine
         stone = result["tombstone"]
-        with engine.store.lock:  # the summaries of what remains, and a saved snapshot, follow now
-            engine.derived.scope(self._scope).refresh(engine.cache, engine.services.summarizer,
-                                                      stone["changed"])
+        with engine.store.lock:  # what is derived from what remains, and a saved snapshot, now
+            scope, changed = engine.derived.scope(self._scope), set(stone["changed"])
+            scope.refresh(engine.cache, engine.services.summarizer, sorted(changed))
+            if any(unit.split("/", 1)[0] in changed for unit in scope.stale_units):
+                scope.refresh_units(engine.cache)  # (the scope's other stale units with them)
             if os.path.isdir(snapshot_dir(engine.store.path)):
                 engine.save_snapshot()
         return ErasureReceipt(
