@@ -538,10 +538,11 @@ class Memory:
         engine = self._engine
         stone = result["tombstone"]
         with engine.store.lock:  # what is derived from what remains, and a saved snapshot, now
-            scope, changed = engine.derived.scope(self._scope), set(stone["changed"])
-            scope.refresh(engine.cache, engine.services.summarizer, sorted(changed))
-            if any(unit.split("/", 1)[0] in changed for unit in scope.stale_units):
-                scope.refresh_units(engine.cache)  # (the scope's other stale units with them)
+            scope = engine.derived.scope(self._scope)
+            scope.refresh(engine.cache, engine.services.summarizer, stone["changed"])
+            # a changed field's document, an episode's that read an erased one as context (the
+            # scope's other stale units with them: work the next retrieval would do)
+            scope.refresh_units(engine.cache)
             if os.path.isdir(snapshot_dir(engine.store.path)):
                 engine.save_snapshot()
         return ErasureReceipt(
