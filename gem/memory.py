@@ -15,7 +15,7 @@ from . import audit as audit_mod
 from . import history as history_rules
 from . import extraction, transfer, usage
 from .collector import paused_gc
-from .derived import DEFAULT_SCOPE, Progress, Summarizer
+from .derived import DEFAULT_SCOPE, Progress, Summarizer, snapshot_dir
 from .embed import Embedder
 from .engine import Engine, embedder_for, utc_now
 from .errors import GemError, InvalidInput, TransitionRejected, UnknownUnit
@@ -571,8 +571,9 @@ class Memory:
         and salience of what is erased, recomputes what remains, redacts the log records that
         touched the topic and writes a tombstone. The episodes that said what is erased go
         too: those its entries and observations cite, and with `source` the scope's episodes
-        from that source. The bytes leave the database files with `compact()`. Nothing to
-        erase: UnknownUnit."""
+        from that source. The erased names and values no surviving unit holds are redacted
+        wherever they were copied (log records, flag evidence, the derived snapshot). The bytes
+        leave the database files with `compact()`. Nothing to erase: UnknownUnit."""
         self._check_open()
         _text(topic, "topic")
         if not isinstance(reason, str) or not reason.strip():
@@ -608,18 +609,29 @@ class Memory:
 
     def _erasure(self, op: Callable[[Transition], dict[str, Any]], actor: str) -> ErasureReceipt:
         result, t = self._run("erase", op, actor=actor)
+        engine = self._engine
         stone = result["tombstone"]
+        with engine.store.lock:  # what is derived from what remains, and a saved snapshot, now
+            scope = engine.derived.scope(self._scope)
+            scope.refresh(engine.cache, engine.services.summarizer, stone["changed"])
+            # a changed field's document, an episode's that read an erased one as context (the
+            # scope's other stale units with them: work the next retrieval would do)
+            scope.refresh_units(engine.cache)
+            if os.path.isdir(snapshot_dir(engine.store.path)):
+                engine.save_snapshot()
         return ErasureReceipt(
             transition=t.seq, scope=self._scope, at=t.now, reason=stone["reason"],
             topics=stone["topics"], fields=stone["fields"], entries=stone["entries"],
             observations=stone["observations"], redacted=stone["redacted"],
-            episodes=stone["episodes"],
+            episodes=stone["episodes"], marks=result["marks"],
             commitment=result["commitment"], salt=result["salt"])
 
     def verify_erasure(self, receipt: ErasureReceipt) -> ErasureCheck:
         """Check that what `receipt` says was erased is gone: its tombstone is in the log as
-        given, no stored row, index entry, name or summary holds the erased units, and the
-        redacted records hold no content. A receipt that matches no erasure: InvalidInput."""
+        given, no stored row, index entry, name or summary holds the erased units, the
+        redacted records hold no content, and no stored or derived string (snapshot files
+        included) holds an erased name or value that no surviving unit holds itself. A receipt
+        that matches no erasure: InvalidInput."""
         self._check_open()
         if not isinstance(receipt, ErasureReceipt):
             raise InvalidInput(f"receipt must be a gem.ErasureReceipt, got {type(receipt).__name__}")

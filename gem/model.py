@@ -675,6 +675,9 @@ class ErasureReceipt(BaseModel):
     observations: list[str]
     redacted: list[int]               # log records whose content was removed
     episodes: list[str] = PydField(default_factory=list)  # the episodes that said it
+    # the erased names and values no surviving unit holds, as "<length>:<words>:<salted hash>"
+    # (the salt is `salt`): what verify_erasure looks for in every stored and derived string
+    marks: list[str] = PydField(default_factory=list)
     commitment: str
     salt: str
 

@@ -159,7 +159,8 @@ def attested(t: Transition) -> dict[str, str | None]:
         for key in t.updated[table]:
             out[key] = attest.row_hash(table, t.get(table, key))
         for key in t.deleted[table]:
-            out[key] = None
+            if key not in t.unlisted:
+                out[key] = None
     for table, triples in t.rels_added.items():
         if table in attest.EDGE_KINDS:
             for a, b, props in triples:

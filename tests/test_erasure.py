@@ -2,6 +2,7 @@
 receipt, and the physical purge by compaction (crash-safe)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import textwrap
 import pytest
 
 import gem
-from conftest import ENGINE, raw_write, snapshot
+from conftest import ENGINE, memory_location, raw_write, snapshot
 from gem.testing.consistency import cache_disagreements, derived_disagreements
 
 MARKER = "ZQX-7731-erase-me"
@@ -132,6 +133,77 @@ def test_erasing_keeps_the_salience_a_redacted_read_gave_other_topics(mem):
     report = mem.audit(full=True)
     assert report.ok, report.violations
     assert mem.inspect("Beta Launch", "owner").salience == before
+    consistent(mem)
+
+
+SECRET = "ZQX-SECRET-4711"
+
+
+@pytest.fixture
+def extended(mem):
+    """Issue 25: a field of a topic that extends another, updated, so the other topic is
+    flagged with the field's name in its evidence."""
+    mem.ingest([gem.Fact("Project Q", f"{SECRET}-field", "1"), gem.Fact("Portfolio", "size", 3)])
+    mem.link("Project Q", "Portfolio", kind="extension")
+    mem.ingest(gem.Fact("Project Q", f"{SECRET}-field", "2"))
+    assert SECRET in str(mem.pending_revisions())
+    return mem
+
+
+def test_an_erased_field_name_leaves_the_flags_and_the_log_it_was_copied_to(extended):
+    receipt = extended.erase("Project Q", f"{SECRET}-field", reason="subject request")
+    assert extended.verify_erasure(receipt).ok
+    assert extended.pending_revisions() == []       # its only reason, the change, is erased
+    flag = extended._engine.read(lambda t: t.flags("t2"))[0]
+    assert flag["status"] == "cleared" and flag["cleared_by"] == "erasure"
+    assert json.loads(flag["evidence"])["updated_field"] == "[erased]"
+    assert SECRET.lower() not in repr(extended.transitions()).lower()
+    assert SECRET.lower() not in repr(receipt.model_dump()).lower()
+    consistent(extended)
+
+
+def test_the_redacted_flags_and_log_stay_clean_after_reopening(tmp_path, clock):
+    path = memory_location(tmp_path)
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact("Project Q", f"{SECRET}-field", "1"), gem.Fact("Portfolio", "size", 3)])
+        mem.link("Project Q", "Portfolio", kind="extension")
+        mem.ingest(gem.Fact("Project Q", f"{SECRET}-field", "2"))
+        receipt = mem.erase("Project Q", f"{SECRET}-field", reason="subject request")
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        report = mem.audit(full=True)
+        assert report.ok, report.violations
+        assert mem.verify_erasure(receipt).ok and mem.pending_revisions() == []
+
+
+def test_verify_erasure_finds_an_erased_name_copied_anywhere(extended):
+    """verify_erasure scans every stored string, not only the erased rows: a copy of the name
+    left in a surviving flag's evidence fails it."""
+    receipt = extended.erase("Project Q", f"{SECRET}-field", reason="subject request")
+    raw_write(extended, "MATCH (g:Flag {id: 'g1'}) SET g.evidence = "
+                        f"'{{\"updated_field\": \"{SECRET.lower()}-FIELD\"}}'")
+    check = extended.verify_erasure(receipt)
+    assert not check.ok and any("flag g1" in p for p in check.problems), check.problems
+
+
+def test_a_name_a_surviving_unit_still_holds_is_not_a_leftover(mem):
+    mem.ingest([gem.Fact("Bob", "team", "blue"), gem.Fact("Alice", "team", "blue"),
+                gem.Fact("Bob", "ssn", MARKER)])
+    receipt = mem.erase("Bob", "team", reason="GDPR")  # "team" and "blue" are Alice's too
+    assert mem.verify_erasure(receipt).ok and len(receipt.marks) == 0
+    receipt = mem.erase("Bob", reason="GDPR")          # "Bob", "ssn", the marker: Bob's alone
+    assert len(receipt.marks) == 3 and mem.verify_erasure(receipt).ok
+    consistent(mem)
+
+
+def test_an_erased_source_leaves_the_log_and_the_flags(mem):
+    source = "zqx-crm-9931"
+    mem.ingest([gem.Fact("Bob", "team", "blue", source="chat"), gem.Fact("Launch", "date", "May 1")])
+    mem.link("Bob", "Launch")
+    mem.ingest(gem.Fact("Bob", "team", "green", source=source))
+    receipt = mem.erase("Bob", "team", source=source, reason="crm retracted")
+    assert mem.inspect("Bob", "team").value == "blue"
+    assert mem.verify_erasure(receipt).ok
+    assert source not in repr(mem.transitions()) and source not in repr(mem.pending_revisions())
     consistent(mem)
 
 

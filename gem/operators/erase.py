@@ -14,6 +14,11 @@ scope's episodes recorded from that source, and with `erase_all` every episode o
 episode said just after an erased one no longer reads it as context (`follows`), and the log
 records that touched an erased episode are redacted like a topic's.
 
+Names are content too: the erased titles, aliases, field names, string values and `source`
+are redacted wherever they were copied (other records of the log, flag evidence), unless a
+surviving unit still holds the same name (gem/operators/redact.py); the receipt holds them as
+salted hashes, which `verify` looks for in every stored and derived string.
+
 The hash chain survives redaction (gem/attest.py): a redacted record keeps its commitment and
 loses its content and salt. The surviving units those records attested are attested again by
 the erasure's own record, with their current content, so the audit still covers them; their
@@ -26,11 +31,13 @@ import json
 from typing import Any, Iterable
 
 from .. import attest, history
+from ..derived import snapshot_dir
 from ..errors import UnknownUnit
 from ..state.transition import Transition, episode_order
 from ..store import queries
 from ..store.schema import EDGE_TABLES, Row
 from ..units import dumps, is_episode
+from . import redact
 from .common import field_named, settle_current
 
 
@@ -72,7 +79,19 @@ def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
         t.touch_topic(tid)
     salt = attest.new_salt()
     commitment = hashlib.sha256((salt + "\n" + dumps(content)).encode("utf-8")).hexdigest()
-    redacted = _redact(t, [*tids, *erased["episodes"]])
+    # a field left empty by erase(source=...) goes too: its name with it
+    needles = redact.needles_of([*content, *({"field": f} for f in erased["fields"])], source)
+    gone = {k for table in t.deleted.values() for k in table}
+    with t.cache.store.reading() as tx:
+        needles -= redact.still_held(tx, needles, gone)
+        flags = [g for g in redact.flags_naming(tx, needles)
+                 if g["id"] not in gone and _in_scope(t, g["topic_id"])]
+        naming = redact.records_naming(tx, t.scope, needles)
+    _scrub_flags(t, flags, needles, erased["fields"])
+    # an erased field's id holds its name: its deletion is not listed, and every record that
+    # listed the field is redacted (it touched the topic, or it names the field)
+    t.unlisted = {fid for fid in erased["fields"] if redact.mentions(fid.split("/", 1)[1], needles)}
+    redacted = _redact(t, [*tids, *erased["episodes"]], naming, needles)
     t.write_behind_now = True
     field_salt = attest.new_salt()
     t.tombstone = {
@@ -83,7 +102,32 @@ def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
         "flags": sorted(erased["flags"]), "episodes": sorted(erased["episodes"]),
         "redacted": redacted, "commitment": commitment,
         "field_salt": field_salt, "reason": reason}
-    return {"salt": salt, "commitment": commitment, "tombstone": t.tombstone}
+    return {"salt": salt, "commitment": commitment, "tombstone": t.tombstone,
+            "marks": redact.marks(salt, needles)}
+
+
+def _in_scope(t: Transition, key: str) -> bool:
+    return key[:len(key) - len(key.rsplit(":", 1)[-1])] == t.prefix
+
+
+def _scrub_flags(t: Transition, flags: list[Row], needles: set[str], fields: list[str]) -> None:
+    """Flags on surviving topics whose evidence names erased content: the names and values go
+    from their evidence (each becomes redact.ERASED). An open flag raised by a change of a field
+    now erased is cleared as well ("erasure"): the change it asks to review is gone."""
+    erased_names: dict[str, set[str]] = {}
+    for fid in fields:
+        tid, name = fid.split("/", 1)
+        erased_names.setdefault(tid, set()).add(name.lower())
+    for row in flags:
+        t.flags(row["topic_id"])  # the transition reads (and writes) the topic's flags
+        flag = t.get("Flag", row["id"])
+        evidence = json.loads(flag["evidence"])
+        changes: dict[str, Any] = {"evidence": dumps(redact.scrub(evidence, needles))}
+        names = erased_names.get(flag["origin_id"] or "", set())
+        if flag["status"] == "open" and any(s.lower() in names for s in redact.strings(evidence)):
+            changes.update(status="cleared", cleared_at=t.now, cleared_by="erasure")
+        t.update("Flag", flag["id"], **changes)
+        t.detail.setdefault("flags_redacted", []).append(flag["id"])
 
 
 def _hidden(salt: str, fid: str) -> str:
@@ -229,10 +273,12 @@ def _erase_episodes(t: Transition, eids: list[str], erased: dict[str, list[Any]]
 
 
 # ---------------------------------------------------------------------- the log
-def _redact(t: Transition, tids: Iterable[str]) -> list[int]:
-    """Redact every record that touched these topics; attest again, with their current
-    content, the surviving units those records attested."""
-    seqs = sorted({s for tid in tids for s in t.committed.touched_by.get(tid, ())})
+def _redact(t: Transition, tids: Iterable[str], naming: Iterable[int],
+            needles: set[str]) -> list[int]:
+    """Redact every record that touched these topics and those `naming` erased content;
+    attest again, with their current content, the surviving units those records attested
+    (a unit gone whose key names erased content is not: every record naming it is redacted)."""
+    seqs = sorted({s for tid in tids for s in t.committed.touched_by.get(tid, ())} | set(naming))
     if not seqs:
         return []
     with t.cache.store.reading() as tx:
@@ -250,6 +296,8 @@ def _redact(t: Transition, tids: Iterable[str]) -> list[int]:
     survivors = {k for k in survivors if k.split("|", 1)[0] not in ("Policy", "Meta")
                  and k.split("/", 1)[0] not in erased_topics}
     _attest_again(t, survivors)
+    for key in [k for k, v in t.attested.items() if v is None and redact.mentions(k, needles)]:
+        del t.attested[key]
     t.store_writes.append(lambda tx: queries.redact_records(tx, seqs))
     return seqs
 
@@ -289,6 +337,19 @@ def _attest_again(t: Transition, keys: set[str]) -> None:
 
 
 # ---------------------------------------------------------------------- verification
+def _leftovers(engine: Any, receipt: Any) -> list[str]:
+    """Every stored and derived string, searched for the erased names and values (by the
+    receipt's marks): what still holds one that no surviving unit holds as its own."""
+    if not receipt.marks:
+        return []
+    scan = redact.Scan(redact.Marks(receipt.salt, receipt.marks))
+    with engine.store.reading() as tx:
+        scan.stored(tx)
+    keeps = engine.store.keeps_snapshot and engine.store.path is not None
+    scan.derived(engine.derived, snapshot_dir(engine.store.path) if keeps else None)
+    return scan.problems()
+
+
 def verify(engine: Any, receipt: Any) -> Any:
     """Check a receipt against the memory (see `Memory.verify_erasure`)."""
     from ..errors import InvalidInput
@@ -322,6 +383,7 @@ def verify(engine: Any, receipt: Any) -> Any:
                     u.split("/", 1)[0] in gone or u in erased_episodes or
                     (u.split("/", 1)[0], _hidden(stone["field_salt"], u)) in hidden for u in units):
                 problems.append(f"log record {seq} still names an erased unit")
+    problems += _leftovers(engine, receipt)
     scope = engine.derived.scope(receipt.scope)
     for tid in receipt.topics:
         if tid in scope.names.names_of or tid in scope.lexical or tid in scope.vectors or \

@@ -181,6 +181,9 @@ class Transition:
         self.deleted: dict[str, dict[str, None]] = {t: {} for t in NODE_TABLES}  # erasure only
         self.attested: dict[str, str | None] = {}  # other writes' content hashes (policies)
         self.tombstone: dict[str, Any] | None = None  # what an erasure removed (ids, commitment)
+        # deleted keys the record must not name (an erased field's id holds its name); every
+        # record that attested them is redacted by the same erasure
+        self.unlisted: set[str] = set()
         self.salience_written: list[tuple[str, str, float, Any]] = []  # written behind by the flush
         self.write_behind_now = False  # bring every stored salience column up to date with it
         self.rels_added: dict[str, list[tuple[str, str, Row]]] = {}
