@@ -339,3 +339,17 @@ def test_a_graph_reads_and_writes_its_memory_through_the_store(db_path):
             "visit 2; before you said: hi"
         assert [e.value for e in store.memory.scope("lg.users.ann").history(
             "profile", "last_said")] == ["hi", "bye"]
+
+
+def test_a_key_a_policy_drops_is_left_out_and_logged(tmp_path, db_path, clock, caplog):
+    policy = tmp_path / "no-passwords.policy"
+    policy.write_text('POLICY no-passwords\nON field_created OR field_updated OR corroborated '
+                      'OR recorded\nWHEN field.name = "password"\n'
+                      'DO drop(entry, "passwords are not stored")\n')
+    with gem.open(path=db_path, clock=clock, engine=ENGINE, resolver=KEY_RESOLVER,
+                  policies=[str(policy)]) as m:
+        store = GemStore(m)
+        with caplog.at_level("WARNING", logger="gem"):
+            store.put(("a",), "login", {"user": "ann", "password": "hunter2"})
+        assert store.get(("a",), "login").value == {"user": "ann"}
+        assert "password (passwords are not stored)" in caplog.text

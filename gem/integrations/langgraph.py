@@ -244,7 +244,7 @@ class GemStore(BaseStore):
                              actor=_SOURCE)
         if result.dropped:
             log.warning("gem: a policy left out of item %r in %r: %s", key, namespace,
-                        "; ".join(f"{d.fact.field} ({d.reason})" for d in result.dropped))
+                        "; ".join(f"{d.field} ({d.reason})" for d in result.dropped))
         for name, field in fields.items():
             if name not in kept and field.retracted is None:
                 view.retract(key, name, "not in the value LangGraph put", source=_SOURCE,
