@@ -13,10 +13,12 @@ Needs `pip install 'gem[langgraph]'`. How LangGraph's model maps onto gem's (REA
 - `put` is one `ingest` (re-putting a value corroborates it), then a `retract` of each key the
   new value leaves out (or sets to None: gem has no null value), kept in the history.
 - `get` is `inspect`: side-effect free, the item whole (hidden fields and archived topics too).
-- `search` is `retrieve`, a transition that reinforces the items it returns. With a `query`,
-  gem ranks them (BM25 and vectors, per namespace, merged by score); without one, items come
-  in (namespace, key) order. Either way an item shows the fields retrieval shows: what
-  forgetting hid is left out until a query recalls it.
+- `search` is `retrieve`, a transition that reinforces what it reads. With a `query`, gem
+  ranks the items (BM25 and vectors, one retrieve per namespace, merged by score) and reinforces
+  what it ranked, which can be more than the page when there is an offset or a filter; without
+  one, items come in (namespace, key) order and only the page is read (one retrieve per item).
+  Either way an item shows the fields retrieval shows: what forgetting hid is left out until a
+  query recalls it.
 - `delete` (a put of None) is `erase`: LangGraph's delete means remove, so the item's values,
   history and index entries go and a tombstone is logged.
 """
