@@ -365,3 +365,14 @@ def test_the_readme_example_runs_as_written():
     scope: dict = {}
     exec(compile(block, "README.md", "exec"), scope)
     assert scope["GemStore"] is GemStore  # it ran, not skipped
+
+
+def test_namespaces_with_any_labels_read_back_after_reopening(db_path):
+    odd = ("Users", "ann@example", "x" * 70)
+    with GemStore.open(db_path, engine=ENGINE) as store:
+        store.put(odd, "k", {"n": 1})
+        store.put(("plain",), "k", {"n": 2})
+        assert store.scope_of(odd).startswith("lg-") and store.scope_of(("plain",)) == "lg.plain"
+    with GemStore.open(db_path, engine=ENGINE) as store:
+        assert store.list_namespaces() == [("Users", "ann@example", "x" * 70), ("plain",)]
+        assert [i.namespace for i in store.search(("Users",))] == [odd]

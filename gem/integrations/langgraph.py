@@ -79,7 +79,7 @@ class GemStore(BaseStore):
         self.prefix = prefix
         self._owned = False
         self._views: dict[str, Memory] = {}
-        self._registered: set[str] = set()
+        self._hashed: dict[str, tuple[str, ...]] = {}  # hashed scope names, as registered
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, prefix: str = "lg",
@@ -155,19 +155,23 @@ class GemStore(BaseStore):
     def _register(self, namespace: tuple[str, ...]) -> None:
         """Keep the labels of a namespace whose scope name is a hash, so listing finds them."""
         scope = self.scope_of(namespace)
-        if scope.startswith(self.prefix + ".") or scope in self._registered:
+        if scope.startswith(self.prefix + ".") or scope in self._hashed:
             return
         if self._registry.inspect(scope, "namespace") is None:
             self._registry.ingest(Fact(scope, "namespace", list(namespace), source=_SOURCE),
                                   actor=_SOURCE)
-        self._registered.add(scope)
+        self._hashed[scope] = namespace
 
     def _namespace_of(self, scope: str) -> tuple[str, ...] | None:
         if scope.startswith(self.prefix + "."):
             return tuple(scope[len(self.prefix) + 1:].split("."))
+        if scope in self._hashed:
+            return self._hashed[scope]
         if scope.startswith(self.prefix + "-") and _HASHED.fullmatch(scope[len(self.prefix) + 1:]):
             kept = self._registry.inspect(scope, "namespace")
-            return None if kept is None or kept.value is None else tuple(kept.value)
+            if kept is not None and kept.value is not None:
+                self._hashed[scope] = tuple(kept.value)
+                return self._hashed[scope]
         return None
 
     def _namespaces(self) -> list[tuple[str, ...]]:
