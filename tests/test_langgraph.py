@@ -376,3 +376,13 @@ def test_namespaces_with_any_labels_read_back_after_reopening(db_path):
     with GemStore.open(db_path, engine=ENGINE) as store:
         assert store.list_namespaces() == [("Users", "ann@example", "x" * 70), ("plain",)]
         assert [i.namespace for i in store.search(("Users",))] == [odd]
+
+
+def test_concurrent_async_calls_each_take_effect(store):
+    async def story():
+        await asyncio.gather(*(store.aput(("a", f"n{i % 3}"), f"k{i}", {"i": i})
+                               for i in range(12)))
+        return await asyncio.gather(*(store.aget(("a", f"n{i % 3}"), f"k{i}")
+                                      for i in range(12)))
+    assert [item.value for item in asyncio.run(story())] == [{"i": i} for i in range(12)]
+    assert store.memory.audit(full=True).ok
