@@ -159,3 +159,16 @@ def test_episodes_are_listed_newest_first_per_scope_and_bad_arguments_change_not
         with pytest.raises(gem.InvalidInput):
             mem.episodes(**bad)
     assert snapshot(mem) == before  # listing reinforces nothing
+
+
+def test_listings_leave_out_erased_topics_and_episodes(story):
+    story.ingest([gem.Episode("Lunch on Friday is at the deli", source="chat:9"),
+                  gem.Fact("Website Redesign", "venue", "the deli", source="chat:9")])
+    story.erase("Budget Review", reason="asked to")
+    story.erase("Website Redesign", source="chat:9", reason="asked to")  # the episode
+    page = story.topics()
+    assert sorted(t.title for t in page.topics) == ["Launch Milestones", "Website Redesign"]
+    assert page.matching == 2 and page.topic_counts == {"active": 2, "archived": 0}
+    for order in ("salience", "flags", "title", "recent"):
+        assert len(story.topics(order=order).topics) == 2
+    assert story.episodes().matching == 0 and story.episodes().episodes == []
