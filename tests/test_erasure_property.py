@@ -109,8 +109,8 @@ def _run(h: dict) -> None:
                 values = [names.value(f.value) for b in h["batches"] for f in b if f.episode == i]
                 text = " ".join([names.episodes[i], *values])
                 result = mem.ingest(gem.Episode(text, source=names.source(src)))
-                ep_ids += result.episodes
-                episodes[result.episodes[0]] = (names.episodes[i], names.source(src))
+                ep_ids += result.episode_ids
+                episodes[result.episode_ids[0]] = (names.episodes[i], names.source(src))
                 cited[i] = values
             for n, batch in enumerate(h["batches"]):
                 facts = []
