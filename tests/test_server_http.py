@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import threading
+from html.parser import HTMLParser
+from urllib.parse import urljoin
 
 import httpx
 import pytest
@@ -220,3 +222,131 @@ def test_sigterm_lets_the_running_call_finish_and_closes_cleanly(tmp_path):
     with gem.open(path, engine=ENGINE, create=False) as mem:
         assert mem.stats()["entries"] == answer["response"].json()["new_values"] == 1500
         assert mem.audit().ok
+
+
+class _Links(HTMLParser):
+    """Every src/href/action attribute of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.found += [v for k, v in attrs if k in ("src", "href", "action") and v]
+
+
+def test_the_api_docs_and_everything_they_reference_are_served_by_the_server_itself(served):
+    r = httpx.get(served.url + "/docs")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    links = _Links()
+    links.feed(r.text)
+    assert links.found, "the docs page links its schema"
+    for link in links.found:
+        target = urljoin(served.url + "/docs", link)
+        assert target.startswith(served.url + "/") or link.startswith("#"), link
+        if not link.startswith("#"):
+            assert httpx.get(target).status_code == 200, link
+    assert "<script" not in r.text.lower()  # nothing to fetch or run: the page is the schema
+    for route in ("/v1/ingest", "/v1/retrieve", "/v1/health", "ErrorBody", "transition_rejected"):
+        assert route in r.text, route
+    assert httpx.get(served.url + "/redoc").status_code == 404  # the CDN page is gone too
+
+
+def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(served):
+    spec = httpx.get(served.url + "/openapi.json").json()
+    error = "#/components/schemas/ErrorBody"
+    assert {"error", "message", "condition", "unit", "detail"} <= set(
+        spec["components"]["schemas"]["ErrorBody"]["properties"])
+
+    def declared(path: str, method: str) -> dict[str, str]:
+        responses = spec["paths"][path][method]["responses"]
+        return {code: r["content"]["application/json"]["schema"].get("$ref", "")
+                for code, r in responses.items() if code != "200"}
+
+    transitions = {"ingest", "retrieve", "link", "restore", "maintain"}
+    for path, methods in spec["paths"].items():
+        for method in methods:
+            if path == "/v1/health":
+                continue
+            codes = declared(path, method)
+            assert codes.get("503") == error, (path, codes)
+            if method == "post":
+                assert codes.get("413") == error and codes.get("422") == error, (path, codes)
+            if path.rsplit("/", 1)[-1] in transitions:
+                assert codes.get("409") == error, (path, codes)
+    for path in ("/v1/topic", "/v1/history", "/v1/explain", "/v1/link", "/v1/restore",
+                 "/v1/retrieve"):
+        method = "get" if path in ("/v1/topic", "/v1/history", "/v1/explain") else "post"
+        assert declared(path, method).get("404") == error, path
+        assert declared(path, method).get("422") == error, path
+    assert "404" not in declared("/v1/stats", "get")
+
+
+def test_an_unknown_route_or_a_wrong_method_answers_in_the_error_shape(served):
+    shape = {"error", "message", "condition", "unit", "detail"}
+    r = httpx.get(served.url + "/v1/nope")
+    assert r.status_code == 404 and set(r.json()) == shape and r.json()["error"] == "not_found"
+    assert "/v1/nope" in r.json()["message"]
+    assert httpx.post(served.url + "/nothing/here", json={}).json()["error"] == "not_found"
+    r = httpx.get(served.url + "/v1/ingest")
+    assert r.status_code == 405 and set(r.json()) == shape
+    assert r.json()["error"] == "method_not_allowed" and r.headers["allow"] == "POST"
+    r = httpx.delete(served.url + "/v1/stats")
+    assert r.status_code == 405 and set(r.headers["allow"].split(", ")) == {"GET", "HEAD"}
+
+
+def test_head_answers_every_get_route_like_get_without_a_body(served):
+    for path in ("/", "/v1/health", "/v1/stats", "/v1/status", "/docs", "/openapi.json",
+                 "/policies"):
+        get, head = httpx.get(served.url + path), httpx.head(served.url + path)
+        assert head.status_code == get.status_code == 200, path
+        assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+    assert httpx.head(served.url + "/v1/topic", params={"topic": "Nope"}).status_code == 404
+    assert httpx.head(served.url + "/v1/nope").status_code == 404
+
+
+def _no_path_in(text: str, folder: str, where: str) -> None:
+    for form in {folder, os.path.realpath(folder)}:
+        assert form not in text, f"{where} shows {form}"
+
+
+def _every_answer(url: str, headers: dict[str, str]) -> dict[str, str]:
+    """The text of every read route, API and dashboard, plus an error page and an error body."""
+    with httpx.Client(base_url=url, headers=headers) as c:
+        r = c.post("/v1/ingest", json={"facts": [{"topic": "Plans", "field": "due", "value": "May"}]})
+        assert r.status_code == 200, r.text
+        answers = {}
+        for path in ("/v1/health", "/v1/status", "/v1/stats", "/v1/audit", "/v1/log",
+                     "/v1/policies", "/v1/topic?topic=Plans", "/v1/topic?topic=Nope", "/",
+                     "/topic?topic=Plans", "/graph?topic=Plans", "/log", "/episodes",
+                     "/policies", "/audit", "/reports", "/topic?topic=Nope", "/nowhere",
+                     "/docs", "/openapi.json"):
+            answers[path] = c.get(path).text
+        return answers
+
+
+def test_no_absolute_path_reaches_a_client_without_keys(served, tmp_path):
+    answers = _every_answer(served.url, {})
+    for where, text in answers.items():
+        _no_path_in(text, str(tmp_path), where)
+    # a local admin sees which database this is: its file name
+    assert json.loads(answers["/v1/status"])["path"] == "served.db"
+    assert json.loads(answers["/v1/health"])["path"] == "served.db"
+    assert "served.db" in answers["/"]
+
+
+def test_no_path_at_all_reaches_a_tenant(tmp_path):
+    keys = tmp_path / "keys.json"
+    key = "tenant-key-0123456789"
+    keys.write_text(json.dumps({key: "acme", "operator-key-0123456789": "*"}))
+    server = start(str(tmp_path / "tenants.db"), "--create", "--engine", ENGINE, "--keys",
+                   str(keys), "--reports", str(tmp_path))
+    try:
+        answers = _every_answer(server.url, {"Authorization": f"Bearer {key}"})
+        answers["no key"] = httpx.get(server.url + "/v1/health").text
+        for where, text in answers.items():
+            _no_path_in(text, str(tmp_path), where)
+            assert "tenants.db" not in text, where
+        assert json.loads(answers["/v1/status"])["path"] is None
+    finally:
+        stop(server)
