@@ -24,6 +24,7 @@ from conftest import ENGINE, T0, Clock, drop_location, memory_location, snapshot
 import gem
 from gem.derived import scope_of
 from gem.errors import PolicyError, TransitionRejected
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 ROOT = Path(__file__).resolve().parent.parent / "specs" / "conformance"
 
@@ -715,7 +716,7 @@ class Runner:
                 and ENGINE != "falkordb":
             args += ["--engine", ENGINE]
         done = subprocess.run([sys.executable, "-m", "gem", *args], capture_output=True,
-                              text=True, timeout=300)
+                              text=True, timeout=HANG)
         return {"exit": done.returncode, "stdout": done.stdout, "stderr": done.stderr,
                 "exists": {a.replace(str(self.tmp), "{tmp}"): os.path.exists(a)
                            for a in args if str(self.tmp) in a}}

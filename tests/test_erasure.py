@@ -12,6 +12,7 @@ import pytest
 import gem
 from conftest import ENGINE, raw_write, snapshot
 from gem.testing.consistency import cache_disagreements, derived_disagreements
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 MARKER = "ZQX-7731-erase-me"
 
@@ -213,7 +214,7 @@ def test_a_compaction_killed_at_any_step_leaves_a_whole_database(tmp_path, step)
         compact.crash_point = lambda name: os._exit(9) if name == {step!r} else None
         mem.compact()
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 9, done.stderr[-2000:]
     with gem.open(path, engine=ENGINE) as mem:
         assert mem.inspect("Keep").fields["x"].value == 1 and mem.inspect("Gone") is None

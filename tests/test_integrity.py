@@ -21,6 +21,7 @@ import pytest
 import gem
 from conftest import ENGINE, memory_location
 from gem.testing.consistency import cache_disagreements, derived_disagreements
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 REJECT_POISON = 'POLICY no-poison ON commit WHEN EXISTS t IN touched WHERE t.title = "Poison" ' \
                 'DO reject("poison is refused")\n'
@@ -165,6 +166,6 @@ def test_closing_while_another_thread_is_in_a_call_neither_crashes_nor_corrupts(
             again.close()
         print("ok")
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok")

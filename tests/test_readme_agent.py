@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 
 import gem
 from conftest import ENGINE
-from servers import kill_group, start, stop
+from servers import HANG, kill_group, start, stop
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -62,7 +62,7 @@ def test_the_curl_example(tmp_path):
         lines = _block("sh", "curl").replace("\\\n", " ").splitlines()
         curls = [line.replace("8765", str(server.endpoint.port)) for line in lines if line.startswith("curl")]
         outputs = [json.loads(subprocess.run(c, shell=True, capture_output=True, text=True,
-                                             timeout=60, check=True).stdout) for c in curls]
+                                             timeout=HANG, check=True).stdout) for c in curls]
         assert outputs[0]["created_topics"] == ["Website Redesign"]
         assert outputs[1]["topics"][0]["fields"]["deadline"]["value"] == "April 20"
     finally:

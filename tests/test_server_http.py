@@ -18,7 +18,7 @@ import pytest
 import gem
 from gem.server.endpoint import endpoint_file, read_endpoint
 from conftest import ENGINE
-from servers import start, stop, wait_for
+from servers import HANG, client, get, post, start, stop, wait_for
 
 ID = re.compile(r'"[teg]\d+(/[^"]*)?"')  # an internal id as a whole JSON string
 
@@ -32,7 +32,7 @@ def served(tmp_path):
 
 
 def test_every_route(served):
-    with httpx.Client(base_url=served.url + "/v1") as c:
+    with client(served.url + "/v1") as c:
         health = c.get("/health").json()
         assert health["status"] == "ok" and health["pid"] == served.process.pid
         r = c.post("/ingest", json={"facts": [
@@ -75,15 +75,15 @@ def test_every_route(served):
         assert status["audit"]["ok"] and status["engine"] == ENGINE
         everything = json.dumps([health, top, log, status, dry, done, audit])
         assert not ID.search(everything), ID.search(everything)
-    spec = httpx.get(served.url + "/openapi.json").json()
+    spec = get(served.url + "/openapi.json").json()
     assert {"/v1/ingest", "/v1/retrieve", "/v1/topic", "/v1/history", "/v1/explain", "/v1/link",
             "/v1/restore", "/v1/maintain", "/v1/audit", "/v1/stats", "/v1/log",
             "/v1/health"} <= set(spec["paths"])
-    assert httpx.get(served.url + "/docs").status_code == 200
+    assert get(served.url + "/docs").status_code == 200
 
 
 def test_episodes_and_time_windows_over_http(served):
-    with httpx.Client(base_url=served.url + "/v1") as c:
+    with client(served.url + "/v1") as c:
         r = c.post("/ingest", json={
             "facts": [{"topic": "Kitchen Renovation", "field": "budget", "value": "12k euros",
                        "at": "2026-01-05T10:00:00+00:00", "source": "chat:1"}],
@@ -110,7 +110,7 @@ def test_episodes_and_time_windows_over_http(served):
 
 
 def test_errors_are_mapped(served):
-    with httpx.Client(base_url=served.url + "/v1") as c:
+    with client(served.url + "/v1") as c:
         r = c.post("/ingest", json={"facts": []})  # the request schema refuses it
         assert r.status_code == 422 and r.json()["error"] == "invalid_input"
         r = c.post("/ingest", json={"facts": [{"topic": "A", "field": "x", "value": None}]})
@@ -140,7 +140,7 @@ def test_a_rejected_transition_is_409_with_condition_and_unit(tmp_path):
     path = str(tmp_path / "tight.db")
     server = start(path, "--create", "--engine", ENGINE, "--policies", str(policy))
     try:
-        with httpx.Client(base_url=server.url + "/v1") as c:
+        with client(server.url + "/v1") as c:
             assert c.post("/ingest", json={"facts": [{"topic": "A", "field": "x", "value": 1}]}).status_code == 200
             r = c.post("/ingest", json={"facts": [{"topic": "C", "field": "z", "value": 3},
                                                   {"topic": "C", "field": "w", "value": 4}]})
@@ -159,14 +159,18 @@ def test_waits_for_a_locked_database_answering_503(tmp_path):
     holder = gem.open(path, engine=ENGINE)  # this process holds the database
     server = None
     try:
-        server = start(path, "--engine", ENGINE, "--lock-timeout", "60", ready=False)
-        r = httpx.get(server.url + "/v1/stats")
+        server = start(path, "--engine", ENGINE, "--lock-timeout", str(HANG), ready=False)
+        # Until its first try to open meets the lock, the server is "starting" (not_ready):
+        # wait for the state that makes the answer store_locked.
+        wait_for(lambda: get(server.url + "/v1/health").json()["status"] == "waiting_for_lock",
+                 what="the server to meet the lock")
+        r = get(server.url + "/v1/stats")
         assert r.status_code == 503 and r.json()["error"] == "store_locked"
         assert r.headers["retry-after"] == "1"
-        assert httpx.get(server.url + "/v1/health").json()["status"] == "waiting_for_lock"
+        assert get(server.url + "/v1/health").json()["status"] == "waiting_for_lock"
         holder.close()
-        wait_for(lambda: httpx.get(server.url + "/v1/health").status_code == 200, what="the lock")
-        assert httpx.get(server.url + "/v1/stats").status_code == 200
+        wait_for(lambda: get(server.url + "/v1/health").status_code == 200, what="the lock")
+        assert get(server.url + "/v1/stats").status_code == 200
     finally:
         holder.close()
         if server:
@@ -186,11 +190,11 @@ def test_one_server_per_database_and_stale_endpoint_files(tmp_path):
     try:
         assert read_endpoint(path).pid == server.process.pid  # and replaced
         second = subprocess.run([sys.executable, "-m", "gem", "serve", path, "--port", "0",
-                                 "--engine", ENGINE], capture_output=True, text=True, timeout=60)
+                                 "--engine", ENGINE], capture_output=True, text=True, timeout=HANG)
         assert second.returncode == 3
         assert f"already served by pid {server.process.pid}" in second.stderr
         cli = subprocess.run([sys.executable, "-m", "gem", "stats", path, "--engine", ENGINE],
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=HANG)
         assert cli.returncode == 1 and f"served by `gem serve` (pid {server.process.pid})" in cli.stderr
     finally:
         stop(server)
@@ -204,18 +208,18 @@ def test_sigterm_lets_the_running_call_finish_and_closes_cleanly(tmp_path):
     answer: dict = {}
 
     def ingest() -> None:
-        answer["response"] = httpx.post(server.url + "/v1/ingest", json={"facts": facts}, timeout=300)
+        answer["response"] = post(server.url + "/v1/ingest", json={"facts": facts})
     try:
-        wait_for(lambda: httpx.get(server.url + "/v1/status").json()["maintenance"]["runs"] >= 1,
+        wait_for(lambda: get(server.url + "/v1/status").json()["maintenance"]["runs"] >= 1,
                  what="the first scheduled maintenance run")
         caller = threading.Thread(target=ingest)
         caller.start()
-        wait_for(lambda: httpx.get(server.url + "/v1/health").json()["busy"] == "ingest",
+        wait_for(lambda: get(server.url + "/v1/health").json()["busy"] == "ingest",
                  what="the ingest to run")
         os.kill(server.process.pid, signal.SIGTERM)
-        caller.join(timeout=300)
+        caller.join(timeout=HANG)
         assert answer["response"].status_code == 200
-        assert server.process.wait(timeout=120) == 0
+        assert server.process.wait(timeout=HANG) == 0
         assert not endpoint_file(path).exists()
     finally:
         stop(server)
@@ -236,7 +240,7 @@ class _Links(HTMLParser):
 
 
 def test_the_api_docs_and_everything_they_reference_are_served_by_the_server_itself(served):
-    r = httpx.get(served.url + "/docs")
+    r = get(served.url + "/docs")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     links = _Links()
     links.feed(r.text)
@@ -245,15 +249,15 @@ def test_the_api_docs_and_everything_they_reference_are_served_by_the_server_its
         target = urljoin(served.url + "/docs", link)
         assert target.startswith(served.url + "/") or link.startswith("#"), link
         if not link.startswith("#"):
-            assert httpx.get(target).status_code == 200, link
+            assert get(target).status_code == 200, link
     assert "<script" not in r.text.lower()  # nothing to fetch or run: the page is the schema
     for route in ("/v1/ingest", "/v1/retrieve", "/v1/health", "ErrorBody", "transition_rejected"):
         assert route in r.text, route
-    assert httpx.get(served.url + "/redoc").status_code == 404  # the CDN page is gone too
+    assert get(served.url + "/redoc").status_code == 404  # the CDN page is gone too
 
 
 def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(served):
-    spec = httpx.get(served.url + "/openapi.json").json()
+    spec = get(served.url + "/openapi.json").json()
     error = "#/components/schemas/ErrorBody"
     assert {"error", "message", "condition", "unit", "detail"} <= set(
         spec["components"]["schemas"]["ErrorBody"]["properties"])
@@ -284,25 +288,25 @@ def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(ser
 
 def test_an_unknown_route_or_a_wrong_method_answers_in_the_error_shape(served):
     shape = {"error", "message", "condition", "unit", "detail"}
-    r = httpx.get(served.url + "/v1/nope")
+    r = get(served.url + "/v1/nope")
     assert r.status_code == 404 and set(r.json()) == shape and r.json()["error"] == "not_found"
     assert "/v1/nope" in r.json()["message"]
-    assert httpx.post(served.url + "/nothing/here", json={}).json()["error"] == "not_found"
-    r = httpx.get(served.url + "/v1/ingest")
+    assert post(served.url + "/nothing/here", json={}).json()["error"] == "not_found"
+    r = get(served.url + "/v1/ingest")
     assert r.status_code == 405 and set(r.json()) == shape
     assert r.json()["error"] == "method_not_allowed" and r.headers["allow"] == "POST"
-    r = httpx.delete(served.url + "/v1/stats")
+    r = httpx.delete(served.url + "/v1/stats", timeout=HANG)
     assert r.status_code == 405 and set(r.headers["allow"].split(", ")) == {"GET", "HEAD"}
 
 
 def test_head_answers_every_get_route_like_get_without_a_body(served):
     for path in ("/", "/v1/health", "/v1/stats", "/v1/status", "/docs", "/openapi.json",
                  "/policies"):
-        get, head = httpx.get(served.url + path), httpx.head(served.url + path)
-        assert head.status_code == get.status_code == 200, path
-        assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
-    assert httpx.head(served.url + "/v1/topic", params={"topic": "Nope"}).status_code == 404
-    assert httpx.head(served.url + "/v1/nope").status_code == 404
+        full, head = get(served.url + path), httpx.head(served.url + path, timeout=HANG)
+        assert head.status_code == full.status_code == 200, path
+        assert head.content == b"" and head.headers["content-type"] == full.headers["content-type"]
+    assert httpx.head(served.url + "/v1/topic", params={"topic": "Nope"}, timeout=HANG).status_code == 404
+    assert httpx.head(served.url + "/v1/nope", timeout=HANG).status_code == 404
 
 
 def _no_path_in(text: str, folder: str, where: str) -> None:
@@ -312,7 +316,7 @@ def _no_path_in(text: str, folder: str, where: str) -> None:
 
 def _every_answer(url: str, headers: dict[str, str]) -> dict[str, str]:
     """The text of every read route, API and dashboard, plus an error page and an error body."""
-    with httpx.Client(base_url=url, headers=headers) as c:
+    with client(url, headers=headers) as c:
         r = c.post("/v1/ingest", json={"facts": [{"topic": "Plans", "field": "due", "value": "May"}]})
         assert r.status_code == 200, r.text
         answers = {}
@@ -343,7 +347,7 @@ def test_no_path_at_all_reaches_a_tenant(tmp_path):
                    str(keys), "--reports", str(tmp_path))
     try:
         answers = _every_answer(server.url, {"Authorization": f"Bearer {key}"})
-        answers["no key"] = httpx.get(server.url + "/v1/health").text
+        answers["no key"] = get(server.url + "/v1/health").text
         for where, text in answers.items():
             _no_path_in(text, str(tmp_path), where)
             assert "tenants.db" not in text, where

@@ -12,6 +12,7 @@ import gem
 from conftest import ENGINE
 from gem.store import open_store, queries
 from gem.store.schema import SCHEMA_VERSION
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 # The embedded adapter's own interface; tests/test_falkordb.py tests FalkorDB's write sets.
 EMBEDDED = pytest.mark.skipif(ENGINE == "falkordb", reason="the embedded engines' adapter "
@@ -141,7 +142,7 @@ def test_a_second_process_gets_store_locked(db_path, clock):
             sys.exit(1)
         """)
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=120)
+                              timeout=HANG)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["LOCKED", db_path]
 

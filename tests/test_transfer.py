@@ -14,6 +14,7 @@ import pytest
 import gem
 from conftest import ENGINE, snapshot
 from dashboard_story import StoryClock, tell
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 OTHER_ENGINE = {"kuzu": "ladybug", "ladybug": "kuzu"}[ENGINE]
 
@@ -202,7 +203,7 @@ def test_export_of_a_scope_view_is_refused(tmp_path):
 
 def _gem(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gem", *args], input=stdin, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=HANG)
 
 
 def test_the_cli_pipes_an_export_into_an_import(tmp_path):
@@ -239,7 +240,7 @@ def test_an_export_moves_a_database_to_the_other_engine(rich, tmp_path):
             print(json.dumps([report.head, mem.audit(full=True).ok, mem.scopes()]))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=HANG)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [head, True, ["acme", "default"]]
     assert _records(str(tmp_path / "back.jsonl")) == _records(out)
