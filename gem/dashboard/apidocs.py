@@ -67,9 +67,9 @@ def _operation(path: str, method: str, op: dict[str, Any]) -> str:
         parts.append(f"<p>Body (JSON): {type_of(schema)}</p>")
     rows = []
     for code, response in sorted(op.get("responses", {}).items()):
-        schema = _body_schema(response.get("content") or {})
+        answered = _body_schema(response.get("content") or {})
         rows.append([f"<code>{esc(code)}</code>", esc(response.get("description", "")),
-                     type_of(schema) if schema else ""])
+                     type_of(answered) if answered else ""])
     parts.append(table(["status", "meaning", "body"], rows))
     title = f"{method.upper()} {path}"
     return card(title, "".join(parts), anchor=f"{method}-{path}")

@@ -143,7 +143,8 @@ def page(title: str, body: str, *, active: str = "/", subtitle: str = "",
     nav = "".join(f'<a href="{href(path) if path != "/docs" else path}"'
                   f'{on if path == active else ""}>{esc(name)}</a>' for path, name in NAV)
     sub = f'<p class="subtitle">{subtitle}</p>' if subtitle else ""
-    where = _WHERE.get() if _WHERE.get() is not None else where
+    shown = _WHERE.get()
+    where = where if shown is None else shown
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
