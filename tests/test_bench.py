@@ -34,6 +34,7 @@ def test_every_benchmark_is_listed():
     assert scripts == set(RUNS), "add the new benchmark to RUNS with tiny arguments"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(RUNS))
 def test_benchmark_runs_at_a_tiny_size(script, tmp_path):
     # Its own temp dir, which it must leave empty: benchmarks build databases of GBs.

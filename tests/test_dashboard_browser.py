@@ -23,9 +23,9 @@ CHROMIUM = os.environ.get("GEM_CHROMIUM") or shutil.which("chromium") or \
     shutil.which("chromium-browser")
 OUT = Path(__file__).resolve().parent.parent / "bench" / "out"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium: Debian's `chromium` is not installed (.ci/run "
-                             "installs it with apt-get install -y chromium; or set GEM_CHROMIUM)")
+                             "installs it with apt-get install -y chromium; or set GEM_CHROMIUM)")]
 sync_api = pytest.importorskip("playwright.sync_api",
                                reason="playwright is not installed (pip install '.[test]')")
 

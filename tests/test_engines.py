@@ -14,6 +14,7 @@ from servers import HANG
 HERE = Path(__file__).parent
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("GEM_TEST_ENGINE", "kuzu") != "kuzu",
                     reason="runs once, from the default-engine session")
 def test_store_ingest_retrieve_and_transition_tests_pass_on_ladybug():

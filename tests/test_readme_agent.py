@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mcp import Client, StdioServerParameters
 
 import gem
@@ -31,6 +32,7 @@ def _block(language: str, containing: str) -> str:
     raise AssertionError(f"no ```{language} block with {containing!r}")
 
 
+@pytest.mark.slow
 def test_the_desktop_client_config(tmp_path):
     db = str(tmp_path / "agent.db")
     gem.open(db, engine=ENGINE).close()
@@ -53,6 +55,7 @@ def test_the_desktop_client_config(tmp_path):
             kill_group(pid)
 
 
+@pytest.mark.slow
 def test_the_curl_example(tmp_path):
     if shutil.which("curl") is None:  # pragma: no cover - curl is on the CI machine
         raise AssertionError("curl is needed to run the README's example")

@@ -118,6 +118,7 @@ def _runnable(command: str, where: str) -> str:
     return " && ".join(kept)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("section", sections())
 def test_the_readme_section_runs_as_written(section, tmp_path, monkeypatch):
     work, home = tmp_path / "work", tmp_path / "home"

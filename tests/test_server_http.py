@@ -82,6 +82,7 @@ def test_every_route(served):
     assert get(served.url + "/docs").status_code == 200
 
 
+@pytest.mark.slow
 def test_episodes_and_time_windows_over_http(served):
     with client(served.url + "/v1") as c:
         r = c.post("/ingest", json={
@@ -134,6 +135,7 @@ def test_errors_are_mapped(served):
         assert c.get("/stats").json()["entries"] == 0
 
 
+@pytest.mark.slow
 def test_a_rejected_transition_is_409_with_condition_and_unit(tmp_path):
     policy = tmp_path / "tight.policy"
     policy.write_text("SET active_bound = 1\n")
@@ -154,6 +156,7 @@ def test_a_rejected_transition_is_409_with_condition_and_unit(tmp_path):
         stop(server)
 
 
+@pytest.mark.slow
 def test_waits_for_a_locked_database_answering_503(tmp_path):
     path = str(tmp_path / "locked.db")
     holder = gem.open(path, engine=ENGINE)  # this process holds the database
@@ -177,6 +180,7 @@ def test_waits_for_a_locked_database_answering_503(tmp_path):
             stop(server)
 
 
+@pytest.mark.slow
 def test_one_server_per_database_and_stale_endpoint_files(tmp_path):
     path = str(tmp_path / "one.db")
     gem.open(path, engine=ENGINE).close()
@@ -200,6 +204,7 @@ def test_one_server_per_database_and_stale_endpoint_files(tmp_path):
         stop(server)
 
 
+@pytest.mark.slow
 def test_sigterm_lets_the_running_call_finish_and_closes_cleanly(tmp_path):
     path = str(tmp_path / "term.db")
     server = start(path, "--create", "--engine", ENGINE, "--max-body", str(64 << 20),
@@ -239,6 +244,7 @@ class _Links(HTMLParser):
         self.found += [v for k, v in attrs if k in ("src", "href", "action") and v]
 
 
+@pytest.mark.slow
 def test_the_api_docs_and_everything_they_reference_are_served_by_the_server_itself(served):
     r = get(served.url + "/docs")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
@@ -256,6 +262,7 @@ def test_the_api_docs_and_everything_they_reference_are_served_by_the_server_its
     assert get(served.url + "/redoc").status_code == 404  # the CDN page is gone too
 
 
+@pytest.mark.slow
 def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(served):
     spec = get(served.url + "/openapi.json").json()
     error = "#/components/schemas/ErrorBody"
@@ -299,6 +306,7 @@ def test_an_unknown_route_or_a_wrong_method_answers_in_the_error_shape(served):
     assert r.status_code == 405 and set(r.headers["allow"].split(", ")) == {"GET", "HEAD"}
 
 
+@pytest.mark.slow
 def test_head_answers_every_get_route_like_get_without_a_body(served):
     for path in ("/", "/v1/health", "/v1/stats", "/v1/status", "/docs", "/openapi.json",
                  "/policies"):
@@ -329,6 +337,7 @@ def _every_answer(url: str, headers: dict[str, str]) -> dict[str, str]:
         return answers
 
 
+@pytest.mark.slow
 def test_no_absolute_path_reaches_a_client_without_keys(served, tmp_path):
     answers = _every_answer(served.url, {})
     for where, text in answers.items():
@@ -339,6 +348,7 @@ def test_no_absolute_path_reaches_a_client_without_keys(served, tmp_path):
     assert "served.db" in answers["/"]
 
 
+@pytest.mark.slow
 def test_no_path_at_all_reaches_a_tenant(tmp_path):
     keys = tmp_path / "keys.json"
     key = "tenant-key-0123456789"

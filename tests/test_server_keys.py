@@ -121,6 +121,7 @@ def test_the_dashboard_asks_a_browser_for_the_key_and_confines_it(served):
         assert '<option value="globex">globex</option>' in op.get("/").text
 
 
+@pytest.mark.slow
 def test_mcp_tools_run_in_the_scope_of_the_key(served):
     async def conversation(key: str) -> tuple[dict, bool, list]:
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
@@ -140,6 +141,7 @@ def test_mcp_tools_run_in_the_scope_of_the_key(served):
         assert b.get("/v1/topic", params={"topic": "Acme Roadmap"}).status_code == 404
 
 
+@pytest.mark.slow
 def test_the_stdio_bridge_needs_the_key_of_a_keyed_server(served):
     done = subprocess.run([sys.executable, "-m", "gem", "mcp", served.endpoint.path,
                            "--engine", ENGINE], input="", capture_output=True, text=True,

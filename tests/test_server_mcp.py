@@ -7,6 +7,7 @@ import json
 import re
 import sys
 
+import pytest
 from mcp import Client, StdioServerParameters
 
 import gem
@@ -95,6 +96,7 @@ async def _conversation(client: Client) -> None:
     assert newest == log[-2:]
 
 
+@pytest.mark.slow
 def test_streamable_http_against_gem_serve(tmp_path):
     server = start(str(tmp_path / "http.db"), "--create", "--engine", ENGINE)
     try:
@@ -106,6 +108,7 @@ def test_streamable_http_against_gem_serve(tmp_path):
         stop(server)
 
 
+@pytest.mark.slow
 def test_two_stdio_clients_share_one_auto_started_server(tmp_path):
     path = str(tmp_path / "stdio.db")
     gem.open(path, engine=ENGINE).close()
@@ -143,6 +146,7 @@ def test_two_stdio_clients_share_one_auto_started_server(tmp_path):
             kill_group(pid)
 
 
+@pytest.mark.slow
 def test_stdio_bridges_to_a_running_server(tmp_path):
     path = str(tmp_path / "bridged.db")
     server = start(path, "--create", "--engine", ENGINE)
@@ -160,6 +164,7 @@ def test_stdio_bridges_to_a_running_server(tmp_path):
         stop(server)
 
 
+@pytest.mark.slow
 def test_a_bridge_ends_when_its_server_dies(tmp_path):
     from mcp import MCPError
     path = str(tmp_path / "dies.db")
