@@ -75,6 +75,7 @@ def test_version_and_help():
         assert command in out
 
 
+@pytest.mark.slow
 def test_a_session_from_init_to_audit(tmp_path):
     e = ("--engine", ENGINE)
     db = str(tmp_path / "session.db")

@@ -222,6 +222,7 @@ def crawl(base: str, start_urls: list[str], limit: int = 400) -> dict[str, int]:
     return seen
 
 
+@pytest.mark.slow
 def test_a_tour_of_every_page_changes_nothing(tmp_path, reports_dir):
     path = str(tmp_path / "tour.db")
     build(path, ENGINE)
@@ -245,6 +246,7 @@ def test_a_tour_of_every_page_changes_nothing(tmp_path, reports_dir):
         assert snapshot(mem) == before
 
 
+@pytest.mark.slow
 def test_a_scope_is_viewed_on_its_own_and_links_stay_in_it(tmp_path):
     path = str(tmp_path / "scopes.db")
     with gem.open(path, engine=ENGINE) as mem:
@@ -279,6 +281,7 @@ def test_a_scope_is_viewed_on_its_own_and_links_stay_in_it(tmp_path):
         stop(server)
 
 
+@pytest.mark.slow
 def test_episodes_page_lists_filters_pages_escapes_and_keeps_to_its_scope(tmp_path):
     path = str(tmp_path / "said.db")
     with gem.open(path, engine=ENGINE) as mem:

@@ -173,6 +173,7 @@ def test_unknown_engine_is_invalid_input():
         gem.open(engine="sqlite")
 
 
+@pytest.mark.slow
 @EMBEDDED
 def test_a_small_max_db_size_lets_more_than_fifteen_databases_open_in_one_process(tmp_path):
     """Each embedded database reserves max_db_size of address space (8 TiB by default, so the
