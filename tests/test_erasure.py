@@ -199,6 +199,7 @@ def test_after_erasure_and_compaction_no_byte_of_the_value_is_left(tmp_path, clo
         assert mem.audit(full=True).ok and mem.verify_erasure(receipt).ok
 
 
+@pytest.mark.slow
 @EMBEDDED_FILES
 @pytest.mark.parametrize("step", ["exported", "imported", "ready", "moved old", "moved new"])
 def test_a_compaction_killed_at_any_step_leaves_a_whole_database(tmp_path, step):

@@ -119,6 +119,7 @@ def test_concurrent_batches_with_rejections_keep_every_topic_its_own(tmp_path, c
         assert expected_fields(again, want) == []
 
 
+@pytest.mark.slow
 def test_close_and_reopen_many_times_in_one_process(tmp_path, clock):
     path = memory_location(tmp_path)
     want: dict[str, dict[str, object]] = {}
@@ -135,6 +136,7 @@ def test_close_and_reopen_many_times_in_one_process(tmp_path, clock):
             assert expected_fields(mem, want) == []
 
 
+@pytest.mark.slow
 def test_closing_while_another_thread_is_in_a_call_neither_crashes_nor_corrupts(tmp_path):
     """In a subprocess, so that a crash of the engine shows as a failed exit code."""
     script = textwrap.dedent(f"""

@@ -206,6 +206,7 @@ def _gem(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
                           text=True, timeout=HANG)
 
 
+@pytest.mark.slow
 def test_the_cli_pipes_an_export_into_an_import(tmp_path):
     src, _ = _export(tmp_path)
     path = str(tmp_path / "src.db")
@@ -222,6 +223,7 @@ def test_the_cli_pipes_an_export_into_an_import(tmp_path):
     assert missing.returncode == 1 and "no database" in missing.stderr
 
 
+@pytest.mark.slow
 def test_an_export_moves_a_database_to_the_other_engine(rich, tmp_path):
     """kuzu <-> ladybug: the two engines cannot share a process, so the import runs in a child."""
     try:
