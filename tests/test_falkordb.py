@@ -384,13 +384,13 @@ def test_two_gem_serve_workers_share_one_memory_and_the_command_line_reads_it(me
         assert not list(HERE.parent.glob("*.endpoint.json"))
         failures: list[str] = []
 
-        def post(n: int, url: str) -> None:
+        def ingest(n: int, url: str) -> None:
             for i in range(10):
                 r = post(url + "/ingest", json={"facts": [
                     {"topic": "Aurora", "field": f"w{n}", "value": f"round {i}"}]})
                 if r.status_code != 200:
                     failures.append(r.text)
-        threads = [threading.Thread(target=post, args=(n, url)) for n, (_, url) in enumerate(workers)]
+        threads = [threading.Thread(target=ingest, args=(n, url)) for n, (_, url) in enumerate(workers)]
         for thread in threads:
             thread.start()
         for thread in threads:
