@@ -974,7 +974,15 @@ def dump(value: Any) -> Any:
 RUN_WIP = os.environ.get("GEM_CONFORMANCE_WIP") == "1"
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def _params() -> list[Any]:
+    """Every case; `-m "not slow"` (the inner loop) runs the first of each file."""
+    firsts = {min((c for c in CASES if c.file == f), key=lambda c: c.index).id
+              for f in {c.file for c in CASES}}
+    return [pytest.param(c, id=c.id, marks=[] if c.id in firsts else [pytest.mark.slow])
+            for c in CASES]
+
+
+@pytest.mark.parametrize("case", _params())
 def test_conformance(case: Case, tmp_path: Path) -> None:
     if case.problem:
         raise FormatError(case.problem)

@@ -293,6 +293,7 @@ def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(ser
     assert "404" not in declared("/v1/stats", "get")
 
 
+@pytest.mark.slow
 def test_an_unknown_route_or_a_wrong_method_answers_in_the_error_shape(served):
     shape = {"error", "message", "condition", "unit", "detail"}
     r = get(served.url + "/v1/nope")

@@ -29,6 +29,7 @@ def test_schema_creation_is_idempotent(db_path):
         store.close()
 
 
+@pytest.mark.slow
 @EMBEDDED
 def test_a_database_made_before_a_column_existed_gets_it_at_open(db_path, clock):
     """Columns added to the schema (labels, a retraction's reason, who cleared a flag) are
