@@ -237,6 +237,7 @@ FORMS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ENGINE not in FORMS, reason="the embedded engines' statement forms")
 @pytest.mark.parametrize("form", sorted(FORMS.get(ENGINE, {})))
 def test_every_statement_form_of_a_one_hop_read_returns_the_same_rows(db_path, clock, monkeypatch,

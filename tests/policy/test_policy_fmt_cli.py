@@ -319,6 +319,7 @@ def test_usage_errors_exit_2():
     assert info.value.code == 2
 
 
+@pytest.mark.slow
 def test_the_gem_command_mounts_policy(tmp_path):
     path = tmp_path / "three.policy"
     path.write_text(THREE_MISTAKES)
