@@ -2,6 +2,10 @@
 
 Every process is started in its own session (process group) and stopped by its pid:
 the whole group is killed in teardown and the test asserts it is gone.
+
+Waits are on conditions. The only time limit is HANG, a guard against a process or request
+that hangs for good: a loaded machine (2 cores at load 30) must never reach it, so no test
+fails because the machine is slow.
 """
 from __future__ import annotations
 
@@ -28,7 +32,23 @@ class Served:
         return self.endpoint.url
 
 
-def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
+HANG = 1800.0  # seconds
+
+
+def get(url: str, **kw) -> httpx.Response:
+    return httpx.get(url, timeout=HANG, **kw)
+
+
+def post(url: str, **kw) -> httpx.Response:
+    return httpx.post(url, timeout=HANG, **kw)
+
+
+def client(base_url: str, **kw) -> httpx.Client:
+    """An HTTP client whose requests wait as long as the server takes (up to HANG)."""
+    return httpx.Client(base_url=base_url, timeout=HANG, **kw)
+
+
+def wait_for(predicate, timeout: float = HANG, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -54,7 +74,7 @@ def start(path: str, *args: str, ready: bool = True, log_dir: str | None = None)
         if not ready:
             return endpoint
         try:
-            return endpoint if httpx.get(endpoint.url + "/v1/health").status_code == 200 else None
+            return endpoint if get(endpoint.url + "/v1/health").status_code == 200 else None
         except httpx.HTTPError:
             return None
     return Served(process, wait_for(up, what="gem serve to be ready"), log)
@@ -71,11 +91,11 @@ def kill_group(pid: int) -> None:
     """Kill the process group of a process that is not our child (a server `gem mcp`
     started) and wait until it is gone (its parent or init reaps it)."""
     _killpg(pid)
-    wait_for(lambda: not pid_alive(pid), timeout=30, what=f"pid {pid} to end")
+    wait_for(lambda: not pid_alive(pid), what=f"pid {pid} to end")
 
 
 def stop(served: Served) -> None:
     """Kill our child's process group (whatever state it is in) and check it is gone."""
     _killpg(served.process.pid)
-    served.process.wait(timeout=30)
+    served.process.wait(timeout=HANG)
     assert not pid_alive(served.process.pid)

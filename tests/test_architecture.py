@@ -160,6 +160,7 @@ def test_every_query_lives_in_the_store():
 MYPY_BASELINE = ROOT / "tests" / "mypy-errors.txt"
 
 
+@pytest.mark.slow  # a whole mypy run without a cache
 @pytest.mark.skipif(shutil.which("mypy") is None and
                     subprocess.run([sys.executable, "-m", "mypy", "--version"],
                                    capture_output=True).returncode != 0,

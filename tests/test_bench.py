@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -33,6 +34,7 @@ def test_every_benchmark_is_listed():
     assert scripts == set(RUNS), "add the new benchmark to RUNS with tiny arguments"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(RUNS))
 def test_benchmark_runs_at_a_tiny_size(script, tmp_path):
     # Its own temp dir, which it must leave empty: benchmarks build databases of GBs.
@@ -42,7 +44,7 @@ def test_benchmark_runs_at_a_tiny_size(script, tmp_path):
     if script != "locomo.py":  # the others' made-up data, as on a machine without LoCoMo
         env["GEM_LOCOMO"] = os.path.join(os.sep, "nonexistent", "locomo-dev.json")
     done = subprocess.run([sys.executable, str(BENCH / script), *RUNS[script]], cwd=BENCH,
-                          env=env, capture_output=True, text=True, timeout=600)
+                          env=env, capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 0, done.stderr[-3000:]
     if done.stdout.startswith("skipped:"):  # data read by path that this machine lacks
         pytest.skip(done.stdout.strip())

@@ -13,6 +13,7 @@ import pytest
 from gem.cli import main
 
 from conftest import ENGINE
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 FACTS = [
     {"topic": "Website Redesign", "field": "deadline", "value": "March 15", "source": "chat:1"},
@@ -23,7 +24,7 @@ FACTS = [
 
 def gem(*args: str, stdin: str | None = None, ok: bool = True) -> subprocess.CompletedProcess:
     result = subprocess.run([sys.executable, "-m", "gem", *args], input=stdin, text=True,
-                            capture_output=True, timeout=120)
+                            capture_output=True, timeout=HANG)
     if ok:
         assert result.returncode == 0, result.stderr
     return result
@@ -74,6 +75,7 @@ def test_version_and_help():
         assert command in out
 
 
+@pytest.mark.slow
 def test_a_session_from_init_to_audit(tmp_path):
     e = ("--engine", ENGINE)
     db = str(tmp_path / "session.db")

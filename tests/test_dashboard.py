@@ -17,7 +17,7 @@ import pytest
 import gem
 from conftest import ENGINE, snapshot
 from dashboard_story import TITLES, XSS_RAW, XSS_SOURCE, XSS_TITLE, XSS_VALUE, build
-from servers import start, stop
+from servers import HANG, start, stop
 
 HREF = re.compile(r'href="([^"]*)"')
 
@@ -43,7 +43,7 @@ def served(tmp_path_factory, reports_dir):
 
 @pytest.fixture(scope="module")
 def client(served):
-    with httpx.Client(base_url=served.url, timeout=30) as c:
+    with httpx.Client(base_url=served.url, timeout=HANG) as c:
         yield c
 
 
@@ -204,7 +204,7 @@ def crawl(base: str, start_urls: list[str], limit: int = 400) -> dict[str, int]:
     """Every page reachable from `start_urls` through the dashboard's own links."""
     seen: dict[str, int] = {}
     queue = deque(start_urls)
-    with httpx.Client(base_url=base, timeout=60) as c:
+    with httpx.Client(base_url=base, timeout=HANG) as c:
         while queue and len(seen) < limit:
             url = queue.popleft()
             if url in seen:
@@ -222,6 +222,7 @@ def crawl(base: str, start_urls: list[str], limit: int = 400) -> dict[str, int]:
     return seen
 
 
+@pytest.mark.slow
 def test_a_tour_of_every_page_changes_nothing(tmp_path, reports_dir):
     path = str(tmp_path / "tour.db")
     build(path, ENGINE)
@@ -237,7 +238,7 @@ def test_a_tour_of_every_page_changes_nothing(tmp_path, reports_dir):
                 "/episodes"} <= kinds
         assert sum(1 for u in seen if u.startswith("/topic")) >= len(TITLES)
         os.kill(server.process.pid, signal.SIGTERM)  # a clean close: salience is written behind
-        assert server.process.wait(timeout=60) == 0
+        assert server.process.wait(timeout=HANG) == 0
     finally:
         stop(server)
     with gem.open(path, engine=ENGINE, create=False) as mem:
@@ -245,6 +246,7 @@ def test_a_tour_of_every_page_changes_nothing(tmp_path, reports_dir):
         assert snapshot(mem) == before
 
 
+@pytest.mark.slow
 def test_a_scope_is_viewed_on_its_own_and_links_stay_in_it(tmp_path):
     path = str(tmp_path / "scopes.db")
     with gem.open(path, engine=ENGINE) as mem:
@@ -256,7 +258,7 @@ def test_a_scope_is_viewed_on_its_own_and_links_stay_in_it(tmp_path):
         acme_launch = acme.inspect("Acme Launch").id
     server = start(path, "--engine", ENGINE)
     try:
-        with httpx.Client(base_url=server.url, timeout=30) as c:
+        with httpx.Client(base_url=server.url, timeout=HANG) as c:
             home = get(c, "/")
             assert "Default Plan" in home and "Acme Launch" not in home
             assert '<option value="acme">acme</option>' in home  # the header offers the scope
@@ -279,6 +281,7 @@ def test_a_scope_is_viewed_on_its_own_and_links_stay_in_it(tmp_path):
         stop(server)
 
 
+@pytest.mark.slow
 def test_episodes_page_lists_filters_pages_escapes_and_keeps_to_its_scope(tmp_path):
     path = str(tmp_path / "said.db")
     with gem.open(path, engine=ENGINE) as mem:
@@ -289,7 +292,7 @@ def test_episodes_page_lists_filters_pages_escapes_and_keeps_to_its_scope(tmp_pa
         mem.scope("acme").ingest(gem.Episode("acme's secret recipe", speaker="Acme"))
     server = start(path, "--engine", ENGINE)
     try:
-        with httpx.Client(base_url=server.url, timeout=30) as c:
+        with httpx.Client(base_url=server.url, timeout=HANG) as c:
             first = get(c, "/episodes")
             listed = rows(first, "episodes")
             assert len(listed) == 50 and "&lt;script&gt;" in listed[0]  # newest first, escaped

@@ -23,9 +23,9 @@ CHROMIUM = os.environ.get("GEM_CHROMIUM") or shutil.which("chromium") or \
     shutil.which("chromium-browser")
 OUT = Path(__file__).resolve().parent.parent / "bench" / "out"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium: Debian's `chromium` is not installed (.ci/run "
-                             "installs it with apt-get install -y chromium; or set GEM_CHROMIUM)")
+                             "installs it with apt-get install -y chromium; or set GEM_CHROMIUM)")]
 sync_api = pytest.importorskip("playwright.sync_api",
                                reason="playwright is not installed (pip install '.[test]')")
 
@@ -107,3 +107,19 @@ def test_three_pages_render_in_a_real_browser(served, browser_page):
     page.goto(served.url + "/topic?topic=" + quote(XSS_TITLE))  # the XSS topic itself
     assert XSS_TITLE in page.title()
     assert problems == []
+
+
+def test_the_api_docs_render_offline_in_a_real_browser(served, browser_page):
+    page, problems = browser_page
+    off_host: list[str] = []
+    page.on("request", lambda r: off_host.append(r.url)
+            if not r.url.startswith(served.url + "/") else None)
+    page.goto(served.url + "/docs")
+    assert page.title() == "gem API · gem"
+    routes = page.locator("table.routes tbody tr")
+    assert routes.count() >= 14
+    assert page.locator("table.routes").get_by_text("POST /v1/ingest").is_visible()
+    page.locator("table.routes").get_by_text("GET /v1/history").click()
+    assert page.locator("section[id='get-/v1/history']").get_by_text("unknown_unit").is_visible()
+    shoot(page, "docs")
+    assert off_host == [] and problems == []

@@ -17,6 +17,7 @@ from gem.embed import (
     default_embedder,
 )
 from gem.errors import InvalidInput
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 TEXTS = [
     "Website Redesign deadline March 15",
@@ -229,7 +230,7 @@ def test_sentence_embedder_never_downloads(tmp_path):
         "        SentenceTransformerEmbedder(model)\n")
     env = {**os.environ, "HF_HOME": str(tmp_path / "empty-hf-home")}
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "no-such-model-dir")],
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 0, done.stderr[-3000:]
 
 

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from servers import HANG
+
 HERE = Path(__file__).parent
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("GEM_TEST_ENGINE", "kuzu") != "kuzu",
                     reason="runs once, from the default-engine session")
 def test_store_ingest_retrieve_and_transition_tests_pass_on_ladybug():
@@ -22,7 +25,8 @@ def test_store_ingest_retrieve_and_transition_tests_pass_on_ladybug():
              "test_tamper.py", "test_erasure.py", "test_views.py", "test_dashboard_pages.py",
              "test_api_input.py", "test_transfer.py", "test_episodes.py",
              "test_episode_governance.py"]
+    # Its output goes straight to this test's (shown on failure, live with -s); it takes as
+    # long as the machine needs: HANG only guards against a hang.
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           *[str(HERE / f) for f in files]],
-                          env=env, capture_output=True, text=True, timeout=900, cwd=HERE.parent)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+                           *[str(HERE / f) for f in files]], env=env, timeout=HANG, cwd=HERE.parent)
+    assert done.returncode == 0, "the ladybug session failed: its output is above"

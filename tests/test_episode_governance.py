@@ -37,6 +37,7 @@ def _consistent(mem: gem.Memory) -> None:
     assert derived_disagreements(mem) == []
 
 
+@pytest.mark.slow
 # ---------------------------------------------------------------------- scopes
 def test_an_episode_of_one_scope_is_never_seen_from_another(db_path, clock):
     with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
@@ -132,6 +133,7 @@ def test_an_edited_episode_row_fails_the_audit(closed, tmp_path, edit):
     assert unit in {v.unit for v in report.violations}, report.violations
 
 
+@pytest.mark.slow
 # ---------------------------------------------------------------------- erasure
 def test_erasing_a_topic_erases_the_episodes_its_facts_came_from(db_path, clock):
     with gem.open(db_path, clock=clock, engine=ENGINE, extractor=_said_by) as mem:
@@ -205,6 +207,7 @@ def test_an_erasure_seen_only_through_the_log_is_caught_up(db_path, clock):
         assert MARKER not in _found(mem.retrieve(MARKER, k=20))
 
 
+@pytest.mark.slow
 # ---------------------------------------------------------------------- export / import
 def test_export_and_import_carry_episodes(db_path, clock, tmp_path):
     with gem.open(db_path, clock=clock, engine=ENGINE, extractor=_said_by) as mem:

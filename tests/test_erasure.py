@@ -13,6 +13,7 @@ import pytest
 import gem
 from conftest import ENGINE, memory_location, raw_write, snapshot
 from gem.testing.consistency import cache_disagreements, derived_disagreements
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 MARKER = "ZQX-7731-erase-me"
 
@@ -270,6 +271,7 @@ def test_after_erasure_and_compaction_no_byte_of_the_value_is_left(tmp_path, clo
         assert mem.audit(full=True).ok and mem.verify_erasure(receipt).ok
 
 
+@pytest.mark.slow
 @EMBEDDED_FILES
 @pytest.mark.parametrize("step", ["exported", "imported", "ready", "moved old", "moved new"])
 def test_a_compaction_killed_at_any_step_leaves_a_whole_database(tmp_path, step):
@@ -285,7 +287,7 @@ def test_a_compaction_killed_at_any_step_leaves_a_whole_database(tmp_path, step)
         compact.crash_point = lambda name: os._exit(9) if name == {step!r} else None
         mem.compact()
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 9, done.stderr[-2000:]
     with gem.open(path, engine=ENGINE) as mem:
         assert mem.inspect("Keep").fields["x"].value == 1 and mem.inspect("Gone") is None

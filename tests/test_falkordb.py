@@ -17,6 +17,7 @@ import pytest
 
 import gem
 from gem.pipeline import DEFAULT, Stage
+from servers import HANG, get, post, wait_for
 
 HERE = Path(__file__).parent
 ENGINE = os.environ.get("GEM_TEST_ENGINE", "kuzu")  # conftest's (not imported: a writer is a script)
@@ -24,8 +25,9 @@ ENGINE = os.environ.get("GEM_TEST_ENGINE", "kuzu")  # conftest's (not imported: 
 TOPICS = ["Aurora", "Basalt", "Cobalt", "Driftwood", "Ember", "Fjord", "Granite", "Harbor"]
 LEDGER = "Ledger"
 
-pytestmark = pytest.mark.skipif(ENGINE == "ladybug", reason="the FalkorDB tests run once, from "
-                                "a kuzu or falkordb session")
+pytestmark = [pytest.mark.slow,  # processes, a server, a cluster: not in `-m "not slow"`
+              pytest.mark.skipif(ENGINE == "ladybug", reason="the FalkorDB tests run once, from "
+                                 "a kuzu or falkordb session")]
 
 
 @pytest.fixture
@@ -46,7 +48,7 @@ def _open_and_wait(url: str, scope: str, go: str) -> tuple[gem.Memory, gem.Memor
     """The memory and the view of `scope`, once `go` exists (every writer starts at once)."""
     mem = gem.open(url, engine="falkordb", create=False)
     view = mem if scope == "default" else mem.scope(scope)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG
     while not os.path.exists(go):
         if time.monotonic() > deadline:
             raise SystemExit("the start signal never came")
@@ -113,7 +115,7 @@ def _race(url: str, placement: list[str], ops: int, go: Path, *extra: str) -> li
     try:
         time.sleep(0.5)
         go.touch()
-        outputs = [w.communicate(timeout=600) for w in writers]
+        outputs = [w.communicate(timeout=HANG) for w in writers]
     finally:
         for w in writers:
             if w.poll() is None:
@@ -344,7 +346,7 @@ def test_a_process_following_others_derives_what_a_rebuild_does(memory_url, cloc
 # ------------------------------------------------------------------ gem serve and the CLI
 def _gem(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gem", *args], capture_output=True, text=True,
-                          timeout=300, cwd=HERE.parent)
+                          timeout=HANG, cwd=HERE.parent)
 
 
 def test_two_gem_serve_workers_share_one_memory_and_the_command_line_reads_it(memory_url, tmp_path):
@@ -376,34 +378,31 @@ def test_two_gem_serve_workers_share_one_memory_and_the_command_line_reads_it(me
                     return httpx.get(url + "/health").json()["status"] == "ok"
                 except httpx.HTTPError:
                     return False
-            deadline = time.monotonic() + 60
-            while not up():
-                assert time.monotonic() < deadline, "gem serve did not answer"
-                time.sleep(0.1)
-            health = httpx.get(url + "/health").json()
+            wait_for(up, what="gem serve to answer")
+            health = get(url + "/health").json()
             assert health["engine"] == "falkordb" and health["path"] == memory_url
         assert not list(HERE.parent.glob("*.endpoint.json"))
         failures: list[str] = []
 
-        def post(n: int, url: str) -> None:
+        def ingest(n: int, url: str) -> None:
             for i in range(10):
-                r = httpx.post(url + "/ingest", json={"facts": [
-                    {"topic": "Aurora", "field": f"w{n}", "value": f"round {i}"}]}, timeout=60)
+                r = post(url + "/ingest", json={"facts": [
+                    {"topic": "Aurora", "field": f"w{n}", "value": f"round {i}"}]})
                 if r.status_code != 200:
                     failures.append(r.text)
-        threads = [threading.Thread(target=post, args=(n, url)) for n, (_, url) in enumerate(workers)]
+        threads = [threading.Thread(target=ingest, args=(n, url)) for n, (_, url) in enumerate(workers)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         assert failures == []
         for _, url in workers:  # each worker sees what the other wrote
-            fields = httpx.get(url + "/topic", params={"topic": "Aurora"}).json()["fields"]
+            fields = get(url + "/topic", params={"topic": "Aurora"}).json()["fields"]
             assert {name: f["value"] for name, f in fields.items()} == {"w0": "round 9", "w1": "round 9"}
     finally:
         for process, _ in workers:
             os.killpg(process.pid, 9)
-            process.wait(timeout=30)
+            process.wait(timeout=HANG)
     audit = _gem("audit", memory_url, "--engine", "falkordb")
     assert audit.returncode == 0 and "ok" in audit.stdout.lower(), audit.stdout + audit.stderr
     shown = _gem("inspect", memory_url, "Aurora", "--engine", "falkordb", "--json")
@@ -445,19 +444,16 @@ def test_the_readme_deploying_section_runs_as_written(tmp_path):
                                                 stdin=subprocess.DEVNULL, start_new_session=True,
                                                 cwd=tmp_path))
             else:
-                done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300,
+                done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=HANG,
                                       cwd=tmp_path)
                 assert done.returncode == 0, (command, done.stdout, done.stderr)
 
     def wait(ready) -> None:
-        deadline = time.monotonic() + 60
-        while not ready():
-            assert time.monotonic() < deadline, [p.args for p in started]
-            time.sleep(0.1)
+        wait_for(ready, what=f"{[p.args for p in started]} to answer")
 
     def answers(url: str) -> bool:
         try:
-            return httpx.get(url).status_code == 200
+            return get(url).status_code == 200
         except httpx.HTTPError:
             return False
     try:
@@ -471,7 +467,7 @@ def test_the_readme_deploying_section_runs_as_written(tmp_path):
                 return False
         wait(pings)
         done = subprocess.run([sys.executable, "-c", local(blocks[1][1])], capture_output=True,
-                              text=True, timeout=300, cwd=tmp_path)
+                              text=True, timeout=HANG, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["March", "15", "True"]
         run_sh(blocks[2][1].replace("gem audit", "#"))  # init and the workers
@@ -560,10 +556,11 @@ FILES = ["test_store.py", "test_ingest.py", "test_retrieve.py", "test_transition
 def test_store_facing_tests_conformance_state_machine_and_trajectory_pass_on_falkordb(falkordb_server):
     env = {**os.environ, "GEM_TEST_ENGINE": "falkordb", "GEM_TEST_FALKORDB_URL": falkordb_server,
            "GEM_STATEFUL_EXAMPLES": "10", "GEM_STATEFUL_STEPS": "20"}
+    # Its output goes straight to this test's (shown on failure, live with -s); it takes as
+    # long as the machine needs: HANG only guards against a hang.
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           *[str(HERE / f) for f in FILES]],
-                          env=env, capture_output=True, text=True, timeout=900, cwd=HERE.parent)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+                           *[str(HERE / f) for f in FILES]], env=env, timeout=HANG, cwd=HERE.parent)
+    assert done.returncode == 0, "the falkordb session failed: its output is above"
 
 
 if __name__ == "__main__":

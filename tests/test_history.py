@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,7 @@ def histories(draw):
              **{c: draw(anything) for c in OTHER}} for i in range(n)]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(histories(), st.data())
 def test_a_verdict_depends_on_the_judged_columns_only(entries, data):

@@ -21,6 +21,7 @@ import pytest
 import gem
 from conftest import ENGINE, memory_location
 from gem.testing.consistency import cache_disagreements, derived_disagreements
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 REJECT_POISON = 'POLICY no-poison ON commit WHEN EXISTS t IN touched WHERE t.title = "Poison" ' \
                 'DO reject("poison is refused")\n'
@@ -118,6 +119,7 @@ def test_concurrent_batches_with_rejections_keep_every_topic_its_own(tmp_path, c
         assert expected_fields(again, want) == []
 
 
+@pytest.mark.slow
 def test_close_and_reopen_many_times_in_one_process(tmp_path, clock):
     path = memory_location(tmp_path)
     want: dict[str, dict[str, object]] = {}
@@ -134,6 +136,7 @@ def test_close_and_reopen_many_times_in_one_process(tmp_path, clock):
             assert expected_fields(mem, want) == []
 
 
+@pytest.mark.slow
 def test_closing_while_another_thread_is_in_a_call_neither_crashes_nor_corrupts(tmp_path):
     """In a subprocess, so that a crash of the engine shows as a failed exit code."""
     script = textwrap.dedent(f"""
@@ -165,6 +168,6 @@ def test_closing_while_another_thread_is_in_a_call_neither_crashes_nor_corrupts(
             again.close()
         print("ok")
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok")

@@ -237,6 +237,7 @@ def test_figure_1_failure_modes(tmp_path, clock):
         assert mem.audit().ok
 
 
+@pytest.mark.slow
 def test_c5_holds_over_a_long_ingest_stream(tmp_path, clock):
     bound = "SET active_bound = 20 + interactions / 10\n"
     with gem.open(tmp_path / "db", clock=clock, engine=ENGINE,

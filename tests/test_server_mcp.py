@@ -7,12 +7,13 @@ import json
 import re
 import sys
 
+import pytest
 from mcp import Client, StdioServerParameters
 
 import gem
 from gem.server.endpoint import endpoint_file, read_endpoint
 from conftest import ENGINE
-from servers import kill_group, start, stop, wait_for
+from servers import HANG, kill_group, start, stop, wait_for
 
 TOOLS = {"memory_remember", "memory_recall", "memory_inspect", "memory_history", "memory_explain",
          "memory_link", "memory_restore", "memory_review", "memory_maintain", "memory_status"}
@@ -105,6 +106,7 @@ async def _conversation(client: Client) -> None:
     assert newest == log[-2:]
 
 
+@pytest.mark.slow
 def test_streamable_http_against_gem_serve(tmp_path):
     server = start(str(tmp_path / "http.db"), "--create", "--engine", ENGINE)
     try:
@@ -116,6 +118,7 @@ def test_streamable_http_against_gem_serve(tmp_path):
         stop(server)
 
 
+@pytest.mark.slow
 def test_two_stdio_clients_share_one_auto_started_server(tmp_path):
     path = str(tmp_path / "stdio.db")
     gem.open(path, engine=ENGINE).close()
@@ -132,7 +135,7 @@ def test_two_stdio_clients_share_one_auto_started_server(tmp_path):
             stored.append(name)
             if len(stored) == 2:
                 both_stored.set()
-            await asyncio.wait_for(both_stored.wait(), timeout=120)  # both sessions are open now
+            await asyncio.wait_for(both_stored.wait(), timeout=HANG)  # both sessions are open now
             found = _readable(await c.call_tool("memory_recall", {"topic": f"Notes of {other}"}))
             return {t["title"] for t in found["topics"]}
 
@@ -144,7 +147,7 @@ def test_two_stdio_clients_share_one_auto_started_server(tmp_path):
         assert asyncio.run(main()) == [{"Notes of Bob"}, {"Notes of Ann"}]
         assert len(set(seen)) == 1  # one server for both
         # Both clients are gone: the auto-started server exits by itself (--idle-exit 2).
-        wait_for(lambda: not endpoint_file(path).exists(), timeout=60,
+        wait_for(lambda: not endpoint_file(path).exists(), timeout=HANG,
                  what="the auto-started server to exit after its last client")
         with gem.open(path, engine=ENGINE, create=False) as mem:
             assert mem.audit().ok
@@ -153,6 +156,7 @@ def test_two_stdio_clients_share_one_auto_started_server(tmp_path):
             kill_group(pid)
 
 
+@pytest.mark.slow
 def test_stdio_bridges_to_a_running_server(tmp_path):
     path = str(tmp_path / "bridged.db")
     server = start(path, "--create", "--engine", ENGINE)
@@ -170,6 +174,7 @@ def test_stdio_bridges_to_a_running_server(tmp_path):
         stop(server)
 
 
+@pytest.mark.slow
 def test_a_bridge_ends_when_its_server_dies(tmp_path):
     from mcp import MCPError
     path = str(tmp_path / "dies.db")
@@ -182,7 +187,7 @@ def test_a_bridge_ends_when_its_server_dies(tmp_path):
             await client.list_tools()
             stop(server)  # killed, not stopped cleanly
             try:
-                await asyncio.wait_for(client.call_tool("memory_status", {}), timeout=60)
+                await asyncio.wait_for(client.call_tool("memory_status", {}), timeout=HANG)
             except MCPError as exc:
                 return str(exc)
         return None

@@ -26,4 +26,4 @@ Machine.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-TestMemoryStateMachine = Machine.TestCase
+TestMemoryStateMachine = pytest.mark.slow(Machine.TestCase)

@@ -12,6 +12,7 @@ import gem
 from conftest import ENGINE
 from gem.store import open_store, queries
 from gem.store.schema import SCHEMA_VERSION
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 # The embedded adapter's own interface; tests/test_falkordb.py tests FalkorDB's write sets.
 EMBEDDED = pytest.mark.skipif(ENGINE == "falkordb", reason="the embedded engines' adapter "
@@ -28,6 +29,7 @@ def test_schema_creation_is_idempotent(db_path):
         store.close()
 
 
+@pytest.mark.slow
 @EMBEDDED
 def test_a_database_made_before_a_column_existed_gets_it_at_open(db_path, clock):
     """Columns added to the schema (labels, a retraction's reason, who cleared a flag) are
@@ -141,7 +143,7 @@ def test_a_second_process_gets_store_locked(db_path, clock):
             sys.exit(1)
         """)
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=120)
+                              timeout=HANG)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["LOCKED", db_path]
 
@@ -172,6 +174,7 @@ def test_unknown_engine_is_invalid_input():
         gem.open(engine="sqlite")
 
 
+@pytest.mark.slow
 @EMBEDDED
 def test_a_small_max_db_size_lets_more_than_fifteen_databases_open_in_one_process(tmp_path):
     """Each embedded database reserves max_db_size of address space (8 TiB by default, so the
@@ -234,6 +237,7 @@ FORMS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ENGINE not in FORMS, reason="the embedded engines' statement forms")
 @pytest.mark.parametrize("form", sorted(FORMS.get(ENGINE, {})))
 def test_every_statement_form_of_a_one_hop_read_returns_the_same_rows(db_path, clock, monkeypatch,

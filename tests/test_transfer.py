@@ -14,6 +14,7 @@ import pytest
 import gem
 from conftest import ENGINE, snapshot
 from dashboard_story import StoryClock, tell
+from servers import HANG  # a guard against hangs only (tests/servers.py)
 
 OTHER_ENGINE = {"kuzu": "ladybug", "ladybug": "kuzu"}[ENGINE]
 
@@ -202,9 +203,10 @@ def test_export_of_a_scope_view_is_refused(tmp_path):
 
 def _gem(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gem", *args], input=stdin, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=HANG)
 
 
+@pytest.mark.slow
 def test_the_cli_pipes_an_export_into_an_import(tmp_path):
     src, _ = _export(tmp_path)
     path = str(tmp_path / "src.db")
@@ -221,6 +223,7 @@ def test_the_cli_pipes_an_export_into_an_import(tmp_path):
     assert missing.returncode == 1 and "no database" in missing.stderr
 
 
+@pytest.mark.slow
 def test_an_export_moves_a_database_to_the_other_engine(rich, tmp_path):
     """kuzu <-> ladybug: the two engines cannot share a process, so the import runs in a child."""
     try:
@@ -239,7 +242,7 @@ def test_an_export_moves_a_database_to_the_other_engine(rich, tmp_path):
             print(json.dumps([report.head, mem.audit(full=True).ok, mem.scopes()]))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=HANG)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [head, True, ["acme", "default"]]
     assert _records(str(tmp_path / "back.jsonl")) == _records(out)

@@ -355,7 +355,8 @@ class MaintenanceInfo(_Wire):
 
 
 class StatusResult(_Wire):
-    path: str
+    path: str | None = Field(description="The database's file name (the URL without password "
+                             "on FalkorDB); none on a server with API keys.")
     engine: str
     stats: StatsResult
     audit: AuditResult
@@ -365,7 +366,8 @@ class StatusResult(_Wire):
 
 class Health(_Wire):
     status: Literal["ok", "starting", "waiting_for_lock", "stopping"]
-    path: str
+    path: str | None = Field(description="The database's file name (the URL without password "
+                             "on FalkorDB); none on a server with API keys.")
     engine: str
     pid: int
     version: str
@@ -375,7 +377,8 @@ class Health(_Wire):
 
 class ErrorBody(_Wire):
     error: str = Field(description="invalid_input, unknown_unit, transition_rejected, store_locked, "
-                                   "payload_too_large or internal.")
+                                   "not_ready, payload_too_large, unauthorized, not_found (no such "
+                                   "route), method_not_allowed or internal.")
     message: str
     condition: str | None = None
     unit: str | None = None

@@ -29,17 +29,22 @@ def esc(value: Any) -> str:
 # argument threaded through every helper; `viewing` sets it around one page.
 _SCOPE: ContextVar[str | None] = ContextVar("dashboard_scope", default=None)
 _SCOPES: ContextVar[Sequence[str]] = ContextVar("dashboard_scopes", default=())
+# What the header says the memory is, when the renderer decides it (the server: a file name
+# for a local admin, no name at all for a tenant); None: what the page passes.
+_WHERE: ContextVar[str | None] = ContextVar("dashboard_where", default=None)
 
 
 @contextmanager
-def viewing(scope: str | None, scopes: Sequence[str]) -> Iterator[None]:
-    """Render the pages inside for `scope` (None: the default scope), offering `scopes`."""
-    tokens = _SCOPE.set(scope), _SCOPES.set(scopes)
+def viewing(scope: str | None, scopes: Sequence[str], where: str | None = None) -> Iterator[None]:
+    """Render the pages inside for `scope` (None: the default scope), offering `scopes`, with
+    `where` in the header if given."""
+    tokens = _SCOPE.set(scope), _SCOPES.set(scopes), _WHERE.set(where)
     try:
         yield
     finally:
         _SCOPE.reset(tokens[0])
         _SCOPES.reset(tokens[1])
+        _WHERE.reset(tokens[2])
 
 
 def scope_input() -> str:
@@ -138,6 +143,8 @@ def page(title: str, body: str, *, active: str = "/", subtitle: str = "",
     nav = "".join(f'<a href="{href(path) if path != "/docs" else path}"'
                   f'{on if path == active else ""}>{esc(name)}</a>' for path, name in NAV)
     sub = f'<p class="subtitle">{subtitle}</p>' if subtitle else ""
+    shown = _WHERE.get()
+    where = where if shown is None else shown
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -54,7 +54,7 @@ def _is_title(topic: str | None) -> bool:
 
 
 def _where(mem: Memory) -> str:
-    return f"{mem.path} · {mem.engine_name}"
+    return f"{os.path.basename(mem.path)} · {mem.engine_name}"  # a name, never a directory
 
 
 def field_anchor(name: str) -> str:
@@ -737,16 +737,17 @@ def report_files(directory: str | None) -> list[Path]:
 
 def reports(directory: str | None, where: str = "") -> str:
     files = report_files(directory)
-    how = ('<p>Write one with <code>gem bench trajectory --html --out '
-           f'{esc(directory or "DIR")}</code>; <code>gem serve --reports DIR</code> says where '
-           'the dashboard looks.</p>')
+    # The directory is not named: a page may be shown to tenants, who learn no server path.
+    how = ('<p>Write one with <code>gem bench trajectory --html --out DIR</code>; '
+           '<code>gem serve --reports DIR</code> says where the dashboard looks.</p>')
     if files:
         rows = [[link(f"/reports/{quote(p.name)}", p.name),
                  when(datetime.fromtimestamp(p.stat().st_mtime, timezone.utc)),
                  f"{p.stat().st_size / 1024:.0f} KB"] for p in files]
         listing = table(["report", "written", "size"], rows)
     else:
-        listing = f'<p class="muted">No HTML report in {esc(directory or "(no directory)")}.</p>'
+        listing = ('<p class="muted">No HTML report in the reports directory.</p>' if directory
+                   else '<p class="muted">No reports directory (<code>--reports</code>).</p>')
     return page("Reports", card("Benchmark reports", listing + how), active="/reports", where=where,
                 subtitle="Self-contained HTML reports (the trajectory benchmark's plot and tables).")
 

@@ -77,7 +77,7 @@ def _flag(raw: str | None) -> bool:
 
 def build_dashboard(service: Service) -> APIRouter:
     r = APIRouter(include_in_schema=False)
-    where = f"{service.config.path} · {service.config.engine}"
+    where = " · ".join(filter(None, (service.shown_name, service.config.engine)))
 
     async def render(fn: Callable[[Any], str], request: Request | None = None) -> HTMLResponse:
         """`fn(memory)` on the memory's worker (it reads the query and builds the page); with
@@ -93,7 +93,7 @@ def build_dashboard(service: Service) -> APIRouter:
         def in_scope(mem: Any) -> str:
             view = mem.scope(scope) if scope and (confined or scope != DEFAULT_SCOPE) else mem
             offered: list[str] = [scope] if confined and scope else mem.scopes()
-            with viewing(scope if view is not mem else None, offered):
+            with viewing(scope if view is not mem else None, offered, where):
                 return fn(view)
 
         try:

@@ -9,14 +9,16 @@ from typing import Any, AsyncIterator
 
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..api import ops
 from ..api import schemas as s
 from ..errors import GemError, InvalidInput, PolicyError, StoreLocked, UnknownUnit
+from ..dashboard.apidocs import api_docs
 from ..llm import LLMError
-from .dashboard import build_dashboard
+from .dashboard import HEADERS, build_dashboard
 from .keys import KeyAuth
 from .service import NotReady, Rejected, Service
 
@@ -35,6 +37,30 @@ ERRORS: list[tuple[type[Exception], int, str]] = [
 ]
 
 
+# What each error status means, for the OpenAPI schema; every one has the ErrorBody shape.
+MEANING = {
+    404: "Unknown topic or field (`unknown_unit`)",
+    409: "The transition was rejected: nothing changed (`transition_rejected`, with the "
+         "condition and the unit)",
+    413: "The request body is over --max-body bytes (`payload_too_large`)",
+    422: "Invalid input (`invalid_input`)",
+    503: "The database is locked by another process or not open yet (`store_locked`, "
+         "`not_ready`); try again after Retry-After seconds",
+}
+# Routes by what they can answer: reads of a memory, reads naming a unit, transitions.
+READ, NAMED, PARAMS = (503,), (404, 422, 503), (422, 503)
+WRITE = (409, 413, 422, 503)
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` of a route that can answer `codes` in gem's error shape."""
+    return {code: {"model": s.ErrorBody, "description": MEANING[code]} for code in sorted(codes)}
+
+
+# Starlette's own errors (no such route, wrong method) in gem's words.
+HTTP_WORDS = {404: "not_found", 405: "method_not_allowed"}
+
+
 def _error(status: int, body: s.ErrorBody, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
@@ -47,6 +73,23 @@ def _gem_error(request: Request, exc: Exception) -> JSONResponse:
             headers = {"Retry-After": "1"} if status == 503 else None
             return _error(status, s.ErrorBody(error=word, message=str(exc)), headers)
     raise exc  # pragma: no cover - ERRORS ends with GemError
+
+
+def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)  # the only class it is registered for
+    headers = dict(exc.headers or {})
+    method, path = request.method, request.url.path
+    if exc.status_code == 404:
+        message = f"no route {path}; the API is under /v1 (see /docs)"
+    elif exc.status_code == 405:
+        allowed = headers.get("Allow", "").split(", ")
+        if "GET" in allowed and "HEAD" not in allowed:  # HeadAsGet answers HEAD for every GET
+            headers["Allow"] = ", ".join([*allowed, "HEAD"])
+        message = f"{path} does not take {method}; it takes {headers['Allow']}"
+    else:
+        message = str(exc.detail)
+    word = HTTP_WORDS.get(exc.status_code, "invalid_input" if exc.status_code < 500 else "internal")
+    return _error(exc.status_code, s.ErrorBody(error=word, message=message), headers)
 
 
 def _validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -69,70 +112,70 @@ def build_router(service: Service) -> APIRouter:
         status = 200 if body.status == "ok" else 503
         return JSONResponse(body.model_dump(mode="json"), status_code=status)
 
-    @r.post("/ingest", response_model=s.RememberResult,
+    @r.post("/ingest", response_model=s.RememberResult, responses=errors(*WRITE),
             summary="Ingest facts and episodes as one transition")
     async def ingest(body: s.IngestRequest) -> s.RememberResult:
         return await call("ingest", ops.remember, list(body.facts), body.actor,
                           list(body.episodes))
 
-    @r.post("/retrieve", response_model=s.RecallResult,
+    @r.post("/retrieve", response_model=s.RecallResult, responses=errors(404, *WRITE),
             summary="Retrieve (a transition: what is returned is reinforced)")
     async def retrieve(body: s.RetrieveRequest) -> s.RecallResult:
         return await call("retrieve", ops.recall, body)
 
-    @r.get("/topic", response_model=s.TopicCard,
+    @r.get("/topic", response_model=s.TopicCard, responses=errors(*NAMED),
            summary="Inspect a topic or one of its fields (side-effect free)")
     async def topic(topic: str = Query(min_length=1), field: str | None = None) -> Any:
         return await call("inspect", ops.inspect, topic, field)
 
-    @r.get("/history", response_model=s.HistoryResult, summary="A field's full value history")
+    @r.get("/history", response_model=s.HistoryResult, responses=errors(*NAMED), summary="A field's full value history")
     async def history(topic: str = Query(min_length=1), field: str = Query(min_length=1)) -> Any:
         return await call("history", ops.history, topic, field)
 
-    @r.get("/explain", response_model=s.ExplainResult,
+    @r.get("/explain", response_model=s.ExplainResult, responses=errors(*NAMED),
            summary="The evidence behind a field's current value, with its reliability")
     async def explain(topic: str = Query(min_length=1), field: str = Query(min_length=1)) -> Any:
         return await call("explain", ops.explain, topic, field)
 
-    @r.post("/link", response_model=s.LinkResult, summary="Add a typed edge between two topics")
+    @r.post("/link", response_model=s.LinkResult, responses=errors(404, *WRITE), summary="Add a typed edge between two topics")
     async def link(body: s.LinkRequest) -> Any:
         return await call("link", ops.link, body)
 
-    @r.post("/restore", response_model=s.RestoreResult,
+    @r.post("/restore", response_model=s.RestoreResult, responses=errors(404, *WRITE),
             summary="Undo any forgetting of a topic (or one field)")
     async def restore(body: s.RestoreRequest) -> Any:
         return await call("restore", ops.restore, body)
 
-    @r.post("/maintain", response_model=s.MaintainResult,
+    @r.post("/maintain", response_model=s.MaintainResult, responses=errors(*WRITE),
             summary="Forget, then revise; dry_run reports without changing anything")
     async def maintain(body: s.MaintainRequest) -> Any:
         return await call("maintain", ops.maintain, body.dry_run, body.actor)
 
-    @r.get("/review", response_model=s.ReviewResult, summary="Open revision flags")
+    @r.get("/review", response_model=s.ReviewResult, responses=errors(*READ), summary="Open revision flags")
     async def review() -> Any:
         return await call("review", ops.review)
 
-    @r.get("/audit", response_model=s.AuditResult, summary="C1-C6 and the log's hash chain")
+    @r.get("/audit", response_model=s.AuditResult, responses=errors(*PARAMS), summary="C1-C6 and the log's hash chain")
     async def audit(full: bool = False) -> Any:
         """What changed since the last clean audit; everything with `full=true`."""
         return await call("audit", ops.audit, full)
 
-    @r.get("/stats", response_model=s.StatsResult, summary="Sizes of the state")
+    @r.get("/stats", response_model=s.StatsResult, responses=errors(*READ), summary="Sizes of the state")
     async def stats() -> Any:
         return await call("stats", ops.stats)
 
-    @r.get("/log", response_model=s.LogPage, summary="The transition log, oldest first")
+    @r.get("/log", response_model=s.LogPage, responses=errors(*PARAMS), summary="The transition log, oldest first")
     async def transition_log(since: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000)) -> Any:
         return await call("log", ops.log, since, limit)
 
-    @r.get("/policies", response_model=s.PoliciesResult, summary="The policies in force")
+    @r.get("/policies", response_model=s.PoliciesResult, responses=errors(*READ), summary="The policies in force")
     async def policies() -> Any:
         return await call("policies", ops.policies)
 
-    @r.get("/status", response_model=s.StatusResult,
+    @r.get("/status", response_model=s.StatusResult, responses=errors(*READ),
            summary="Stats, audit summary, policies and maintenance")
     async def status() -> Any:
-        return await call("status", ops.status, service.maintenance_info())
+        return await service.status()
 
     @r.get("/attach", include_in_schema=False)
     async def attach(request: Request) -> StreamingResponse:
@@ -201,6 +244,24 @@ class BodyLimit:
         await _error(413, body, {"Connection": "close"})(scope, receive, send)
 
 
+class HeadAsGet:
+    """HEAD is GET without the body, on every route that takes GET (FastAPI routes take only
+    the methods they declare); its headers, Content-Length included, are GET's."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            return await self.app(scope, receive, send)
+
+        async def headers_only(message: dict) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
+
+
 class AccessLog:
     """One INFO record per request under the `gem.server` logger."""
 
@@ -230,20 +291,27 @@ class AccessLog:
 def build_app(service: Service, *, lifespan: Any = None, mcp_routes: list | None = None) -> Any:
     """The ASGI app: /v1 (JSON API), /docs (OpenAPI), /mcp (MCP, when routes are given), and
     the dashboard's pages at / (gem/server/dashboard.py)."""
-    app = FastAPI(title="gem", version=__version__, lifespan=lifespan,
-                  description="Governed Evolving Memory: the JSON API of `gem serve`. "
+    # docs_url=None: FastAPI's /docs loads Swagger UI from a CDN (blank offline); ours below
+    # is rendered on the server from the same schema.
+    app = FastAPI(title="gem", version=__version__, lifespan=lifespan, docs_url=None,
+                  redoc_url=None, description="Governed Evolving Memory: the JSON API of `gem serve`. "
                               "Topics are named by title; MCP is served at /mcp.")
     app.include_router(build_router(service))
     app.include_router(build_dashboard(service))  # the read-only pages at /
     for kind, *_ in ERRORS:
         app.add_exception_handler(kind, _gem_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return HTMLResponse(api_docs(app.openapi()), headers=HEADERS)
     for route in mcp_routes or ():
         app.router.routes.append(route)
     guarded: Any = BodyLimit(app, service.config.max_body)
     if service.config.keys is not None:  # before the body is read: no key, no work
         guarded = KeyAuth(guarded, service.config.keys)
-    return AccessLog(guarded, service)
+    return AccessLog(HeadAsGet(guarded), service)
 
 
-__all__ = ["build_app", "build_router", "ERRORS", "BodyLimit"]
+__all__ = ["build_app", "build_router", "ERRORS", "BodyLimit", "HeadAsGet", "errors"]

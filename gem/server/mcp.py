@@ -164,7 +164,7 @@ def build_mcp(service: Service) -> MCPServer:
     async def memory_status() -> s.StatusResult:
         """Sizes of the memory, whether its correctness audit passes, the policies in
         force and the maintenance schedule."""
-        return await call("status", ops.status, service.maintenance_info())
+        return await service.status()
 
     # The tool list, in one place: (function, title, read_only, destructive, idempotent).
     tools: list[tuple[Callable[..., Awaitable[Any]], str, bool, bool, bool]] = [

@@ -47,7 +47,8 @@ class ServeConfig:
 
     @property
     def shown_path(self) -> str:
-        """The path as /v1/health shows it: absolute, or the URL without its password."""
+        """The path as the endpoint file and the log show it (local, never to a client):
+        absolute, or the URL without its password."""
         if not self.shared:
             return os.path.abspath(self.path)
         from ..store.falkor import parse_url
@@ -106,7 +107,8 @@ class Service:
                     raise
                 if self.state != "waiting_for_lock":
                     log.warning("%s; waiting up to %.0f s for it", exc, cfg.lock_timeout)
-                self.state, self.detail = "waiting_for_lock", str(exc)
+                self.state = "waiting_for_lock"
+                self.detail = f"locked by another process; waiting up to {cfg.lock_timeout:.0f} s"
                 await asyncio.sleep(0.2)
         self.memory = memory
         self.state, self.detail = "ok", None
@@ -124,7 +126,7 @@ class Service:
     def _require(self) -> AsyncMemory:
         if self.memory is None:
             if self.state == "waiting_for_lock":
-                raise StoreLocked(self.config.path, "the server is waiting for it")
+                raise StoreLocked(self.shown_name or "(not shown)", "the server is waiting for it")
             raise NotReady(f"the memory is not open ({self.state})")
         return self.memory
 
@@ -155,6 +157,21 @@ class Service:
             self.in_flight -= 1
             self.last_activity = time.monotonic()
 
+    @property
+    def shown_name(self) -> str | None:
+        """What clients are told the memory is: never a directory. Without keys (a local
+        admin) the database's file name, or the URL without its password; with keys nothing
+        (a tenant learns nothing of where or what the store is)."""
+        cfg = self.config
+        if cfg.keys is not None:
+            return None
+        return cfg.shown_path if cfg.shared else os.path.basename(os.path.abspath(cfg.path))
+
+    async def status(self) -> s.StatusResult:
+        """ops.status, with the memory named as clients may see it."""
+        found = await self.call("status", ops.status, self.maintenance_info())
+        return found.model_copy(update={"path": self.shown_name})
+
     def maintenance_info(self) -> s.MaintenanceInfo:
         memory = self.memory
         return s.MaintenanceInfo(every_seconds=self.config.maintain_every,
@@ -163,7 +180,7 @@ class Service:
 
     def health(self) -> s.Health:
         return s.Health(status=self.state if not self.stopping.is_set() else "stopping",
-                        path=self.config.shown_path, engine=self.config.engine,
+                        path=self.shown_name, engine=self.config.engine,
                         pid=os.getpid(), version=__version__, busy=self.busy, detail=self.detail)
 
     def idle_for(self) -> float | None:

@@ -407,6 +407,7 @@ def test_no_bound_is_passed_for_other_comparisons_or_a_bound_naming_the_variable
         assert rt.hints == [], where
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), st.floats(0, 1), st.just(0.3), st.text(max_size=2),
                                     st.booleans()),

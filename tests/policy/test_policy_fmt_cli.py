@@ -40,6 +40,7 @@ def test_the_shipped_default_policy_is_already_canonical_and_starts_with_listing
     assert parse(text).policies[0].name == "propagate-on-change"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(files)
 def test_parse_fmt_round_trip_on_generated_trees(tree):
@@ -126,6 +127,7 @@ def test_explain_lists_composition_problems_instead_of_raising():
             ) in text
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(files, max_size=3))
 def test_explain_and_compose_never_raise_on_any_composition_of_parsed_trees(trees):
@@ -331,6 +333,7 @@ def test_usage_errors_exit_2():
     assert info.value.code == 2
 
 
+@pytest.mark.slow
 def test_the_gem_command_mounts_policy(tmp_path):
     path = tmp_path / "three.policy"
     path.write_text(THREE_MISTAKES)
