@@ -8,6 +8,7 @@
 __version__ = "0.1.0"  # first: modules below read it while this package is importing
 
 from .embed import Embedder, HashingEmbedder, MiniLMEmbedder
+from .embed_numpy import NumpyMiniLMEmbedder
 from .errors import (GemError, InvalidInput, PolicyCheckError, PolicyError, PolicySyntaxError,
                      StoreError, StoreLocked, TransitionRejected, UnknownUnit,
                      WriteConflict)
@@ -22,7 +23,7 @@ from .units import TopicId
 
 __all__ = [
     "open", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact", "Episode",
-    "EpisodeView", "Embedder", "HashingEmbedder", "MiniLMEmbedder", "Resolver", "TieredResolver",
+    "EpisodeView", "Embedder", "HashingEmbedder", "MiniLMEmbedder", "NumpyMiniLMEmbedder", "Resolver", "TieredResolver",
     "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "TransitionRejected", "WriteConflict",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
