@@ -45,9 +45,8 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     np.square(z, out=z)
     np.negative(z, out=z)
     np.exp(z, out=z)
-    poly *= z  # poly = 1 - erf(|x| / sqrt 2), so Phi(x) = 1 - poly / 2 for x >= 0
-    poly *= np.float32(0.5)
-    # For x < 0, Phi(x) = poly / 2; for x >= 0, 1 - poly / 2.
+    poly *= z  # now 1 - erf(|x| / sqrt 2)
+    poly *= np.float32(0.5)  # now Phi(-|x|)
     phi = np.where(x >= 0, np.float32(1.0) - poly, poly)
     x *= phi
     return x
@@ -99,16 +98,15 @@ class _Encoder:
             def lin(name: str) -> tuple[np.ndarray, np.ndarray]:
                 return np.ascontiguousarray(w[p + name + ".weight"].T), w[p + name + ".bias"]
 
+            def norm(name: str) -> tuple[np.ndarray, np.ndarray]:
+                return w[p + name + ".LayerNorm.weight"], w[p + name + ".LayerNorm.bias"]
+
             # Query, key and value in one product.
             q, k, v = (lin("attention.self." + n) for n in ("query", "key", "value"))
             qkv = (np.ascontiguousarray(np.concatenate([q[0], k[0], v[0]], axis=1)),
                    np.concatenate([q[1], k[1], v[1]]))
-            self.layers.append((
-                qkv, lin("attention.output.dense"),
-                (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
-                lin("intermediate.dense"), lin("output.dense"),
-                (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
-            ))
+            self.layers.append((qkv, lin("attention.output.dense"), norm("attention.output"),
+                                lin("intermediate.dense"), lin("output.dense"), norm("output")))
         self.dim = int(self.word.shape[1])
 
     def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
