@@ -1,6 +1,6 @@
 """LoCoMo evidence recall: gem (maintenance on and off) against BM25, dense and RRF baselines.
 
-    python bench/locomo.py [--conversations N] [--embedder hashing|minilm] [--k 5,10,20]
+    python bench/locomo.py [--conversations N] [--embedder hashing|semantic|minilm] [--k 5,10,20]
                            [--policies FILE ...]
 
 Reads the LoCoMo development split by path (`../shared/data/locomo-dev.json` from the
@@ -108,6 +108,8 @@ def load(path: Path, limit: int | None = None, questions: int | None = None) -> 
 def make_embedder(name: str) -> gem.Embedder:
     if name == "minilm":
         return gem.MiniLMEmbedder()
+    if name == "semantic":
+        return gem.NumpyMiniLMEmbedder()
     return gem.HashingEmbedder(256)
 
 
@@ -294,7 +296,7 @@ def run(path: Path, conversations: int | None, embedder_name: str, ks: list[int]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=None, help="only the first N")
-    parser.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing")
+    parser.add_argument("--embedder", choices=("hashing", "semantic", "minilm"), default="hashing")
     parser.add_argument("--k", default="5,10,20", help="comma-separated cut-offs")
     parser.add_argument("--questions", type=int, default=None,
                         help="only the first N questions of each conversation")

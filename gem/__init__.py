@@ -8,7 +8,9 @@
 __version__ = "0.1.0"  # first: modules below read it while this package is importing
 
 from .embed import Embedder, HashingEmbedder, MiniLMEmbedder
-from .errors import (GemError, InvalidInput, LostCommits, PolicyCheckError, PolicyError, PolicySyntaxError,
+from .embed_numpy import NumpyMiniLMEmbedder
+from .errors import (GemError, InvalidInput, LostCommits, PolicyCheckError, PolicyError,
+                     PolicySyntaxError,
                      StoreError, StoreLocked, TransitionRejected, UnknownUnit,
                      WriteConflict)
 from .aio import AsyncMemory
@@ -23,9 +25,11 @@ from . import llm
 from .units import TopicId
 
 __all__ = [
-    "open", "engine_for", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact", "Episode",
-    "EpisodeView", "Embedder", "HashingEmbedder", "MiniLMEmbedder", "Resolver", "TieredResolver",
-    "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "LostCommits", "TransitionRejected", "WriteConflict",
+    "open", "engine_for", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact",
+    "Episode", "EpisodeView", "Embedder", "HashingEmbedder", "MiniLMEmbedder",
+    "NumpyMiniLMEmbedder", "Resolver", "TieredResolver",
+    "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "LostCommits",
+    "TransitionRejected", "WriteConflict",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
     "RetrieveResult", "TopicView", "TopicId", "PendingRevision", "FlagView", "DroppedFact",

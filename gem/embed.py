@@ -14,16 +14,16 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from gem.embed_numpy import NumpyMiniLMEmbedder
 from gem.errors import InvalidInput
 from gem.terms import search_terms
-from gem.text import tokens
+from gem.text import check_texts, tokens
 
 __all__ = [
     "Embedder",
@@ -48,18 +48,6 @@ class Embedder(Protocol):
     name: str
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
-
-
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    # A bare string is a sequence of one-character strings: embedding it "works" and silently
-    # returns one vector per character, so it is refused rather than guessed at.
-    if isinstance(texts, (str, bytes)):
-        raise InvalidInput("embed expects a list of strings, not a single string")
-    out = list(texts)
-    for t in out:
-        if not isinstance(t, str):
-            raise InvalidInput(f"embed expects strings, got {type(t).__name__}")
-    return out
 
 
 def _l2_normalise_rows(m: np.ndarray) -> np.ndarray:
@@ -241,7 +229,7 @@ class HashingEmbedder:
         return f"HashingEmbedder(dim={self.dim}, version={self.version})"
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        texts = _check_texts(texts)
+        texts = check_texts(texts)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         with self._lock:
             cache = self._cache
@@ -358,7 +346,7 @@ class SentenceTransformerEmbedder:
         return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        texts = _check_texts(texts)
+        texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         m = self._encode(texts)
@@ -397,14 +385,16 @@ def default_embedder() -> Embedder:
 
 def embedder_named(name: str) -> Embedder | None:
     """The embedder a database stored under `name`, when gem can make it without being told
-    more (its hashing embedders, and MiniLM when its package is installed); else None."""
+    more (its hashing embedders, and MiniLM when the semantic or the minilm extra is
+    installed: the numpy one first, as it needs no torch); else None."""
     parts = name.split("-")
     if len(parts) == 3 and parts[0] == "hashing" and parts[1].isdigit() and \
             parts[2] in ("v1", "v2") and int(parts[1]) >= 1:
         return HashingEmbedder(int(parts[1]), version=int(parts[2][1:]))
     if name == MiniLMEmbedder.NAME:
-        try:
-            return MiniLMEmbedder()
-        except InvalidInput:
-            return None
+        for make in (NumpyMiniLMEmbedder, MiniLMEmbedder):
+            try:
+                return make()
+            except InvalidInput:
+                pass
     return None

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gem.errors import InvalidInput
 
-__all__ = ["normalise", "tokens", "name_key", "value_text"]
+__all__ = ["normalise", "tokens", "name_key", "value_text", "check_texts"]
 
 # Zero width space is a format character (Cf) like the soft hyphen, but it marks a word
 # boundary rather than sitting inside a word, so it separates instead of vanishing.
@@ -170,3 +170,16 @@ def _collect(value: Any, parts: list[str], open_containers: set[int]) -> None:
             open_containers.discard(key)
     else:
         raise InvalidInput(f"value_text: {type(value).__name__} is not a JSON value")
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """The list of strings an embedder was given, or InvalidInput."""
+    # A bare string is a sequence of one-character strings: embedding it "works" and silently
+    # returns one vector per character, so it is refused rather than guessed at.
+    if isinstance(texts, (str, bytes)):
+        raise InvalidInput("embed expects a list of strings, not a single string")
+    out = list(texts)
+    for t in out:
+        if not isinstance(t, str):
+            raise InvalidInput(f"embed expects strings, got {type(t).__name__}")
+    return out
