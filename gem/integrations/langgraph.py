@@ -1,6 +1,6 @@
 """LangGraph's long-term memory store (`langgraph.store.base.BaseStore`) backed by gem.
 
-Needs `pip install 'gem[langgraph]'`. How LangGraph's model maps onto gem's (README
+Needs `pip install 'gem-memory[langgraph]'`. How LangGraph's model maps onto gem's (README
 "LangGraph"):
 
 - A **namespace** is a gem scope, so namespaces are as isolated as tenants. One whose labels

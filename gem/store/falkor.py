@@ -81,7 +81,7 @@ def _import_client() -> Any:
     try:
         import falkordb
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise InvalidInput("engine 'falkordb' is not installed (pip install 'gem[falkordb]')") from exc
+        raise InvalidInput("engine 'falkordb' is not installed (pip install 'gem-memory[falkordb]')") from exc
     return falkordb
 
 

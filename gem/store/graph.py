@@ -49,7 +49,7 @@ def _import_engine(engine: str) -> Any:
     try:
         return importlib.import_module(ENGINES[engine])
     except ImportError as exc:  # pragma: no cover - depends on the install
-        extra = "" if engine == "kuzu" else f" (pip install 'gem[{engine}]')"
+        extra = "" if engine == "kuzu" else f" (pip install 'gem-memory[{engine}]')"
         raise InvalidInput(f"engine {engine!r} is not installed{extra}") from exc
 
 

