@@ -209,7 +209,7 @@ def test_default_embedder():
 def test_sentence_embedder_without_the_extra(monkeypatch):
     # None in sys.modules makes the import fail as if the package were not installed.
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(InvalidInput, match=r"pip install gem\[sentence\]"):
+    with pytest.raises(InvalidInput, match=r"pip install 'gem-memory\[sentence\]'"):
         SentenceTransformerEmbedder("all-MiniLM-L6-v2")
 
 
