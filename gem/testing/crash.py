@@ -204,7 +204,7 @@ def verify(path: str, engine: str, ack_path: str) -> Verdict:
     return Verdict(recovery, audit, problems, ledger.fresh)
 
 
-def _wait_for_line(path: str, key: str, alive: Callable[[], bool], since: int = 0,
+def wait_for_line(path: str, key: str, alive: Callable[[], bool], since: int = 0,
                    timeout: float = 120.0) -> bool:
     """Wait until the acknowledgement file has a line (after the first `since`) with `key`
     (or an ack of that kind), or the child died."""
@@ -256,7 +256,7 @@ class Harness:
                     f.write(text)
         return os.path.join(folder, "memory.db"), acks
 
-    def _args(self, scenario: str, workload: str) -> dict[str, Any]:
+    def args(self, scenario: str, workload: str) -> dict[str, Any]:
         path, acks = self.folder(scenario)
         self.cycle += 1
         return {"engine": self.engine, "path": path, "acks": acks, "workload": workload,
@@ -273,7 +273,7 @@ class Harness:
         since = len(read_lines(args["acks"]))
         process.start()
         try:
-            _wait_for_line(args["acks"], after, process.is_alive, since)
+            wait_for_line(args["acks"], after, process.is_alive, since)
             time.sleep(delay)
         finally:
             process.kill()
@@ -286,7 +286,7 @@ class Harness:
 
     def run_one(self, scenario: str) -> None:
         workload, window = SCENARIOS[scenario]
-        args = self._args(scenario, workload)
+        args = self.args(scenario, workload)
         if workload == "reopen":
             kills = self._recovery_chain(args)
         elif workload == "serve":
