@@ -77,8 +77,8 @@ class Ledger:
     last acknowledgement (what the kill interrupted)."""
     acks: list[dict[str, Any]]
     pending: list[dict[str, Any]]
-    erased: frozenset[str]      # topics an acknowledged erasure removed
-    maybe_erased: frozenset[str]
+    erased: frozenset[str]        # topics an acknowledged erasure removed
+    maybe_erased: frozenset[str]  # topics any erasure was started on
     fresh: int                  # acknowledgements since the last verification
 
     @staticmethod
@@ -94,7 +94,9 @@ class Ledger:
             elif "i" in line:
                 pending.append(line)
         erased = frozenset(a["topic"] for a in acks if a["k"] == "erase")
-        maybe = frozenset(p["topic"] for p in pending if p["i"] == "erase")
+        # An erasure that was in flight at an earlier kill may have committed: its topic's
+        # facts are not expected any more (that kill's check saw it whole or gone).
+        maybe = frozenset(line["topic"] for line in lines if line.get("i") == "erase")
         return Ledger(acks, pending, erased, maybe, fresh)
 
 
