@@ -95,10 +95,10 @@ def test_kills_at_random_moments_lose_no_acknowledged_write(tmp_path):
     """Two kills in every scenario (the recovery chain kills one to three reopening
     processes): after each, the database reopens, audits clean in full, holds every
     acknowledged write, and the batch in flight is whole or absent."""
-    harness = Harness(ENGINE, str(tmp_path), seed=20261201)
-    for name in SCENARIOS:
-        harness.run(name, 2)
-    print(harness.table())
+    with Harness(ENGINE, str(tmp_path), seed=20261201) as harness:
+        for name in SCENARIOS:
+            harness.run(name, 2)
+        print(harness.table())
     failures = [f for s in harness.stats.values() for f in s.failures]
     assert failures == []
     assert sum(s.kills for s in harness.stats.values()) >= 2 * len(SCENARIOS)

@@ -2,9 +2,9 @@
 the database and check that nothing acknowledged was lost and nothing is half there.
 
     from gem.testing.crash import Harness
-    harness = Harness("kuzu", workdir, seed=7)
-    harness.run("batch", kills=20)
-    print(harness.table())
+    with Harness("kuzu", workdir, seed=7) as harness:
+        harness.run("batch", kills=20)
+        print(harness.table())
 
 After every kill (`verify`): the database opens (timed with its first read: the recovery
 time), a full audit is clean (C1-C6, every row against the hash the log attests, the hash
@@ -14,8 +14,8 @@ the policy set in force is the last one logged), the log holds nothing after the
 acknowledgement but what the interrupted operation could have written, and a batch the
 child was writing when it died is there whole or not at all.
 
-Children of the kill scenarios are forked from a server process that has imported gem and
-the engine already (multiprocessing's forkserver), so a kill costs a fork, not a Python start;
+Children of the kill scenarios are forked from a process that has imported gem and the
+engine already (`Zygote`), so a kill costs a fork, not a Python start;
 `gem serve` runs as its own process and its acknowledgements are HTTP 200s. Every delay comes
 from one seeded RNG: the seed and the cycle number reproduce the kill schedule (the moments
 themselves vary with the machine's load). The workloads are in gem/testing/crash_workloads.py;
@@ -24,7 +24,6 @@ simulated power loss is gem/testing/powerloss.py.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import random
 import shutil
@@ -220,6 +219,54 @@ def wait_for_line(path: str, key: str, alive: Callable[[], bool], since: int = 0
     return False
 
 
+def _alive(pid: int) -> bool:
+    """Whether a process runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+class Zygote:
+    """A process that has imported gem and the engine and forks the children
+    (crash_workloads.zygote)."""
+
+    def __init__(self, engine: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gem.testing.crash_workloads", "--zygote", engine],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def _expect(self, word: str, pid: int | None = None) -> int:
+        assert self.process.stdout is not None
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the crash-test zygote exited ({self.process.wait()})")
+            said, number = line.split()
+            if said == word and (pid is None or int(number) == pid):
+                return int(number)
+
+    def start(self, args: dict[str, Any]) -> int:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(args) + "\n")
+        self.process.stdin.flush()
+        return self._expect("pid")
+
+    def kill(self, pid: int) -> None:
+        """SIGKILL the child and wait until it is reaped."""
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._expect("exit", pid)
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
 class Harness:
     """Kill cycles on one engine, in `workdir` (a database per scenario, renewed every
     RESET_EVERY cycles); `stats` by scenario."""
@@ -231,14 +278,18 @@ class Harness:
         self.stats: dict[str, Stats] = {}
         self.progress = progress
         self.cycle = 0
-        self._context: Any = None
+        self._zygote: Zygote | None = None
 
-    def _forkserver(self) -> Any:
-        if self._context is None:
-            self._context = multiprocessing.get_context("forkserver")
-            self._context.set_forkserver_preload(["gem", "gem.testing.crash_workloads",
-                                                  gem.store.graph.ENGINES[self.engine]])
-        return self._context
+    def __enter__(self) -> "Harness":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
 
     def folder(self, scenario: str) -> tuple[str, str]:
         """(database path, acknowledgement file) of a scenario's current database."""
@@ -271,15 +322,15 @@ class Harness:
         if after is None:
             after = "start" if self.rng.random() < OPEN_KILLS else "open"
         delay = self.rng.uniform(0, window)
-        process = self._forkserver().Process(target=workloads.child, args=(args,), daemon=True)
+        if self._zygote is None:
+            self._zygote = Zygote(self.engine)
         since = len(read_lines(args["acks"]))
-        process.start()
+        pid = self._zygote.start(args)
         try:
-            wait_for_line(args["acks"], after, process.is_alive, since)
+            wait_for_line(args["acks"], after, lambda: _alive(pid), since)
             time.sleep(delay)
         finally:
-            process.kill()
-            process.join()
+            self._zygote.kill(pid)
 
     def run(self, scenario: str, kills: int) -> Stats:
         for _ in range(kills):

@@ -203,5 +203,39 @@ def child(args: dict[str, Any]) -> None:
     WORKLOADS[args["workload"]](args, acks, random.Random(args["seed"]))
 
 
-if __name__ == "__main__":  # python -m gem.testing.crash_workloads '<json args>'
-    child(json.loads(sys.argv[1]))
+def zygote(engine: str) -> None:
+    """Fork a child per line of JSON arguments read from stdin, from this process, which has
+    imported gem and the engine already (so a child costs a fork, not a Python start); say
+    "pid N" on stdout when one is forked and "exit N" when it is reaped. Ends with stdin."""
+    import importlib
+    import select
+    importlib.import_module(gem.store.graph.ENGINES[engine])
+    while True:
+        ready, _, _ = select.select([sys.stdin], [], [], 0.02)
+        if ready:
+            line = sys.stdin.readline()
+            if not line:
+                return
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.close(0)
+                    child(json.loads(line))
+                finally:
+                    os._exit(1)
+            print(f"pid {pid}", flush=True)
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            print(f"exit {pid}", flush=True)
+
+
+if __name__ == "__main__":  # python -m gem.testing.crash_workloads ('<json args>' | --zygote ENGINE)
+    if sys.argv[1] == "--zygote":
+        zygote(sys.argv[2])
+    else:
+        child(json.loads(sys.argv[1]))
