@@ -76,7 +76,7 @@ def _fact(acks: Acks, mem: Any, topic: str, field: str, value: Any, kind: str = 
 def _batch(acks: Acks, mem: Any, tag: str, k: int, rng: random.Random) -> None:
     """A batch of facts on several topics and a marker: all of it is there, or none."""
     n = rng.randint(2, 40)
-    facts = [[f"B{tag}-{k}-t{j}", "part", f"{k}:{j}"] for j in range(n)]
+    facts: list[list[Any]] = [[f"B{tag}-{k}-t{j}", "part", f"{k}:{j}"] for j in range(n)]
     facts.append([f"B{tag}-{k}-marker", "count", n])
     acks.intent("batch", mem, facts=facts)
     mem.ingest([gem.Fact(t, f, v, source="crash") for t, f, v in facts])
