@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 # Scenario: run it in rounds where round % every == 0.
 EVERY = {"serve": 2, "power loss: single ingest": 4, "power loss: batch": 4}
@@ -41,7 +42,7 @@ def child(engine: str, kills: int, seed: int, only: list[str] | None) -> None:
 
 def run(harness, engine: str, kills: int, only: list[str] | None) -> None:
     from gem.testing import powerloss
-    from gem.testing.crash import SCENARIOS
+    from gem.testing.crash import SCENARIOS, Stats
     try:
         shim: str | None = powerloss.build_shim(harness.workdir)
     except powerloss.ShimUnavailable as exc:
@@ -54,10 +55,15 @@ def run(harness, engine: str, kills: int, only: list[str] | None) -> None:
         for name in scenarios:
             if rounds % EVERY.get(name, 1):
                 continue
-            if name in POWER_LOSS:
-                powerloss.cycle(harness, name, *POWER_LOSS[name], shim)
-            else:
-                harness.run_one(name)
+            try:
+                if name in POWER_LOSS:
+                    powerloss.cycle(harness, name, *POWER_LOSS[name], shim)
+                else:
+                    harness.run_one(name)
+            except Exception as exc:  # the harness's own trouble: reported, and the run goes on
+                harness.stats.setdefault(name, Stats()).failures.append(
+                    f"harness error in cycle {harness.cycle}: {type(exc).__name__}: {exc}"[:2000])
+                print(traceback.format_exc(), file=sys.stderr, flush=True)
         rounds += 1
         done = sum(s.kills for s in harness.stats.values())
         print(json.dumps({"engine": engine, "rounds": rounds, "seconds": time.perf_counter() - started,
