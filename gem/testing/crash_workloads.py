@@ -142,7 +142,7 @@ def erase(args: dict[str, Any], acks: Acks, rng: random.Random) -> None:
         acks.intent("batch", mem, facts=facts)
         mem.ingest([gem.Fact(t, f, v, source="crash") for t, f, v in facts])
         acks.ack("batch", mem, facts=facts)
-        acks.intent("erase", mem, topic=topic, ops=["erase"])
+        acks.intent("erase", mem, topic=topic, fields=len(TOPIC_FIELDS), ops=["erase"])
         receipt = mem.erase(topic, reason=REASON)
         acks.ack("erase", mem, topic=topic, receipt=receipt.model_dump(mode="json"))
 
@@ -154,7 +154,7 @@ def compact(args: dict[str, Any], acks: Acks, rng: random.Random) -> None:
         _batch(acks, mem, tag, k, rng)
         topic = f"C{tag}-{k}"
         _fact(acks, mem, topic, "secret", f"gone {k}")
-        acks.intent("erase", mem, topic=topic, ops=["erase"])
+        acks.intent("erase", mem, topic=topic, fields=1, ops=["erase"])
         mem.erase(topic, reason=REASON)
         acks.ack("erase", mem, topic=topic)
         acks.intent("compact", mem, ops=[])
@@ -203,6 +203,15 @@ def child(args: dict[str, Any]) -> None:
     WORKLOADS[args["workload"]](args, acks, random.Random(args["seed"]))
 
 
+def _die_with_parent() -> None:
+    """Linux: be killed when the zygote dies (a harness that dies leaves no workload running)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
 def zygote(engine: str) -> None:
     """Fork a child per line of JSON arguments read from stdin, from this process, which has
     imported gem and the engine already (so a child costs a fork, not a Python start); say
@@ -219,6 +228,7 @@ def zygote(engine: str) -> None:
             pid = os.fork()
             if pid == 0:
                 try:
+                    _die_with_parent()
                     os.close(0)
                     child(json.loads(line))
                 finally:
