@@ -4,11 +4,12 @@
  *
  *   $GEM_POWERLOSS_SHADOW/data/<dev>-<ino>   a file's content at its last sync
  *   $GEM_POWERLOSS_SHADOW/names              "<relative path>\t<dev>-<ino>" per file
+ *   $GEM_POWERLOSS_SHADOW/dirs/<dev>-<ino>   a directory's own files at its last fsync
  *
  * Copies are written to a temporary name and renamed, so a SIGKILL leaves the previous copy
  * whole. The names follow the ordered-journal model of ext4 and XFS: a sync commits every
- * earlier create, rename and unlink with it. (Strict POSIX needs an fsync of the directory;
- * the Python side reports which files were created without one.)
+ * earlier create, rename and unlink with it. Strict POSIX makes a name durable only by an
+ * fsync of its directory: `dirs/` keeps what each directory fsync made durable.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -80,6 +81,30 @@ static void record_names(const char *watch, const char *shadow) {
     rename(tmp, dst);
 }
 
+static void record_directory(const char *path, const struct stat *st, const char *shadow) {
+    char dst[4096], tmp[4200];
+    snprintf(dst, sizeof dst, "%s/dirs/%lx-%lx", shadow, (unsigned long)st->st_dev,
+             (unsigned long)st->st_ino);
+    snprintf(tmp, sizeof tmp, "%s.%d.%lu.tmp", dst, (int)getpid(), counter++);
+    FILE *out = fopen(tmp, "we");
+    if (!out) return;
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            char child[8300];
+            struct stat cs;
+            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            if (!lstat(child, &cs) && S_ISREG(cs.st_mode))
+                fprintf(out, "%s\t%lx-%lx\n", e->d_name, (unsigned long)cs.st_dev,
+                        (unsigned long)cs.st_ino);
+        }
+        closedir(d);
+    }
+    fclose(out);
+    rename(tmp, dst);
+}
+
 static void after_sync(int fd) {
     const char *watch = env("GEM_POWERLOSS_WATCH"), *shadow = env("GEM_POWERLOSS_SHADOW");
     if (!watch || !shadow) return;
@@ -94,6 +119,7 @@ static void after_sync(int fd) {
     if (fstat(fd, &st)) return;
     pthread_mutex_lock(&lock);
     if (S_ISREG(st.st_mode)) copy_content(fd, &st, shadow);
+    if (S_ISDIR(st.st_mode)) record_directory(path, &st, shadow);
     record_names(watch, shadow);
     pthread_mutex_unlock(&lock);
 }

@@ -7,10 +7,11 @@ XFS). The image replaces the database, which is then reopened and checked like a
 
 What it holds the engines to, as measured with strace on kuzu 0.11.3 and LadybugDB: both
 fdatasync the write-ahead log at every COMMIT, so every acknowledged commit must be in the
-image. (Kuzu creates its WAL without an fsync of the directory, LadybugDB with one: under
-strict POSIX, where only a directory fsync makes a new name durable, a power cut could lose
-Kuzu's WAL file, and with it the commits since the last checkpoint; on ext4 and XFS the
-fdatasync commits the name too. The image follows the journaling file systems.)
+image. Kuzu creates its database file and its WAL (again after every checkpoint, which
+deletes it) without an fsync of their directory; LadybugDB fsyncs the directory. On ext4 and
+XFS the WAL's fdatasync commits its name too (the default image). Under strict POSIX, where
+only a directory fsync makes a new name durable (`strict=True`), a power cut can lose Kuzu's
+WAL, and with it every commit since the last checkpoint (tests/test_crash.py).
 """
 from __future__ import annotations
 
@@ -57,25 +58,54 @@ def _files(root: str) -> list[str]:
     return found
 
 
+def _key(path: str) -> str:
+    st = os.stat(path)
+    return f"{st.st_dev:x}-{st.st_ino:x}"
+
+
+def _entries(path: str) -> list[list[str]]:
+    with open(path) as f:
+        return [line.rstrip("\n").split("\t") for line in f if line.strip()]
+
+
 def baseline(watch: str, shadow: str) -> None:
-    """The image before the child runs: what is on disk now, synced."""
+    """The image before the child runs: what is on disk now, synced. `names.base` and
+    `dirs.base` keep it for the strict model."""
     os.sync()
-    os.makedirs(os.path.join(shadow, "data"))
+    for folder in ("data", "dirs"):
+        os.makedirs(os.path.join(shadow, folder))
     lines = []
     for rel in _files(watch):
-        st = os.stat(os.path.join(watch, rel))
-        key = f"{st.st_dev:x}-{st.st_ino:x}"
+        key = _key(os.path.join(watch, rel))
         shutil.copyfile(os.path.join(watch, rel), os.path.join(shadow, "data", key))
         lines.append(f"{rel}\t{key}\n")
-    with open(os.path.join(shadow, "names"), "w") as f:
-        f.writelines(lines)
+    for name in ("names", "names.base"):
+        with open(os.path.join(shadow, name), "w") as f:
+            f.writelines(lines)
+    folders = {os.path.dirname(rel) for rel in _files(watch)} | {""}
+    with open(os.path.join(shadow, "dirs.base"), "w") as f:
+        f.writelines(f"{rel}\t{_key(os.path.join(watch, rel))}\n" for rel in sorted(folders))
 
 
-def build_image(shadow: str, dest: str) -> None:
-    """The files a power cut leaves: the last synced names, each with its last synced content."""
+def strict_names(shadow: str) -> list[list[str]]:
+    """The names strict POSIX keeps: each directory's files as of its last fsync (or as they
+    were before the run), in the directories that existed before it."""
+    before: dict[str, list[list[str]]] = {}
+    for rel, key in _entries(os.path.join(shadow, "names.base")):
+        before.setdefault(os.path.dirname(rel), []).append([os.path.basename(rel), key])
+    names = []
+    for folder, key in _entries(os.path.join(shadow, "dirs.base")):
+        synced = os.path.join(shadow, "dirs", key)
+        listing = _entries(synced) if os.path.exists(synced) else before.get(folder, [])
+        names += [[os.path.join(folder, name), file_key] for name, file_key in listing]
+    return names
+
+
+def build_image(shadow: str, dest: str, *, strict: bool = False) -> None:
+    """The files a power cut leaves: the last synced names (`strict`: only those a directory
+    fsync made durable), each with its last synced content."""
     os.makedirs(dest)
-    with open(os.path.join(shadow, "names")) as f:
-        entries = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    entries = strict_names(shadow) if strict else _entries(os.path.join(shadow, "names"))
     for rel, key in entries:
         target = os.path.join(dest, rel)
         os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -86,8 +116,10 @@ def build_image(shadow: str, dest: str) -> None:
             open(target, "wb").close()
 
 
-def cycle(harness: Harness, scenario: str, workload: str, window: float, shim: str) -> None:
-    """One power cut in `workload`, reported in `harness.stats[scenario]`."""
+def cycle(harness: Harness, scenario: str, workload: str, window: float, shim: str, *,
+          strict: bool = False) -> None:
+    """One power cut in `workload`, reported in `harness.stats[scenario]` (`strict`: names
+    durable only by a directory fsync)."""
     args = harness.args(scenario, workload)
     path, acks = args["path"], args["acks"]
     watch = os.path.dirname(path)
@@ -108,10 +140,10 @@ def cycle(harness: Harness, scenario: str, workload: str, window: float, shim: s
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
         image = os.path.join(scratch, "image")
-        build_image(shadow, image)
+        build_image(shadow, image, strict=strict)
         shutil.rmtree(watch)
         shutil.move(image, watch)
     harness.record(scenario, 1, verify(path, harness.engine, acks))
 
 
-__all__ = ["ShimUnavailable", "build_shim", "build_image", "baseline", "cycle"]
+__all__ = ["ShimUnavailable", "build_shim", "build_image", "baseline", "cycle", "strict_names"]
