@@ -78,7 +78,7 @@ class Ledger:
     pending: list[dict[str, Any]]
     erased: frozenset[str]        # topics an acknowledged erasure removed
     maybe_erased: frozenset[str]  # topics any erasure was started on
-    fresh: int                  # acknowledgements since the last verification
+    fresh: int                    # acknowledgements since the last verification
 
     @staticmethod
     def of(lines: list[dict[str, Any]]) -> "Ledger":
