@@ -68,7 +68,8 @@ def run(harness, engine: str, kills: int, only: list[str] | None) -> None:
         done = sum(s.kills for s in harness.stats.values())
         print(json.dumps({"engine": engine, "rounds": rounds, "seconds": time.perf_counter() - started,
                           "stats": {name: {"kills": s.kills, "acked": s.acked, "failures": s.failures,
-                                           "recovery": s.recovery, "audit": s.audit}
+                                           "recovery": s.recovery, "audit": s.audit,
+                                           "inflight": s.inflight}
                                     for name, s in harness.stats.items()}}), flush=True)
 
 
@@ -81,7 +82,7 @@ def render(latest: dict[str, dict]) -> str:
         notes.append(f"{engine}: {total} kills in {report['rounds']} rounds, {report['seconds']:.0f} s, "
                      f"{failures} failures")
         for name, s in report["stats"].items():
-            rows.append((engine, name, Stats(s["kills"], list(s["failures"]), s["acked"],
+            rows.append((engine, name, Stats(s["kills"], list(s["failures"]), s["acked"], s["inflight"],
                                              s["recovery"], s["audit"])))
             notes += [f"FAILURE {engine} {name}: {f}" for f in s["failures"]]
     return table(rows) + "\n\n" + "\n".join(notes)
