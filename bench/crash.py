@@ -88,6 +88,10 @@ def render(latest: dict[str, dict]) -> str:
     return table(rows) + "\n\n" + "\n".join(notes)
 
 
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=1000, help="kills per engine (at least)")
@@ -97,6 +101,9 @@ def main() -> None:
     parser.add_argument("--out", help="also write the table (rewritten as it grows) here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    # SIGTERM ends a run like ^C: each engine's process cleans up and the table so far is
+    # printed (a run started in the background ignores SIGINT).
+    signal.signal(signal.SIGTERM, _interrupt)
     if args.child:
         child(args.child, args.kills, args.seed, args.scenarios.split(",") if args.scenarios else None)
         return
@@ -128,7 +135,7 @@ def main() -> None:
         codes = [p.wait() for p in children]
     except KeyboardInterrupt:
         for p in children:
-            p.send_signal(signal.SIGINT)
+            p.send_signal(signal.SIGTERM)
         codes = [p.wait() for p in children]
     for reader in readers:
         reader.join()
