@@ -36,7 +36,7 @@ def episode_listing(t: Transition, derived: ScopeState, *, text: str | None = No
     episodes = derived.episodes
     n = len(episodes)
     statuses = episodes.status[:n]
-    keep = np.ones(n, dtype=bool)
+    keep = statuses < len(episodes.names)  # an erased unit's row stays, with no status
     if status is not None:
         keep &= statuses == episodes.codes[status]
     if text:  # what each said, not its search document (that includes the turn before it)
@@ -69,7 +69,7 @@ def topic_listing(t: Transition, derived: ScopeState, *, status: str | None = No
     flags = np.array([derived.open_flags.get(tid, 0) for tid in topics.ids], dtype=np.int64) \
         if n else np.zeros(0, dtype=np.int64)
 
-    keep = np.ones(n, dtype=bool)
+    keep = topic_status < len(topics.names)  # an erased unit's row stays, with no status
     if status is not None:
         keep &= topic_status == topics.codes[status]
     if flagged:
