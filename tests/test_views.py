@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import gem
-from conftest import snapshot
+from conftest import ENGINE, snapshot
 from gem.audit import verify_chain
 
 
@@ -172,3 +172,21 @@ def test_listings_leave_out_erased_topics_and_episodes(story):
     for order in ("salience", "flags", "title", "recent"):
         assert len(story.topics(order=order).topics) == 2
     assert story.episodes().matching == 0 and story.episodes().episodes == []
+
+
+def test_listings_leave_out_what_was_erased(tmp_path):
+    """Found by the kill harness (a reopen read the first page after a compaction): an erased
+    unit's row stays in the derived tables, matched by no status, and the listings showed it
+    (IndexError when it ranked on the page)."""
+    with gem.open(str(tmp_path / "m.db"), engine=ENGINE) as mem:
+        mem.ingest([gem.Fact("Gone", "x", 1, source="s:1"), gem.Episode("gone was said", source="s:1")])
+        for _ in range(3):
+            mem.retrieve(topic="Gone")  # the most salient topic: first on the page
+        mem.ingest([gem.Fact("Keep", "y", 2), gem.Episode("keep was said", source="s:2")])
+        mem.erase("Gone", source="s:1", reason="test")  # the field, and the episodes of s:1
+        mem.erase("Gone", reason="test")
+        for order in ("salience", "title", "recent", "flags"):
+            page = mem.topics(order=order)
+            assert [t.title for t in page.topics] == ["Keep"] and page.matching == 1
+        assert [e.text for e in mem.episodes().episodes] == ["keep was said"]
+        assert mem.episodes(text="said").matching == 1

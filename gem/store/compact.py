@@ -19,7 +19,11 @@ import os
 import shutil
 from typing import Any, Callable
 
-DB_SUFFIXES = ("", ".wal", ".shadow")
+# A database's files: kuzu's and LadybugDB's, with the log and locks LadybugDB checkpoints
+# through (a kill during a checkpoint leaves them; they belong to that database and must move
+# or go with it: a stale `.wal.checkpoint` beside another database is not its log).
+DB_SUFFIXES = ("", ".wal", ".shadow", ".wal.checkpoint", ".checkpoint.intent.lock",
+               ".checkpoint.apply.lock")
 EXPORT, NEW, READY, OLD = ".compact-export", ".compact-new", ".compact-ready", ".compact-old"
 
 # A test may replace this to stop the process at a named step (crash-safety tests).
