@@ -16,7 +16,8 @@ from conftest import ENGINE
 from servers import HANG, kill_group, start, stop, wait_for
 
 TOOLS = {"memory_remember", "memory_recall", "memory_inspect", "memory_history", "memory_explain",
-         "memory_link", "memory_restore", "memory_review", "memory_maintain", "memory_status"}
+         "memory_link", "memory_restore", "memory_review", "memory_maintain", "memory_status",
+         "memory_forget", "memory_retract"}
 ID = re.compile(r'"[teg]\d+(/[^"]*)?"')  # an internal id as a whole JSON string
 
 
@@ -104,6 +105,40 @@ async def _conversation(client: Client) -> None:
     assert "Website Redesign / deadline" in json.dumps(log) and not ID.search(json.dumps(log))
     newest = json.loads((await client.read_resource("gem://log?limit=2")).contents[0].text)
     assert newest == log[-2:]
+    await _forget_and_retract(client, listed.tools)
+
+
+async def _forget_and_retract(client: Client, tools) -> None:
+    hints = {t.name: t.annotations for t in tools}
+    assert hints["memory_forget"].destructive_hint and not hints["memory_forget"].read_only_hint
+    assert not hints["memory_retract"].destructive_hint
+    _readable(await client.call_tool("memory_remember", {"facts": [
+        {"topic": "Home Address", "field": "street", "value": "Elm St 4", "source": "chat:7"},
+        {"topic": "Home Address", "field": "city", "value": "Oslo", "source": "chat:7"},
+        {"topic": "Home Address", "field": "floor", "value": 3, "source": "chat:8"}]}))
+    retracted = _readable(await client.call_tool("memory_retract", {
+        "topic": "home address", "field": "floor", "reason": "the user lives on the ground floor"}))
+    assert retracted == {"changed": True, "topic": "Home Address", "field": "floor",
+                         "reason": "the user lives on the ground floor"}
+    floor = _readable(await client.call_tool("memory_inspect", {"topic": "Home Address",
+                                                                "field": "floor"}))
+    assert floor["fields"]["floor"]["value"] is None and floor["fields"]["floor"]["retracted"]
+    again = _readable(await client.call_tool("memory_retract", {
+        "topic": "Home Address", "field": "floor", "reason": "still wrong"}))
+    assert again["changed"] is False
+    field = _readable(await client.call_tool("memory_forget", {
+        "topic": "Home Address", "field": "street", "reason": "user request"}))
+    assert field["topic"] == "Home Address" and not field["topic_erased"]
+    assert field["fields_erased"] == 1 and field["entries_erased"] == 1 and field["salt"]
+    left = _readable(await client.call_tool("memory_inspect", {"topic": "Home Address"}))
+    assert "street" not in left["fields"] and left["fields"]["city"]["value"] == "Oslo"
+    whole = _readable(await client.call_tool("memory_forget", {
+        "topic": "Home Address", "reason": "user request"}))
+    assert whole["topic_erased"] and whole["topic_ids"]
+    gone = await client.call_tool("memory_inspect", {"topic": "Home Address"})
+    assert gone.is_error and "no topic named" in gone.content[0].text
+    failed = await client.call_tool("memory_forget", {"topic": "Home Address", "reason": "again"})
+    assert failed.is_error and "no topic named" in failed.content[0].text
 
 
 @pytest.mark.slow

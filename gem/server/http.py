@@ -146,6 +146,16 @@ def build_router(service: Service) -> APIRouter:
     async def restore(body: s.RestoreRequest) -> Any:
         return await call("restore", ops.restore, body)
 
+    @r.post("/erase", response_model=s.EraseResult, responses=errors(404, *WRITE),
+            summary="Erase a topic, a field, or what one source said (destructive; a receipt)")
+    async def erase(body: s.EraseRequest) -> Any:
+        return await call("erase", ops.erase, body)
+
+    @r.post("/retract", response_model=s.RetractResult, responses=errors(404, *WRITE),
+            summary="Retract a field's current value as wrong (kept in its history)")
+    async def retract(body: s.RetractRequest) -> Any:
+        return await call("retract", ops.retract, body)
+
     @r.post("/maintain", response_model=s.MaintainResult, responses=errors(*WRITE),
             summary="Forget, then revise; dry_run reports without changing anything")
     async def maintain(body: s.MaintainRequest) -> Any:

@@ -146,6 +146,35 @@ def build_mcp(service: Service) -> MCPServer:
         request = s.RestoreRequest(topic=topic, field=field, actor="mcp")
         return await call("restore", ops.restore, request)
 
+    async def memory_forget(
+        topic: Annotated[str, Field(description="The topic's title.")],
+        reason: Annotated[str, Field(description=(
+            "Why it is erased (kept; never put the erased content in it)."))],
+        field: Annotated[str | None, Field(description="Only this field of it.")] = None,
+        source: Annotated[str | None, Field(description=(
+            "Only what this source said (in the topic, or in the field)."))] = None,
+    ) -> s.EraseResult:
+        """Erase for good, on request (e.g. a user asks you to forget something): a topic,
+        one field of it, or what one source said. Unlike fading this cannot be undone: the
+        values, their history and the episodes that said them are destroyed. For a value
+        that was merely wrong use memory_retract. Returns the erasure receipt."""
+        request = s.EraseRequest(topic=topic, field=field, source=source, reason=reason,
+                                 actor="mcp")
+        return await call("erase", ops.erase, request)
+
+    async def memory_retract(
+        topic: Annotated[str, Field(description="The topic's title.")],
+        field: Annotated[str, Field(description="The field whose current value was wrong.")],
+        reason: Annotated[str, Field(description="Why it was wrong.")],
+        source: Annotated[str, Field(description="Who says it was wrong.")] = "agent",
+    ) -> s.RetractResult:
+        """Say a field's current value was wrong, with no replacement: the field then has no
+        value (the wrong one stays in its history as retracted) and dependent topics get
+        flagged for review. To correct a value, remember the right one instead."""
+        request = s.RetractRequest(topic=topic, field=field, reason=reason, source=source,
+                                   actor="mcp")
+        return await call("retract", ops.retract, request)
+
     async def memory_review() -> s.ReviewResult:
         """Topics flagged for review because something they depend on changed, with
         what changed. Recall them, then store corrected facts if needed."""
@@ -175,6 +204,8 @@ def build_mcp(service: Service) -> MCPServer:
         (memory_explain, "Explain a value", True, False, True),
         (memory_link, "Link two topics", False, False, True),
         (memory_restore, "Restore faded memory", False, False, True),
+        (memory_forget, "Erase from memory", False, True, False),
+        (memory_retract, "Retract a wrong value", False, False, True),
         (memory_review, "Topics needing review", True, False, True),
         (memory_maintain, "Maintain memory", False, False, False),
         (memory_status, "Memory status", True, False, True),
