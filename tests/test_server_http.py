@@ -50,6 +50,13 @@ def test_every_route(served):
         assert top["title"] == "Website Redesign" and top["fields"]["deadline"]["value"] == "April 20"
         r = c.get("/topic", params={"topic": "Launch Milestones"})
         assert r.json()["needs_review"][0]["because_of"] == "Website Redesign"
+        r = c.post("/retrieve", json={"topic": "Launch Milestones", "format": "text"})
+        assert r.headers["content-type"].startswith("text/plain")
+        assert r.text.startswith("Launch Milestones [stale: needs review, Website Redesign "
+                                 "changed]:\n- launch: March 20 (")
+        r = c.post("/retrieve", json={"topic": "Launch Milestones", "format": "text",
+                                      "max_tokens": 24})  # the title line, not its field
+        assert r.text.splitlines()[1:] == ["… 1 more"], r.text
         r = c.get("/topic", params={"topic": "Website Redesign", "field": "deadline"})
         assert list(r.json()["fields"]) == ["deadline"]
         r = c.get("/history", params={"topic": "Website Redesign", "field": "deadline"})

@@ -58,6 +58,11 @@ async def _conversation(client: Client) -> None:
     deadline = recall["topics"][0]["fields"]["deadline"]
     assert deadline["value"] == "April 20" and deadline["provenance"]["source"] == "chat:2"
     assert [h["value"] for h in deadline["history"]] == ["March 15", "April 20"]
+    block = await client.call_tool("memory_recall", {"topic": "Launch Milestones",
+                                                     "format": "text", "max_tokens": 200})
+    assert block.content[0].text.startswith(
+        "Launch Milestones [stale: needs review, Website Redesign changed]:\n- launch: March 20")
+    assert _readable(block)["topics"][0]["title"] == "Launch Milestones"
     inspect = _readable(await client.call_tool("memory_inspect", {"topic": "Launch Milestones"}))
     assert inspect["needs_review"][0]["because_of"] == "Website Redesign"
     history = _readable(await client.call_tool("memory_history", {

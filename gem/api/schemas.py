@@ -96,6 +96,10 @@ class RetrieveRequest(_Wire):
     history: bool = Field(False, description="Include each field's value history.")
     include_archived: bool = Field(False, description="Also search archived topics.")
     actor: str = Field("api", description="Recorded in the transition log.")
+    format: Literal["json", "text"] = Field("json", description=(
+        "'text': a compact block for a prompt (text/plain), cut to max_tokens by rank."))
+    max_tokens: int = Field(800, ge=16, description=(
+        "The budget of format 'text', in tokens counted as ceil(characters / 4)."))
 
 
 class LinkRequest(_Wire):

@@ -9,11 +9,11 @@ from typing import Any, AsyncIterator
 
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from .. import __version__
-from ..api import ops
+from ..api import ops, prompt
 from ..api import schemas as s
 from ..errors import GemError, InvalidInput, PolicyError, StoreLocked, UnknownUnit
 from ..dashboard.apidocs import api_docs
@@ -118,10 +118,15 @@ def build_router(service: Service) -> APIRouter:
         return await call("ingest", ops.remember, list(body.facts), body.actor,
                           list(body.episodes))
 
-    @r.post("/retrieve", response_model=s.RecallResult, responses=errors(404, *WRITE),
+    @r.post("/retrieve", response_model=s.RecallResult,
+            responses={**errors(404, *WRITE), 200: {"content": {"text/plain": {}}, "description": (
+                "The result; with `format: text`, a compact block for a prompt (text/plain)")}},
             summary="Retrieve (a transition: what is returned is reinforced)")
-    async def retrieve(body: s.RetrieveRequest) -> s.RecallResult:
-        return await call("retrieve", ops.recall, body)
+    async def retrieve(body: s.RetrieveRequest) -> Any:
+        result = await call("retrieve", ops.recall, body)
+        if body.format == "text":
+            return PlainTextResponse(prompt.render(result, body.max_tokens))
+        return result
 
     @r.get("/topic", response_model=s.TopicCard, responses=errors(*NAMED),
            summary="Inspect a topic or one of its fields (side-effect free)")

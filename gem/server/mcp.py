@@ -13,11 +13,11 @@ from typing import Annotated, Any, Awaitable, Callable, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .. import __version__
-from ..api import ops
+from ..api import ops, prompt
 from ..api import schemas as s
 from ..errors import GemError, InvalidInput
 from .keys import request_scope, scope_of_request
@@ -92,7 +92,13 @@ def build_mcp(service: Service) -> MCPServer:
         k: Annotated[int, Field(ge=1, le=50, description=(
             "At most this many results (fields and episodes)."))] = 5,
         include_history: Annotated[bool, Field(description="Add each field's history.")] = False,
-    ) -> s.RecallResult:
+        format: Annotated[Literal["json", "text"], Field(description=(
+            "'text': the answer's text is a compact block to read (titles, values with their "
+            "dates and sources, marks for contested/retracted/stale/recalled), cut to "
+            "max_tokens by rank."))] = "json",
+        max_tokens: Annotated[int, Field(ge=16, description=(
+            "The budget of format 'text', tokens counted as characters / 4."))] = 800,
+    ) -> Annotated[CallToolResult, s.RecallResult]:
         """Recall from memory by free-text query and/or topic title. Returns current
         values with their source and time, fields that are contested (with every
         candidate), names of fields faded from view (ask for them by name), and flags
@@ -100,8 +106,13 @@ def build_mcp(service: Service) -> MCPServer:
         request = s.RetrieveRequest(query=query, topic=topic, fields=fields, as_of=as_of,
                                     between=between, k=k,
                                     history=include_history, include_archived=False,
-                                    actor="mcp")
-        return await call("recall", ops.recall, request)
+                                    actor="mcp", format=format, max_tokens=max_tokens)
+        result = await call("recall", ops.recall, request)
+        structured = result.model_dump(mode="json")
+        text = prompt.render(result, max_tokens) if format == "text" else \
+            json.dumps(structured, indent=2, ensure_ascii=False)
+        return CallToolResult(content=[TextContent(type="text", text=text)],
+                              structured_content=structured)
 
     async def memory_inspect(
         topic: Annotated[str, Field(description="The topic's title.")],
