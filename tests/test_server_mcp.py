@@ -99,6 +99,12 @@ async def _conversation(client: Client) -> None:
     failed = await client.call_tool("memory_remember", {"facts": []})
     assert failed.is_error
 
+    prompts = (await client.list_prompts()).prompts
+    assert [(p.name, p.title) for p in prompts] == [("use_memory", "Use gem's memory")]
+    told = (await client.get_prompt("use_memory")).messages
+    assert told[0].role == "user"
+    for tool in ("memory_recall", "memory_remember", "memory_retract", "memory_forget"):
+        assert tool in told[0].content.text
     resources = {str(r.uri) for r in (await client.list_resources()).resources}
     assert resources == {"gem://policies"}
     templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}

@@ -32,6 +32,28 @@ supersedes an older one, and topics that depend on a changed topic get flagged f
 (memory_maintain) but can always be restored (memory_restore). Refer to topics by title."""
 
 
+# The `use_memory` prompt: how a model should work with this memory, for clients that let a
+# user start a conversation from a server's prompt.
+USE_MEMORY = """\
+You have a long-term memory (the gem MCP server). Use it like this:
+
+- Recall before you answer anything that may depend on what you were told before
+  (memory_recall with a query in words, or a topic's title). Trust current values; say so
+  when a value is contested (give the candidates), when a topic needs review (something it
+  depends on changed), and when a value was retracted.
+- Remember as you learn (memory_remember). A fact is a topic + field + value with its source
+  and, if known, when it became true: 'Website Redesign' / 'deadline' / 'April 20'. Keep what
+  someone said that is not a clean fact (a request, an opinion, a plan) as an episode,
+  verbatim, with the speaker and time. A newer value supersedes the old one, which stays in
+  the history: do not delete to update.
+- When a user says a value was wrong and gives no replacement, retract it (memory_retract,
+  with the reason). When a user asks you to forget something, erase it (memory_forget: a
+  topic, one field, or what one source said); it cannot be undone, so erase only on request.
+- Link topics that depend on each other (memory_link) so a change flags the dependents; look
+  at memory_review now and then and fix what it lists.
+- Refer to topics by title, never by the ids that appear alongside in *_ids fields."""
+
+
 def _granted(ctx: Context | None) -> str | None:
     """The scope the API key of this MCP request grants (None: the server has no keys). The
     SDK runs tools outside the HTTP request's context, so it is read from the request the
@@ -230,6 +252,12 @@ def build_mcp(service: Service) -> MCPServer:
                                                     idempotent_hint=idempotent,
                                                     open_world_hint=False),
                         structured_output=True)
+
+    @server.prompt(name="use_memory", title="Use gem's memory",
+                   description="How to use this memory: when to remember facts or episodes, "
+                               "recall before answering, retract or forget on request.")
+    def use_memory() -> str:
+        return USE_MEMORY
 
     # Resources, in one place.
     @server.resource("gem://policies", name="policies", title="Policies in force",
