@@ -33,7 +33,7 @@ def _value(value: Any) -> str:
 def _field(f: s.FieldCard) -> str:
     if f.retracted is not None:
         return f"- {f.name}: none [retracted: {f.retracted}]"
-    marks = [f.status] if f.status != "active" else []
+    marks: list[str] = [f.status] if f.status != "active" else []
     if f.contested:
         others = [_value(c.value) for c in f.candidates or () if not c.current]
         marks.append("contested" + (f" with {', '.join(others)}" if others else ""))

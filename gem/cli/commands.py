@@ -311,15 +311,17 @@ def query_arguments(p: argparse.ArgumentParser) -> None:
 def query(args: argparse.Namespace) -> int:
     if args.all_fields and args.fields:
         raise InvalidInput("--all-fields and --field exclude each other")
-    request = s.RetrieveRequest(query=args.text, topic=args.topic,
-                                fields="all" if args.all_fields else args.fields,
-                                as_of=args.as_of, k=args.k, history=args.history,
-                                include_archived=args.include_archived, actor="cli",
-                                between=None if args.between is None else tuple(args.between))
     if args.prompt and args.json:
         raise InvalidInput("--prompt and --json exclude each other")
     if args.max_tokens < 16:
         raise InvalidInput("--max-tokens must be at least 16")
+    request = s.RetrieveRequest(query=args.text, topic=args.topic,
+                                fields="all" if args.all_fields else args.fields,
+                                as_of=args.as_of, k=args.k, history=args.history,
+                                include_archived=args.include_archived, actor="cli",
+                                between=None if args.between is None else tuple(args.between),
+                                format="text" if args.prompt else "json",
+                                max_tokens=args.max_tokens)
     with opened(args) as mem:
         result = ops.recall(mem, request)
     if args.prompt:
