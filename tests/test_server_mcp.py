@@ -126,7 +126,14 @@ async def _forget_and_retract(client: Client, tools) -> None:
     _readable(await client.call_tool("memory_remember", {"facts": [
         {"topic": "Home Address", "field": "street", "value": "Elm St 4", "source": "chat:7"},
         {"topic": "Home Address", "field": "city", "value": "Oslo", "source": "chat:7"},
-        {"topic": "Home Address", "field": "floor", "value": 3, "source": "chat:8"}]}))
+        {"topic": "Home Address", "field": "floor", "value": 3, "source": "chat:8"},
+        {"topic": "Home Address", "field": "zip", "value": "0150", "source": "crm:1"}]}))
+    said = _readable(await client.call_tool("memory_forget", {
+        "topic": "Home Address", "source": "crm:1", "reason": "the CRM export was not consented"}))
+    assert said["source"] == "crm:1" and said["entries_erased"] == 1 and not said["topic_erased"]
+    kept = _readable(await client.call_tool("memory_inspect", {"topic": "Home Address"}))
+    assert kept["fields"]["city"]["value"] == "Oslo" and \
+        kept["fields"].get("zip", {}).get("value") is None
     retracted = _readable(await client.call_tool("memory_retract", {
         "topic": "home address", "field": "floor", "reason": "the user lives on the ground floor"}))
     assert retracted == {"changed": True, "topic": "Home Address", "field": "floor",
