@@ -96,7 +96,7 @@ def _option_words(action: argparse.Action) -> list[str]:
 def _positionals(parser: argparse.ArgumentParser) -> list[str]:
     words = []
     for i, a in enumerate(a for a in parser._actions if not a.option_strings):
-        words += [f"P{i}.policy"] if a.nargs == "+" else [f"P{i}"]
+        words += [f"P{i}.policy"] if a.nargs == "+" else [next(iter(a.choices or [f"P{i}"]))]
     return words
 
 

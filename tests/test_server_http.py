@@ -50,6 +50,13 @@ def test_every_route(served):
         assert top["title"] == "Website Redesign" and top["fields"]["deadline"]["value"] == "April 20"
         r = c.get("/topic", params={"topic": "Launch Milestones"})
         assert r.json()["needs_review"][0]["because_of"] == "Website Redesign"
+        r = c.post("/retrieve", json={"topic": "Launch Milestones", "format": "text"})
+        assert r.headers["content-type"].startswith("text/plain")
+        assert r.text.startswith("Launch Milestones [stale: needs review, Website Redesign "
+                                 "changed]:\n- launch: March 20 (")
+        r = c.post("/retrieve", json={"topic": "Launch Milestones", "format": "text",
+                                      "max_tokens": 24})  # the title line, not its field
+        assert r.text.splitlines()[1:] == ["… 1 more"], r.text
         r = c.get("/topic", params={"topic": "Website Redesign", "field": "deadline"})
         assert list(r.json()["fields"]) == ["deadline"]
         r = c.get("/history", params={"topic": "Website Redesign", "field": "deadline"})
@@ -73,12 +80,26 @@ def test_every_route(served):
         assert "propagate-on-change" in c.get("/policies").json()["names"]
         status = c.get("/status").json()
         assert status["audit"]["ok"] and status["engine"] == ENGINE
-        everything = json.dumps([health, top, log, status, dry, done, audit])
+        r = c.post("/retract", json={"topic": "Launch Milestones", "field": "launch",
+                                     "reason": "never agreed"})
+        assert r.json() == {"changed": True, "topic": "Launch Milestones", "field": "launch",
+                            "reason": "never agreed"}
+        r = c.post("/erase", json={"topic": "Launch Milestones", "reason": "user request"})
+        erased = r.json()
+        assert r.status_code == 200 and erased["topic"] == "Launch Milestones", r.text
+        assert erased["topic_erased"] and erased["entries_erased"] == 2 and erased["salt"]  # value, retraction
+        assert c.get("/topic", params={"topic": "Launch Milestones"}).status_code == 404
+        r = c.post("/erase", json={"topic": "Launch Milestones", "reason": "again"})
+        assert r.status_code == 404 and r.json()["error"] == "unknown_unit"
+        r = c.post("/erase", json={"topic": "Website Redesign", "reason": " "})
+        assert r.status_code == 422 and r.json()["error"] == "invalid_input"
+        everything = json.dumps([health, top, log, status, dry, done, audit,
+                                 {k: v for k, v in erased.items() if not k.endswith("_ids")}])
         assert not ID.search(everything), ID.search(everything)
     spec = get(served.url + "/openapi.json").json()
     assert {"/v1/ingest", "/v1/retrieve", "/v1/topic", "/v1/history", "/v1/explain", "/v1/link",
             "/v1/restore", "/v1/maintain", "/v1/audit", "/v1/stats", "/v1/log",
-            "/v1/health"} <= set(spec["paths"])
+            "/v1/health", "/v1/erase", "/v1/retract"} <= set(spec["paths"])
     assert get(served.url + "/docs").status_code == 200
 
 
@@ -274,7 +295,7 @@ def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(ser
         return {code: r["content"]["application/json"]["schema"].get("$ref", "")
                 for code, r in responses.items() if code != "200"}
 
-    transitions = {"ingest", "retrieve", "link", "restore", "maintain"}
+    transitions = {"ingest", "retrieve", "link", "restore", "maintain", "erase", "retract"}
     for path, methods in spec["paths"].items():
         for method in methods:
             if path == "/v1/health":
@@ -286,7 +307,7 @@ def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(ser
             if path.rsplit("/", 1)[-1] in transitions:
                 assert codes.get("409") == error, (path, codes)
     for path in ("/v1/topic", "/v1/history", "/v1/explain", "/v1/link", "/v1/restore",
-                 "/v1/retrieve"):
+                 "/v1/retrieve", "/v1/erase", "/v1/retract"):
         method = "get" if path in ("/v1/topic", "/v1/history", "/v1/explain") else "post"
         assert declared(path, method).get("404") == error, path
         assert declared(path, method).get("422") == error, path

@@ -142,6 +142,37 @@ def test_mcp_tools_run_in_the_scope_of_the_key(served):
         assert b.get("/v1/topic", params={"topic": "Acme Roadmap"}).status_code == 404
 
 
+def test_a_tenant_erases_and_retracts_only_in_its_scope(served):
+    with _client(served, ACME) as a, _client(served, GLOBEX) as b:
+        for c in (a, b):
+            _remember(c, "Shared Name", "owner", "Sam")
+            _remember(c, "Shared Name", "budget", "9k")
+        r = a.post("/v1/retract", json={"topic": "Shared Name", "field": "budget",
+                                        "reason": "wrong figure"})
+        assert r.status_code == 200 and r.json()["changed"], r.text
+        r = a.post("/v1/erase", json={"topic": "Shared Name", "reason": "tenant asked"})
+        assert r.status_code == 200 and r.json()["topic_erased"], r.text
+        assert not re.search(SCOPED_ID, json.dumps({k: v for k, v in r.json().items()
+                                                    if not k.endswith("_ids")}))
+        assert a.get("/v1/topic", params={"topic": "Shared Name"}).status_code == 404
+        kept = b.get("/v1/topic", params={"topic": "Shared Name"}).json()
+        assert kept["fields"]["owner"]["value"] == "Sam"
+        assert kept["fields"]["budget"]["value"] == "9k"  # the retraction was acme's
+        # another scope's topic is as unknown to erase as one that never existed
+        assert a.post("/v1/erase", json={"topic": "Globex Plan", "reason": "x"}).status_code == 404
+
+    async def forget(key: str) -> bool:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+        async with Client(streamable_http_client(served.endpoint.mcp_url, http_client=http),
+                          cache=None) as client:
+            return (await client.call_tool("memory_forget", {"topic": "Shared Name",
+                                                             "reason": "asked"})).is_error
+    assert asyncio.run(forget(ACME))  # nothing left in acme's scope
+    assert not asyncio.run(forget(GLOBEX))
+    with _client(served, GLOBEX) as b:
+        assert b.get("/v1/topic", params={"topic": "Shared Name"}).status_code == 404
+
+
 @pytest.mark.slow
 def test_the_stdio_bridge_needs_the_key_of_a_keyed_server(served):
     done = subprocess.run([sys.executable, "-m", "gem", "mcp", served.endpoint.path,

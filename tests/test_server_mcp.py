@@ -16,7 +16,8 @@ from conftest import ENGINE
 from servers import HANG, kill_group, start, stop, wait_for
 
 TOOLS = {"memory_remember", "memory_recall", "memory_inspect", "memory_history", "memory_explain",
-         "memory_link", "memory_restore", "memory_review", "memory_maintain", "memory_status"}
+         "memory_link", "memory_restore", "memory_review", "memory_maintain", "memory_status",
+         "memory_forget", "memory_retract"}
 ID = re.compile(r'"[teg]\d+(/[^"]*)?"')  # an internal id as a whole JSON string
 
 
@@ -57,6 +58,11 @@ async def _conversation(client: Client) -> None:
     deadline = recall["topics"][0]["fields"]["deadline"]
     assert deadline["value"] == "April 20" and deadline["provenance"]["source"] == "chat:2"
     assert [h["value"] for h in deadline["history"]] == ["March 15", "April 20"]
+    block = await client.call_tool("memory_recall", {"topic": "Launch Milestones",
+                                                     "format": "text", "max_tokens": 200})
+    assert block.content[0].text.startswith(
+        "Launch Milestones [stale: needs review, Website Redesign changed]:\n- launch: March 20")
+    assert _readable(block)["topics"][0]["title"] == "Launch Milestones"
     inspect = _readable(await client.call_tool("memory_inspect", {"topic": "Launch Milestones"}))
     assert inspect["needs_review"][0]["because_of"] == "Website Redesign"
     history = _readable(await client.call_tool("memory_history", {
@@ -93,6 +99,12 @@ async def _conversation(client: Client) -> None:
     failed = await client.call_tool("memory_remember", {"facts": []})
     assert failed.is_error
 
+    prompts = (await client.list_prompts()).prompts
+    assert [(p.name, p.title) for p in prompts] == [("use_memory", "Use gem's memory")]
+    told = (await client.get_prompt("use_memory")).messages
+    assert told[0].role == "user"
+    for tool in ("memory_recall", "memory_remember", "memory_retract", "memory_forget"):
+        assert tool in told[0].content.text
     resources = {str(r.uri) for r in (await client.list_resources()).resources}
     assert resources == {"gem://policies"}
     templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
@@ -104,6 +116,47 @@ async def _conversation(client: Client) -> None:
     assert "Website Redesign / deadline" in json.dumps(log) and not ID.search(json.dumps(log))
     newest = json.loads((await client.read_resource("gem://log?limit=2")).contents[0].text)
     assert newest == log[-2:]
+    await _forget_and_retract(client, listed.tools)
+
+
+async def _forget_and_retract(client: Client, tools) -> None:
+    hints = {t.name: t.annotations for t in tools}
+    assert hints["memory_forget"].destructive_hint and not hints["memory_forget"].read_only_hint
+    assert not hints["memory_retract"].destructive_hint
+    _readable(await client.call_tool("memory_remember", {"facts": [
+        {"topic": "Home Address", "field": "street", "value": "Elm St 4", "source": "chat:7"},
+        {"topic": "Home Address", "field": "city", "value": "Oslo", "source": "chat:7"},
+        {"topic": "Home Address", "field": "floor", "value": 3, "source": "chat:8"},
+        {"topic": "Home Address", "field": "zip", "value": "0150", "source": "crm:1"}]}))
+    said = _readable(await client.call_tool("memory_forget", {
+        "topic": "Home Address", "source": "crm:1", "reason": "the CRM export was not consented"}))
+    assert said["source"] == "crm:1" and said["entries_erased"] == 1 and not said["topic_erased"]
+    kept = _readable(await client.call_tool("memory_inspect", {"topic": "Home Address"}))
+    assert kept["fields"]["city"]["value"] == "Oslo" and \
+        kept["fields"].get("zip", {}).get("value") is None
+    retracted = _readable(await client.call_tool("memory_retract", {
+        "topic": "home address", "field": "floor", "reason": "the user lives on the ground floor"}))
+    assert retracted == {"changed": True, "topic": "Home Address", "field": "floor",
+                         "reason": "the user lives on the ground floor"}
+    floor = _readable(await client.call_tool("memory_inspect", {"topic": "Home Address",
+                                                                "field": "floor"}))
+    assert floor["fields"]["floor"]["value"] is None and floor["fields"]["floor"]["retracted"]
+    again = _readable(await client.call_tool("memory_retract", {
+        "topic": "Home Address", "field": "floor", "reason": "still wrong"}))
+    assert again["changed"] is False
+    field = _readable(await client.call_tool("memory_forget", {
+        "topic": "Home Address", "field": "street", "reason": "user request"}))
+    assert field["topic"] == "Home Address" and not field["topic_erased"]
+    assert field["fields_erased"] == 1 and field["entries_erased"] == 1 and field["salt"]
+    left = _readable(await client.call_tool("memory_inspect", {"topic": "Home Address"}))
+    assert "street" not in left["fields"] and left["fields"]["city"]["value"] == "Oslo"
+    whole = _readable(await client.call_tool("memory_forget", {
+        "topic": "Home Address", "reason": "user request"}))
+    assert whole["topic_erased"] and whole["topic_ids"]
+    gone = await client.call_tool("memory_inspect", {"topic": "Home Address"})
+    assert gone.is_error and "no topic named" in gone.content[0].text
+    failed = await client.call_tool("memory_forget", {"topic": "Home Address", "reason": "again"})
+    assert failed.is_error and "no topic named" in failed.content[0].text
 
 
 @pytest.mark.slow

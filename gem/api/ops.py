@@ -217,6 +217,29 @@ def restore(mem: Memory, request: s.RestoreRequest) -> s.RestoreResult:
                            field=request.field)
 
 
+def erase(mem: Memory, request: s.EraseRequest) -> s.EraseResult:
+    """Erase a topic, a field, or what a source said; the topic is named before it goes."""
+    title = _require_topic(mem, request.topic).title
+    r = mem.erase(request.topic, request.field, source=request.source, reason=request.reason,
+                  actor=request.actor)
+    return s.EraseResult(
+        transition=r.transition, at=r.at, topic=title, field=request.field,
+        source=request.source, reason=r.reason, topic_erased=bool(r.topics),
+        fields_erased=len(r.fields), entries_erased=len(r.entries),
+        observations_erased=len(r.observations), episodes_erased=len(r.episodes),
+        redacted_log_records=list(r.redacted), topic_ids=list(r.topics),
+        field_ids=[list(f) for f in r.fields], entry_ids=list(r.entries),
+        observation_ids=list(r.observations), episode_ids=list(r.episodes),
+        commitment=r.commitment, salt=r.salt)
+
+
+def retract(mem: Memory, request: s.RetractRequest) -> s.RetractResult:
+    changed = mem.retract(request.topic, request.field, request.reason, source=request.source,
+                          actor=request.actor)
+    return s.RetractResult(changed=changed, topic=_require_topic(mem, request.topic).title,
+                           field=request.field, reason=request.reason.strip())
+
+
 def pending_revisions(mem: Memory) -> list[PendingRevision]:
     """Topics with open revision flags, oldest flag first (Memory.pending_revisions)."""
     return mem.pending_revisions()

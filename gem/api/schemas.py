@@ -96,6 +96,10 @@ class RetrieveRequest(_Wire):
     history: bool = Field(False, description="Include each field's value history.")
     include_archived: bool = Field(False, description="Also search archived topics.")
     actor: str = Field("api", description="Recorded in the transition log.")
+    format: Literal["json", "text"] = Field("json", description=(
+        "'text': a compact block for a prompt (text/plain), cut to max_tokens by rank."))
+    max_tokens: int = Field(800, ge=16, description=(
+        "The budget of format 'text', in tokens counted as ceil(characters / 4)."))
 
 
 class LinkRequest(_Wire):
@@ -111,6 +115,24 @@ class RestoreRequest(_Wire):
     topic: str = Field(description="Title of the topic to bring back.")
     field: str | None = Field(None, description="Only this field of it.")
     actor: str = "api"
+
+
+class EraseRequest(_Wire):
+    topic: str = Field(description="Title of the topic to erase (or erase from).")
+    field: str | None = Field(None, description="Only this field of it.")
+    source: str | None = Field(None, description=(
+        "Only what this source said (in the topic, or in `field`)."))
+    reason: str = Field(description=(
+        "Why (kept in the tombstone): never put the erased content in it."))
+    actor: str = Field("api", description="Recorded in the transition log.")
+
+
+class RetractRequest(_Wire):
+    topic: str = Field(description="The topic's title.")
+    field: str = Field(description="The field whose current value was wrong.")
+    reason: str = Field(description="Why it was wrong (kept with the retracted value).")
+    source: str = Field("api", description="Who says it was wrong.")
+    actor: str = Field("api", description="Recorded in the transition log.")
 
 
 class MaintainRequest(_Wire):
@@ -255,6 +277,37 @@ class RestoreResult(_Wire):
     changed: bool = Field(description="False if nothing was faded.")
     topic: str
     field: str | None = None
+
+
+class EraseResult(_Wire):
+    """The receipt of an erasure: what went, by name, with the ids alongside. With `salt`
+    and the erased content its holder can later show what was erased (keep it private)."""
+    transition: int
+    at: datetime
+    topic: str = Field(description="Title of the topic erased (or erased from).")
+    field: str | None = None
+    source: str | None = None
+    reason: str
+    topic_erased: bool = Field(description="The whole topic is gone.")
+    fields_erased: int
+    entries_erased: int
+    observations_erased: int
+    episodes_erased: int
+    redacted_log_records: list[int] = Field(description="Log records whose content was removed.")
+    topic_ids: list[str]
+    field_ids: list[list[str]] = Field(description="[topic id, salted hash of the field id].")
+    entry_ids: list[str]
+    observation_ids: list[str]
+    episode_ids: list[str]
+    commitment: str = Field(description="Salted commitment to the erased content.")
+    salt: str
+
+
+class RetractResult(_Wire):
+    changed: bool = Field(description="False if the field had no current value to retract.")
+    topic: str
+    field: str
+    reason: str
 
 
 class ReviewResult(_Wire):

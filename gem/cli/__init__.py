@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import __version__
-from . import commands
+from . import commands, install
 from .demo import SimulatedClock, demo
 
 __all__ = ["main", "demo", "SimulatedClock", "COMMANDS"]
@@ -67,6 +67,9 @@ COMMANDS: list[Command] = [
             commands.serve_arguments, commands.serve),
     Command("mcp", "MCP over stdio for desktop clients (bridged to `gem serve`)",
             commands.mcp_arguments, commands.mcp),
+    # `gem mcp install ...` (main routes it here: `gem mcp PATH` takes any PATH)
+    Command("mcp install", "add gem to a desktop client's MCP configuration (or print it)",
+            install.install_arguments, install.install),
 ]
 
 
@@ -109,6 +112,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable[[argpars
 
 def main(argv: list[str] | None = None) -> int:
     parser, runners = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["mcp", "install"]:  # a database named install: `gem mcp ./install`
+        argv = ["mcp install", *argv[2:]]
     args = parser.parse_args(argv)
     try:
         return commands.guarded(runners[args.command], args)

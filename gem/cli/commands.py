@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, TextIO
 
 from pydantic import BaseModel
 
-from ..api import ops
+from ..api import ops, prompt
 from ..api import schemas as s
 from ..errors import GemError, InvalidInput, StoreLocked, TransitionRejected
 from ..llm import options as llm_options
@@ -300,18 +300,34 @@ def query_arguments(p: argparse.ArgumentParser) -> None:
                    help="at most this many results: fields and episodes (default 5)")
     p.add_argument("--history", action="store_true", help="include each field's history")
     p.add_argument("--include-archived", action="store_true")
+    p.add_argument("--prompt", action="store_true",
+                   help="print a compact block for a model's prompt (the API's format 'text'), "
+                        "cut to --max-tokens by rank")
+    p.add_argument("--max-tokens", type=positive_int, default=prompt.DEFAULT_MAX_TOKENS,
+                   help="the budget of --prompt, tokens counted as ceil(chars/4) "
+                        f"(default {prompt.DEFAULT_MAX_TOKENS})")
 
 
 def query(args: argparse.Namespace) -> int:
     if args.all_fields and args.fields:
         raise InvalidInput("--all-fields and --field exclude each other")
+    if args.prompt and args.json:
+        raise InvalidInput("--prompt and --json exclude each other")
+    if args.max_tokens < 16:
+        raise InvalidInput("--max-tokens must be at least 16")
     request = s.RetrieveRequest(query=args.text, topic=args.topic,
                                 fields="all" if args.all_fields else args.fields,
                                 as_of=args.as_of, k=args.k, history=args.history,
                                 include_archived=args.include_archived, actor="cli",
-                                between=None if args.between is None else tuple(args.between))
+                                between=None if args.between is None else tuple(args.between),
+                                format="text" if args.prompt else "json",
+                                max_tokens=args.max_tokens)
     with opened(args) as mem:
-        _emit(args, ops.recall(mem, request), render.recall)
+        result = ops.recall(mem, request)
+    if args.prompt:
+        sys.stdout.write(prompt.render(result, args.max_tokens))
+    else:
+        _emit(args, result, render.recall)
     return 0
 
 

@@ -16,7 +16,7 @@ While a bridge runs it holds `/v1/attach` open. An auto-started server exits N s
 the next `gem mcp` starts a new one. A server started by hand (`gem serve`) is never
 stopped by bridges.
 
-The bridge speaks MCP on both sides with the SDK: an MCP server on stdio whose tools and
+The bridge speaks MCP on both sides with the SDK: an MCP server on stdio whose tools, prompts and
 resources forward to an MCP client of the server's /mcp endpoint, so each side
 negotiates its own protocol version.
 """
@@ -142,12 +142,19 @@ def _proxy(upstream: Client) -> Server[Any]:
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         return await upstream.read_resource(str(params.uri))
 
+    async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return await upstream.list_prompts(cursor=params.cursor if params else None)
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        return await upstream.get_prompt(params.name, params.arguments)
+
     info = upstream.server_info
     return Server(info.name if info else "gem", version=info.version if info else "",
                   title=info.title if info else None, instructions=upstream.instructions,
                   on_list_tools=list_tools, on_call_tool=call_tool,
                   on_list_resources=list_resources, on_list_resource_templates=list_templates,
-                  on_read_resource=read_resource)
+                  on_read_resource=read_resource, on_list_prompts=list_prompts,
+                  on_get_prompt=get_prompt)
 
 
 async def _bridge(endpoint: Endpoint, key: str | None) -> None:

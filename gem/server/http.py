@@ -9,11 +9,11 @@ from typing import Any, AsyncIterator
 
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from .. import __version__
-from ..api import ops
+from ..api import ops, prompt
 from ..api import schemas as s
 from ..errors import GemError, InvalidInput, PolicyError, StoreLocked, UnknownUnit
 from ..dashboard.apidocs import api_docs
@@ -118,10 +118,15 @@ def build_router(service: Service) -> APIRouter:
         return await call("ingest", ops.remember, list(body.facts), body.actor,
                           list(body.episodes))
 
-    @r.post("/retrieve", response_model=s.RecallResult, responses=errors(404, *WRITE),
+    @r.post("/retrieve", response_model=s.RecallResult,
+            responses={**errors(404, *WRITE), 200: {"content": {"text/plain": {}}, "description": (
+                "The result; with `format: text`, a compact block for a prompt (text/plain)")}},
             summary="Retrieve (a transition: what is returned is reinforced)")
-    async def retrieve(body: s.RetrieveRequest) -> s.RecallResult:
-        return await call("retrieve", ops.recall, body)
+    async def retrieve(body: s.RetrieveRequest) -> Any:
+        result = await call("retrieve", ops.recall, body)
+        if body.format == "text":
+            return PlainTextResponse(prompt.render(result, body.max_tokens))
+        return result
 
     @r.get("/topic", response_model=s.TopicCard, responses=errors(*NAMED),
            summary="Inspect a topic or one of its fields (side-effect free)")
@@ -145,6 +150,16 @@ def build_router(service: Service) -> APIRouter:
             summary="Undo any forgetting of a topic (or one field)")
     async def restore(body: s.RestoreRequest) -> Any:
         return await call("restore", ops.restore, body)
+
+    @r.post("/erase", response_model=s.EraseResult, responses=errors(404, *WRITE),
+            summary="Erase a topic, a field, or what one source said (destructive; a receipt)")
+    async def erase(body: s.EraseRequest) -> Any:
+        return await call("erase", ops.erase, body)
+
+    @r.post("/retract", response_model=s.RetractResult, responses=errors(404, *WRITE),
+            summary="Retract a field's current value as wrong (kept in its history)")
+    async def retract(body: s.RetractRequest) -> Any:
+        return await call("retract", ops.retract, body)
 
     @r.post("/maintain", response_model=s.MaintainResult, responses=errors(*WRITE),
             summary="Forget, then revise; dry_run reports without changing anything")

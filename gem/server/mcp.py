@@ -13,11 +13,11 @@ from typing import Annotated, Any, Awaitable, Callable, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .. import __version__
-from ..api import ops
+from ..api import ops, prompt
 from ..api import schemas as s
 from ..errors import GemError, InvalidInput
 from .keys import request_scope, scope_of_request
@@ -30,6 +30,28 @@ read with memory_recall (a free-text query or a topic title, optionally a time w
 supersedes an older one, and topics that depend on a changed topic get flagged for review
 (memory_review). Recalling reinforces what it returns; things never recalled fade
 (memory_maintain) but can always be restored (memory_restore). Refer to topics by title."""
+
+
+# The `use_memory` prompt: how a model should work with this memory, for clients that let a
+# user start a conversation from a server's prompt.
+USE_MEMORY = """\
+You have a long-term memory (the gem MCP server). Use it like this:
+
+- Recall before you answer anything that may depend on what you were told before
+  (memory_recall with a query in words, or a topic's title). Trust current values; say so
+  when a value is contested (give the candidates), when a topic needs review (something it
+  depends on changed), and when a value was retracted.
+- Remember as you learn (memory_remember). A fact is a topic + field + value with its source
+  and, if known, when it became true: 'Website Redesign' / 'deadline' / 'April 20'. Keep what
+  someone said that is not a clean fact (a request, an opinion, a plan) as an episode,
+  verbatim, with the speaker and time. A newer value supersedes the old one, which stays in
+  the history: do not delete to update.
+- When a user says a value was wrong and gives no replacement, retract it (memory_retract,
+  with the reason). When a user asks you to forget something, erase it (memory_forget: a
+  topic, one field, or what one source said); it cannot be undone, so erase only on request.
+- Link topics that depend on each other (memory_link) so a change flags the dependents; look
+  at memory_review now and then and fix what it lists.
+- Refer to topics by title, never by the ids that appear alongside in *_ids fields."""
 
 
 def _granted(ctx: Context | None) -> str | None:
@@ -92,7 +114,13 @@ def build_mcp(service: Service) -> MCPServer:
         k: Annotated[int, Field(ge=1, le=50, description=(
             "At most this many results (fields and episodes)."))] = 5,
         include_history: Annotated[bool, Field(description="Add each field's history.")] = False,
-    ) -> s.RecallResult:
+        format: Annotated[Literal["json", "text"], Field(description=(
+            "'text': the answer's text is a compact block to read (titles, values with their "
+            "dates and sources, marks for contested/retracted/stale/recalled), cut to "
+            "max_tokens by rank."))] = "json",
+        max_tokens: Annotated[int, Field(ge=16, description=(
+            "The budget of format 'text', tokens counted as characters / 4."))] = 800,
+    ) -> Annotated[CallToolResult, s.RecallResult]:
         """Recall from memory by free-text query and/or topic title. Returns current
         values with their source and time, fields that are contested (with every
         candidate), names of fields faded from view (ask for them by name), and flags
@@ -100,8 +128,13 @@ def build_mcp(service: Service) -> MCPServer:
         request = s.RetrieveRequest(query=query, topic=topic, fields=fields, as_of=as_of,
                                     between=between, k=k,
                                     history=include_history, include_archived=False,
-                                    actor="mcp")
-        return await call("recall", ops.recall, request)
+                                    actor="mcp", format=format, max_tokens=max_tokens)
+        result = await call("recall", ops.recall, request)
+        structured = result.model_dump(mode="json")
+        text = prompt.render(result, max_tokens) if format == "text" else \
+            json.dumps(structured, indent=2, ensure_ascii=False)
+        return CallToolResult(content=[TextContent(type="text", text=text)],
+                              structured_content=structured)
 
     async def memory_inspect(
         topic: Annotated[str, Field(description="The topic's title.")],
@@ -146,6 +179,35 @@ def build_mcp(service: Service) -> MCPServer:
         request = s.RestoreRequest(topic=topic, field=field, actor="mcp")
         return await call("restore", ops.restore, request)
 
+    async def memory_forget(
+        topic: Annotated[str, Field(description="The topic's title.")],
+        reason: Annotated[str, Field(description=(
+            "Why it is erased (kept; never put the erased content in it)."))],
+        field: Annotated[str | None, Field(description="Only this field of it.")] = None,
+        source: Annotated[str | None, Field(description=(
+            "Only what this source said (in the topic, or in the field)."))] = None,
+    ) -> s.EraseResult:
+        """Erase for good, on request (e.g. a user asks you to forget something): a topic,
+        one field of it, or what one source said. Unlike fading this cannot be undone: the
+        values, their history and the episodes that said them are destroyed. For a value
+        that was merely wrong use memory_retract. Returns the erasure receipt."""
+        request = s.EraseRequest(topic=topic, field=field, source=source, reason=reason,
+                                 actor="mcp")
+        return await call("erase", ops.erase, request)
+
+    async def memory_retract(
+        topic: Annotated[str, Field(description="The topic's title.")],
+        field: Annotated[str, Field(description="The field whose current value was wrong.")],
+        reason: Annotated[str, Field(description="Why it was wrong.")],
+        source: Annotated[str, Field(description="Who says it was wrong.")] = "agent",
+    ) -> s.RetractResult:
+        """Say a field's current value was wrong, with no replacement: the field then has no
+        value (the wrong one stays in its history as retracted) and dependent topics get
+        flagged for review. To correct a value, remember the right one instead."""
+        request = s.RetractRequest(topic=topic, field=field, reason=reason, source=source,
+                                   actor="mcp")
+        return await call("retract", ops.retract, request)
+
     async def memory_review() -> s.ReviewResult:
         """Topics flagged for review because something they depend on changed, with
         what changed. Recall them, then store corrected facts if needed."""
@@ -175,6 +237,8 @@ def build_mcp(service: Service) -> MCPServer:
         (memory_explain, "Explain a value", True, False, True),
         (memory_link, "Link two topics", False, False, True),
         (memory_restore, "Restore faded memory", False, False, True),
+        (memory_forget, "Erase from memory", False, True, False),
+        (memory_retract, "Retract a wrong value", False, False, True),
         (memory_review, "Topics needing review", True, False, True),
         (memory_maintain, "Maintain memory", False, False, False),
         (memory_status, "Memory status", True, False, True),
@@ -188,6 +252,12 @@ def build_mcp(service: Service) -> MCPServer:
                                                     idempotent_hint=idempotent,
                                                     open_world_hint=False),
                         structured_output=True)
+
+    @server.prompt(name="use_memory", title="Use gem's memory",
+                   description="How to use this memory: when to remember facts or episodes, "
+                               "recall before answering, retract or forget on request.")
+    def use_memory() -> str:
+        return USE_MEMORY
 
     # Resources, in one place.
     @server.resource("gem://policies", name="policies", title="Policies in force",
