@@ -48,7 +48,8 @@ def _remove(path: str) -> None:
             os.remove(name)
 
 
-def _sync_dir(path: str) -> None:
+def sync_dir(path: str) -> None:
+    """fsync the directory holding `path`: what makes a new name in it durable."""
     fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -63,10 +64,10 @@ def recover(path: str) -> None:
         if os.path.exists(path):
             _move(path, path + OLD)
         _move(path + NEW, path)
-        _sync_dir(path)
+        sync_dir(path)
     elif not os.path.exists(path) and os.path.exists(path + OLD):
         _move(path + OLD, path)  # the new one was not complete: the old one comes back
-        _sync_dir(path)
+        sync_dir(path)
     for leftover in (path + NEW, path + OLD):
         _remove(leftover)
     shutil.rmtree(path + EXPORT, ignore_errors=True)
@@ -94,7 +95,7 @@ def build(module: Any, path: str, export: Callable[[str], None]) -> None:
     with open(path + READY, "w") as f:
         f.flush()
         os.fsync(f.fileno())
-    _sync_dir(path)
+    sync_dir(path)
     crash_point("ready")
 
 
@@ -103,7 +104,7 @@ def swap(path: str) -> None:
     _move(path, path + OLD)
     crash_point("moved old")
     _move(path + NEW, path)
-    _sync_dir(path)
+    sync_dir(path)
     crash_point("moved new")
     os.remove(path + READY)
     _remove(path + OLD)
