@@ -174,11 +174,11 @@ def test_listings_leave_out_erased_topics_and_episodes(story):
     assert story.episodes().matching == 0 and story.episodes().episodes == []
 
 
-def test_listings_leave_out_what_was_erased(tmp_path):
+def test_listings_leave_out_what_was_erased(db_path):
     """Found by the kill harness (a reopen read the first page after a compaction): an erased
     unit's row stays in the derived tables, matched by no status, and the listings showed it
     (IndexError when it ranked on the page)."""
-    with gem.open(str(tmp_path / "m.db"), engine=ENGINE) as mem:
+    with gem.open(db_path, engine=ENGINE) as mem:
         mem.ingest([gem.Fact("Gone", "x", 1, source="s:1"), gem.Episode("gone was said", source="s:1")])
         for _ in range(3):
             mem.retrieve(topic="Gone")  # the most salient topic: first on the page
