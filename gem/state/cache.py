@@ -190,9 +190,9 @@ class CommittedCache:
 
     def measured(self) -> int:
         """What everything cached costs, counted again from scratch (what `nbytes` keeps)."""
+        lists: list[dict[str, list[Any]]] = [*self.children.values(), self.edges]
         return (sum(row_bytes(k, r) for rows in self.rows.values() for k, r in rows.items())
-                + sum(list_bytes(k, v) for lists in (*self.children.values(), self.edges)
-                      for k, v in lists.items()))
+                + sum(list_bytes(k, v) for kept in lists for k, v in kept.items()))
 
     def fingerprint(self) -> dict[str, Any]:
         return {"rows": {t: sorted((k, repr(r)) for k, r in rows.items())
