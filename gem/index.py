@@ -885,8 +885,11 @@ class VectorIndex:
         cap = self._m.shape[0]
         if n <= cap:
             return
+        # A quarter more at a time, not twice: doubling left up to half of the matrix and its
+        # sketches empty (at 30k topics 214k of 524k rows, ~280 MB), for copies that cost
+        # ~1 s in all over a million inserts.
         while cap < n:
-            cap *= 2
+            cap = max(cap + 16, cap * 5 // 4)
         grown = np.zeros((cap, self.dim), dtype=np.float32)
         grown[: self._n] = self._m[: self._n]
         self._m = grown
