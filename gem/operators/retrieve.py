@@ -34,6 +34,7 @@ from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
 from .common import field_evidence, field_named, provenance_of
 from .forget import restore_episode, restore_field, restore_topic
 from .resolution import Directory
+from .spread import Hit, second_stage
 
 # Reciprocal-rank fusion: a unit at rank r (from 0) of a ranking adds weight / (RRF_K + r + 1)
 # (60: Cormack et al., 2009), plus COVERAGE_WEIGHT x its lexical coverage of the query (an
@@ -62,16 +63,6 @@ class Request:
     k: int
     all_fields: bool = False                            # fields="all": every visible field
     between: tuple[datetime, datetime] | None = None    # valid-time window of ranked units
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A ranked unit: its fused score, its relevance and, for a cued recall, the ladder level
-    it is recalled from."""
-    unit: str
-    score: float
-    relevance: float
-    recalled: str | None = None
 
 
 def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResult]:
@@ -127,7 +118,8 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
     assert req.query is not None
     t.committed.refresh_units(t.cache)
     hits, truncated = rank_units(t, req.query, req.k, req.include_archived, req.between,
-                                 t.settings["relevance_floor"], t.settings["recall_floor"])
+                                 t.settings["relevance_floor"], t.settings["recall_floor"],
+                                 structure=True)
     fids = [h.unit for h in hits if unit_table(h.unit) == "Field"]
     eids = [h.unit for h in hits if unit_table(h.unit) == "Episode"]
     tids = list(dict.fromkeys(fid.split("/", 1)[0] for fid in fids))
@@ -204,9 +196,9 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
 
 def rank_units(t: Transition, query: str, k: int, include_archived: bool,
                between: tuple[datetime, datetime] | None, floor: float,
-               recall_floor: float) -> tuple[list[Hit], bool]:
+               recall_floor: float, structure: bool = False) -> tuple[list[Hit], bool]:
     """The k best eligible units (fields and episodes), best first, and whether more were
-    eligible than k."""
+    eligible than k. `structure`: re-rank by the second stage (gem/operators/spread.py)."""
     derived = t.committed
     pool = max(50, 10 * k)
     allowed: set[str] | None = None
@@ -253,6 +245,12 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
 
     scored = [Hit(u, round(fused(u), 9), rel, recalled) for u, rel, recalled in eligible]
     scored.sort(key=lambda h: (-h.score, -salience[h.unit], h.unit))
+    if structure:
+        def admit(unit: str) -> bool:  # an active unit, inside the request's window
+            status, topic_status = derived.unit_status(unit)
+            return status == "active" and topic_status in (None, "active") and \
+                (allowed is None or unit in allowed)
+        scored = second_stage(t, query, scored, k, admit)
     return scored[:k], len(scored) > k
 
 
