@@ -189,7 +189,9 @@ def cue(text: str, now: datetime) -> TimeCue | None:
     word = direction.group(1).lower() if direction else None
     inner = re.match(r"(before|until|by|after|since)\b", m.group(0), re.I)
     word = inner.group(1).lower() if inner else word
-    if word in ("before", "until", "by"):
+    if word == "before":
+        lo, hi = EARLIEST, lo
+    elif word in ("until", "by"):
         lo = EARLIEST
     elif word in ("after", "since"):
         lo, hi = hi if word == "after" else lo, max(now, hi + timedelta(days=1))

@@ -99,7 +99,8 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
     units = list(score)
     t.prefetch("Episode", [u for u in units if unit_table(u) == "Episode"])
     rows = {u: t.row("Episode", u) for u in units if unit_table(u) == "Episode"}
-    named = _named_speakers(query, [r["speaker"] for r in rows.values() if r is not None])
+    named = _named_speakers(query, [r["speaker"] for r in rows.values()
+                                    if r is not None and r["speaker"]])
     window = cue(query, t.now)
     when = asks_when(query)
     for unit in units:
