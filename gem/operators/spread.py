@@ -70,31 +70,37 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
     eids = [s.unit for s in pool if unit_table(s.unit) == "Episode"]
     t.prefetch("Episode", eids + [_after(eid) for eid in eids])
     score = {s.unit: s.score for s in pool}
+    # how well a unit answers the query, first stage or passed on: the cues below weigh what
+    # answers (who said it matters among the turns about the thing asked, not on its own)
+    answers = {s.unit: s.relevance for s in pool}
     via: dict[str, str] = {}
 
-    def reach(unit: str, amount: float, how: str) -> None:
-        if unit in by_unit:
-            if amount > score[unit]:
-                score[unit] = amount
+    def reach(unit: str, decay: float, seed: Hit, how: str) -> None:
+        amount = decay * seed.score
+        if unit not in by_unit and not (amount > score.get(unit, 0.0) and admit(unit)):
             return
-        if amount > score.get(unit, 0.0) and admit(unit):
-            score[unit], via[unit] = amount, how
+        if unit not in by_unit:
+            via[unit] = how
+        score[unit] = max(score.get(unit, 0.0), amount)
+        answers[unit] = max(answers.get(unit, 0.0), decay * seed.relevance)
 
-    for s in seeds:
+    # a field's history is read for its top k only, which the first stage's caller reads anyway
+    t.prefetch_children("HAS_ENTRY", [s.unit for s in pool[:k] if unit_table(s.unit) == "Field"])
+    for i, s in enumerate(seeds):
         if unit_table(s.unit) == "Episode":
             row = t.row("Episode", s.unit)
             if row is None:
                 continue
             nxt = t.row("Episode", _after(s.unit))
             if nxt is not None and nxt["follows"] == s.unit:
-                reach(nxt["id"], FOLLOWS_NEXT * s.score, "follows")
+                reach(nxt["id"], FOLLOWS_NEXT, s, "follows")
             if row["follows"]:
-                reach(row["follows"], FOLLOWS_PREV * s.score, "follows")
-        else:
+                reach(row["follows"], FOLLOWS_PREV, s, "follows")
+        elif i < k:
             entry = t.current_entry(s.unit)
             ref = None if entry is None else entry["ref"]
             if isinstance(ref, str) and unit_table(ref) == "Episode" and _same_scope(t, ref):
-                reach(ref, CITES * s.score, "cites")
+                reach(ref, CITES, s, "cites")
 
     units = list(score)
     t.prefetch("Episode", [u for u in units if unit_table(u) == "Episode"])
@@ -103,6 +109,7 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
                                     if r is not None and r["speaker"]])
     window = cue(query, t.now)
     when = asks_when(query)
+    best = max(answers.values()) or 1.0
     for unit in units:
         row = rows.get(unit)
         bonus = 0.0
@@ -114,7 +121,7 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
                 bonus += TIME_WEIGHT * window.weight(at)
         if when and row is not None and mentions_time(row["text"]):
             bonus += MENTION_WEIGHT
-        score[unit] += bonus
+        score[unit] += bonus * answers[unit] / best
 
     out = [replace(by_unit[u], score=round(score[u], 9)) if u in by_unit
            else Hit(u, round(score[u], 9), 0.0, None, via[u]) for u in units]
