@@ -135,8 +135,8 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         step = {"last": -1, "past": -1, "previous": -1, "this": 0, "next": 1, "coming": 1}[which]
         if unit in WEEKDAYS:
             back = (today.weekday() - WEEKDAYS[unit]) % 7 or 7
-            day = today - timedelta(days=back) + timedelta(days=7 * (step + 1) if step >= 0 else 0)
-            return day, day + timedelta(days=1)
+            on = today - timedelta(days=back) + timedelta(days=7 * (step + 1) if step >= 0 else 0)
+            return on, on + timedelta(days=1)
         if unit == "day":
             return today + timedelta(days=step), today + timedelta(days=step + 1)
         if unit in ("week", "weekend"):
