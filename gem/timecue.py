@@ -198,6 +198,16 @@ def cue(text: str, now: datetime) -> TimeCue | None:
     return TimeCue(lo, hi, m.group(0).strip())
 
 
+def without_cue(text: str, now: datetime) -> str:
+    """`text` without the words of its time cue ('What did we plan in May?' -> 'What did we
+    plan ?'): the words name a time, not something the evidence says."""
+    found = cue(text, now)
+    if found is None:
+        return text
+    at = text.find(found.phrase)
+    return text[:at] + text[at + len(found.phrase):]
+
+
 def asks_when(text: str) -> bool:
     """Whether a question asks for a time ('When did ...', 'What year ...')."""
     return _WHEN.search(text) is not None
@@ -215,4 +225,4 @@ def refers_to(text: str, said_at: datetime) -> datetime | None:
     return None if found is None or found.lo == EARLIEST else found.lo
 
 
-__all__ = ["TimeCue", "cue", "asks_when", "mentions_time", "refers_to"]
+__all__ = ["TimeCue", "cue", "without_cue", "asks_when", "mentions_time", "refers_to"]

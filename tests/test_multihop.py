@@ -86,3 +86,14 @@ def test_the_speaker_a_question_names_outranks_the_one_it_does_not(mem):
                            at=T0 - timedelta(days=2)))  # more of the question's words, said by another
     r = mem.retrieve("What does Melanie love painting?", k=2)
     assert r.episodes[0].speaker == "Melanie"
+
+
+def test_a_turn_is_found_by_the_day_its_words_refer_to(mem, clock):
+    said = T0 - timedelta(days=30)
+    mem.ingest(gem.Episode("My mom and I made some dinner together last night!", speaker="Maria",
+                           at=said))
+    mem.ingest(gem.Episode("Dinner with the team was fun.", speaker="Maria",
+                           at=said - timedelta(days=9)))
+    day = (said - timedelta(days=1)).strftime("%B %-d, %Y")
+    r = mem.retrieve(f"Who did Maria have dinner with on {day}?", k=2)
+    assert r.episodes[0].text == "My mom and I made some dinner together last night!"

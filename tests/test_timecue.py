@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from gem.timecue import EARLIEST, asks_when, cue, mentions_time, refers_to
+from gem.timecue import EARLIEST, asks_when, cue, mentions_time, refers_to, without_cue
 
 NOW = datetime(2023, 7, 12, 15, 30, tzinfo=timezone.utc)  # a Wednesday
 
@@ -112,3 +112,9 @@ def test_refers_to_resolves_a_turn_s_time_against_when_it_was_said():
     assert refers_to("I went to a support group yesterday", said) == d(2023, 5, 7)
     assert refers_to("we moved in 2019", said) == d(2019, 1, 1)
     assert refers_to("I love it", said) is None
+
+
+def test_without_cue_drops_only_the_words_that_name_the_time():
+    assert without_cue("Who did Maria have dinner with on May 3, 2023?", NOW) == \
+        "Who did Maria have dinner with on ?"
+    assert without_cue("What did Caroline research?", NOW) == "What did Caroline research?"

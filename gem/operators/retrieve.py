@@ -30,6 +30,7 @@ from ..history import as_of as value_as_of, is_candidate, is_retraction, order_k
 from ..reliability import evidence_states
 from ..runtime import topic_summary
 from ..state.transition import Transition
+from ..timecue import without_cue
 from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
 from .common import field_evidence, field_named, provenance_of
 from .forget import restore_episode, restore_field, restore_topic
@@ -205,7 +206,9 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
     if between is not None:
         lo, hi = (b.timestamp() for b in between)
         allowed = {u for u, v in derived.unit_valid.items() if lo <= v <= hi}
-    lexical = derived.unit_lexical.search_covering(query, pool, max_df=0.5, ids=allowed)
+    # a time cue's words name a time, not what the evidence says: the second stage weighs it
+    words = without_cue(query, t.now) if structure else query
+    lexical = derived.unit_lexical.search_covering(words, pool, max_df=0.5, ids=allowed)
     qvec = t.services.embedder.embed([query])[0]
     dense: list[tuple[str, float]] = []
     if np.any(qvec) and len(derived.unit_vectors) and (allowed is None or allowed):

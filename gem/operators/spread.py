@@ -12,8 +12,8 @@ pass part of their score, decayed, along the structure:
 and the query's own cues add structural evidence of their own:
 
 - who said it: an episode whose speaker the query names (SPEAKER_WEIGHT);
-- when (gem.timecue): a unit whose time falls in the query's time cue, decaying outside the
-  window (TIME_WEIGHT), never filtering; and, for a question asking *when*, an episode that
+- when (gem.timecue): a unit whose time (when it was said, or the day its words refer to)
+  falls in the query's time cue, decaying outside the window (TIME_WEIGHT), never filtering; and, for a question asking *when*, an episode that
   itself says when ('yesterday', 'last week', 'in May': MENTION_WEIGHT).
 
 A unit reached only by spreading must be active: structure does not recall the forgotten
@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 from ..state.transition import Transition
 from ..text import tokens
-from ..timecue import asks_when, cue, mentions_time
+from ..timecue import asks_when, cue, mentions_time, refers_to
 from ..units import unit_table
 
 # Weights, as fractions of the seed's first-stage score (spreading) or as absolute score
@@ -116,9 +116,8 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
         if row is not None and row["speaker"] is not None and row["speaker"] in named:
             bonus += SPEAKER_WEIGHT
         if window is not None:
-            at = _time_of(t, unit, row)
-            if at is not None:
-                bonus += TIME_WEIGHT * window.weight(at)
+            bonus += TIME_WEIGHT * max((window.weight(at) for at in _times_of(t, unit, row)),
+                                       default=0.0)
         if when and row is not None and mentions_time(row["text"]):
             bonus += MENTION_WEIGHT
         score[unit] += bonus * answers[unit] / best
@@ -147,12 +146,15 @@ def _named_speakers(query: str, speakers: Sequence[str]) -> set[str]:
     return named if len(named) == 1 else set()
 
 
-def _time_of(t: Transition, unit: str, row: dict | None) -> datetime | None:
+def _times_of(t: Transition, unit: str, row: dict | None) -> list[datetime]:
+    """When a unit was said (an episode) or is valid (a field), and the day an episode's own
+    words refer to ('last night', said on 4 May, is 3 May)."""
     if row is not None:
-        at: datetime = row["at"]
-        return at
+        said: datetime = row["at"]
+        meant = refers_to(row["text"], said)
+        return [said] if meant is None else [said, meant]
     valid = t.committed.unit_valid.get(unit)
-    return None if valid is None else datetime.fromtimestamp(valid, timezone.utc)
+    return [] if valid is None else [datetime.fromtimestamp(valid, timezone.utc)]
 
 
 __all__ = ["Hit", "second_stage"]
