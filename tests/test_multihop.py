@@ -97,3 +97,11 @@ def test_a_turn_is_found_by_the_day_its_words_refer_to(mem, clock):
     day = (said - timedelta(days=1)).strftime("%B %-d, %Y")
     r = mem.retrieve(f"Who did Maria have dinner with on {day}?", k=2)
     assert r.episodes[0].text == "My mom and I made some dinner together last night!"
+
+
+def test_a_returned_turn_carries_when_it_was_said_and_the_day_it_refers_to(mem):
+    said = T0 - timedelta(days=30)
+    mem.ingest(gem.Episode("I got mentored by a business coach yesterday!", speaker="Jon", at=said))
+    (e,) = mem.retrieve("When did Jon get mentored?", k=1).episodes
+    assert e.at == said
+    assert e.refers_to == (said - timedelta(days=1)).replace(hour=0, minute=0, second=0)

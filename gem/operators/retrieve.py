@@ -30,7 +30,7 @@ from ..history import as_of as value_as_of, is_candidate, is_retraction, order_k
 from ..reliability import evidence_states
 from ..runtime import topic_summary
 from ..state.transition import Transition
-from ..timecue import without_cue
+from ..timecue import refers_to, without_cue
 from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
 from .common import field_evidence, field_named, provenance_of
 from .forget import restore_episode, restore_field, restore_topic
@@ -437,7 +437,8 @@ def episode_view(t: Transition, eid: str, hit: Hit | None = None) -> EpisodeView
     return EpisodeView(id=eid, text=row["text"], at=row["at"], speaker=row["speaker"],
                        source=row["source"], recorded_at=row["recorded_at"],
                        salience=t.salience_now(row), status=row["status"],
-                       follows=row["follows"], score=None if hit is None else hit.score,
+                       follows=row["follows"], refers_to=refers_to(row["text"], row["at"]),
+                       score=None if hit is None else hit.score,
                        recalled=None if hit is None else hit.recalled)
 
 
