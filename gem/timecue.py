@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import datetime, timedelta, timezone
 
 MONTHS = {m: i + 1 for i, m in enumerate(
@@ -52,6 +53,17 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [(kind, re.compile(p, re.I)) for 
               r"(?!\s*\d)"),
     ("year", rf"\b(?:in|during|since|by|until|before|after|of)\s+{_YEAR}\b"),
 ]]
+# Words without which no pattern matches: most texts name no time, and one pass over their
+# words says so (cues are read on every turn retrieval weighs or shows).
+_TRIGGERS = frozenset([*MONTHS, *WEEKDAYS, *(u + s for u in UNITS for s in ("", "s")),
+                       "today", "tonight", "yesterday", "tomorrow", "recently", "lately"])
+_WORD = re.compile(r"[a-z]+|(?:19|20|21)\d\d\b", re.I)
+
+
+def _may_name_a_time(text: str) -> bool:
+    return any(w.lower() in _TRIGGERS or w[0].isdigit() for w in _WORD.findall(text))
+
+
 _DIRECTION = re.compile(r"\b(before|until|by|after|since)\s+$", re.I)
 _WHEN = re.compile(r"\b(when|what (?:date|day|time|year|month)|how long ago|which (?:year|month|day))\b",
                    re.I)
@@ -164,6 +176,8 @@ def _resolve(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
 
 
 def _find(text: str, now: datetime) -> tuple[str, re.Match[str], tuple[datetime, datetime]] | None:
+    if not _may_name_a_time(text):
+        return None
     best: tuple[int, str, re.Match[str], tuple[datetime, datetime]] | None = None
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text):
@@ -213,11 +227,13 @@ def asks_when(text: str) -> bool:
     return _WHEN.search(text) is not None
 
 
+@lru_cache(maxsize=1 << 16)  # retrieval asks again of the turns it weighs and shows
 def mentions_time(text: str) -> bool:
     """Whether a text speaks of a time (an absolute date or a relative one)."""
-    return any(p.search(text) for _, p in _PATTERNS)
+    return _may_name_a_time(text) and any(p.search(text) for _, p in _PATTERNS)
 
 
+@lru_cache(maxsize=1 << 16)
 def refers_to(text: str, said_at: datetime) -> datetime | None:
     """The start of the day (or period) the first time cue of `text` refers to, read against
     the moment it was said; None when it names no time."""
