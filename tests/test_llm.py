@@ -255,17 +255,16 @@ def test_hooks_refuse_bad_settings():
     assert "sk-" not in repr(gem.llm.Extractor(MODEL, "http://127.0.0.1:1/v1", api_key="sk-x").client)
 
 
-def _readme_block() -> str:
+def _guide_block() -> str:
     import re
     from pathlib import Path
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### LLM extraction"):]
-    return re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    guide = Path(__file__).resolve().parents[1] / "docs" / "guides" / "llm-extraction.md"
+    return re.findall(r"```python\n(.*?)```", guide.read_text(encoding="utf-8"), re.S)[0]
 
 
-def test_the_readme_example_runs_against_an_endpoint_and_does_nothing_without_one(
+def test_the_guide_example_runs_against_an_endpoint_and_does_nothing_without_one(
         llm, monkeypatch, capsys):
-    block = compile(_readme_block(), "README.md", "exec")
+    block = compile(_guide_block(), "docs/guides/llm-extraction.md", "exec")
     monkeypatch.delenv("GEM_LLM_BASE_URL", raising=False)
     exec(block, {})
     assert capsys.readouterr().out == "" and llm.count() == 0
