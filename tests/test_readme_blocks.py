@@ -124,6 +124,11 @@ def test_the_readme_stays_short_and_its_quickstart_is_what_ci_runs():
     assert len(quick) == 2 and quick[0].rstrip().endswith("&& gem demo")
     assert quick[1].rstrip().endswith("&& python -m pytest -q")
     assert "\npython -m pytest -q\n" in ci
+    # The extras the README's test command installs are the ones CI installs, so a newcomer's
+    # run skips no test that CI runs.
+    readme_extras = re.search(r"pip install '\.\[([^\]]*)\]'", quick[1]).group(1)
+    ci_extras = re.search(r'pip install --quiet "\.\[([^\]]*)\]"', ci).group(1)
+    assert readme_extras == ci_extras
 
 
 def _free_port() -> str:
