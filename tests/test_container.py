@@ -23,6 +23,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import pytest
 
 from gem.server.endpoint import pid_alive, read_endpoint
@@ -193,14 +194,23 @@ def run_image(local, tmp_path):
         assert not pid_alive(process.pid)
 
 
+def _ready(url: str) -> bool:
+    try:
+        return get(url + "/health").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 @pytest.mark.slow
 def test_the_image_command_serves_the_volume_and_passes_its_health_check(local, run_image):
     down = local.healthcheck()
     assert down.returncode != 0, "the health check passed with nothing listening"
     process, log = run_image()
-    # Healthy once the memory is open: until then /v1/health answers 503 and the check fails.
-    wait_for(lambda: local.healthcheck().returncode == 0, what="the HEALTHCHECK to pass")
     url = f"http://127.0.0.1:{local.port}/v1"
+    # Ready once the memory is open (503 until then); the check must pass then.
+    wait_for(lambda: _ready(url), what="the server to open the memory")
+    check = local.healthcheck()
+    assert check.returncode == 0, check.stderr
     with client(url) as c:
         r = c.post("/ingest", json={"facts": [{"topic": "Website Redesign", "field": "deadline",
                                                "value": "April 20", "source": "chat:2"}]})
@@ -220,7 +230,9 @@ def test_keys_appended_to_the_image_command_require_a_key_and_keep_the_health_ch
     keys = tmp_path / "keys.json"  # in the README: a file mounted at /keys/keys.json
     keys.write_text(json.dumps({key: "*"}), encoding="utf-8")
     process, log = run_image("--keys", str(keys))
-    wait_for(lambda: local.healthcheck().returncode == 0, what="the HEALTHCHECK to pass")
+    wait_for(lambda: _ready(f"http://127.0.0.1:{local.port}/v1"), what="the server to open the memory")
+    check = local.healthcheck()  # /v1/health answers without a key
+    assert check.returncode == 0, check.stderr
     url = f"http://127.0.0.1:{local.port}/v1/stats"
     assert get(url).status_code == 401
     assert get(url, headers={"Authorization": f"Bearer {key}"}).status_code == 200
