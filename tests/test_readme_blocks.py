@@ -41,8 +41,6 @@ NOT_RUN = {
     ("Deploying beyond one process", ""): "its blocks need a FalkorDB server between them; "
     "tests/test_falkordb.py::test_the_readme_deploying_section_runs_as_written runs them as "
     "written (ports filled in), waiting for the server the first block starts",
-    ("Run it in a container", ""): "they need a container runtime; tests/test_container.py runs "
-    "the image's command as written, and builds and serves the image when docker or podman answers",
 }
 
 
