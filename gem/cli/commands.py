@@ -595,6 +595,7 @@ def mcp_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key", default=os.environ.get("GEM_API_KEY"),
                    help="the API key to present to a server started with --keys "
                         "(default: $GEM_API_KEY)")
+    llm_options.add_arguments(p)  # for the server it starts: `gem serve` takes the same
 
 
 def mcp(args: argparse.Namespace) -> int:
@@ -606,5 +607,7 @@ def mcp(args: argparse.Namespace) -> int:
         raise InvalidInput("gem mcp starts or finds the one server of a database path; for a "
                            "FalkorDB memory run `gem serve URL --engine falkordb` (as many as "
                            "you like) and point the MCP client at its /mcp")
+    llm_options.hooks(args)  # refuse bad model options here, not in a server's log
     _logging("WARNING")
-    return run_bridge(args.path, args.engine, args.idle_exit, key=args.key)
+    return run_bridge(args.path, args.engine, args.idle_exit, key=args.key,
+                      serve_args=llm_options.serve_arguments(args))
