@@ -43,6 +43,9 @@ PORTS = ("8765",)  # ports the runnable blocks name; each run gets free ones ins
 
 # (page, section, a text the block contains) -> why it is not run here
 NOT_RUN = {
+    ("docs/guides/container.md", "Run it in a container", ""):
+    "its blocks need a container runtime; tests/test_container.py runs the image's command as "
+    "written, and builds and serves the image when docker or podman answers",
     ("docs/getting-started.md", "Getting started", "python -m pytest"):
     "it runs the whole test suite, this test included",
     ("README.md", "Documentation", "mkdocs build"): "it builds the site from a checkout; "
