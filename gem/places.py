@@ -21,16 +21,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .errors import InvalidInput
 from .model import Place, coordinate
 from .units import unit_table
-
-if TYPE_CHECKING:
-    from .state.cache import CommittedCache
 
 EARTH_KM = 6371.0088     # the mean Earth radius (IUGG)
 BITS = 26                # per coordinate: a finest cell is ~0.3 m of latitude
@@ -94,10 +91,11 @@ def _is_coordinate(v: Any, bound: float) -> bool:
     return True
 
 
-def unit_places(cache: "CommittedCache", units: Sequence[str]
+def unit_places(cache: Any, units: Sequence[str]
                 ) -> dict[str, tuple[float, float] | None]:
     """unit -> (lat, lon) of committed fields (their current entry's place) and episodes;
-    None for a unit with no place, no current value, or gone."""
+    None for a unit with no place, no current value, or gone. `cache`: the row cache
+    (gem/state/cache.py, a layer above this one)."""
     fids = [u for u in units if unit_table(u) == "Field"]
     eids = [u for u in units if unit_table(u) == "Episode"]
     cache.load_children("HAS_ENTRY", fids)
