@@ -3,6 +3,7 @@ finds units by radius through the geohash grid (gem/places.py), alone or with a 
 `between=`; bad input is refused naming the field; the grid follows commits and erasure."""
 from __future__ import annotations
 
+import json
 import math
 import random
 from datetime import timedelta
@@ -256,3 +257,43 @@ def test_policies_read_an_episodes_place(db_path, clock, tmp_path):
         with pytest.raises(gem.TransitionRejected):
             mem.ingest(gem.Episode("Said in Porto", place=PORTO))
         assert len(mem.retrieve(near=(*LISBON, 1)).episodes) == 1
+
+
+# ---------------------------------------------------------------------------- the surfaces
+def test_http_and_mcp_bodies_carry_places_and_near(mem):
+    """The request and result schemas HTTP and MCP share (gem/api/schemas.py, ops.py)."""
+    from gem.api import ops, prompt, schemas as s
+    ops.remember(mem, [s.FactIn(topic="Office", field="wifi", value="fast",
+                                place=s.PlaceIn(lat=LISBON[0], lon=LISBON[1], name="Lisbon"))],
+                 episodes=[s.EpisodeIn(text="Lunch by the river",
+                                       place=s.PlaceIn(lat=38.707, lon=-9.136))])
+    result = ops.recall(mem, s.RetrieveRequest(near=(*LISBON, 5)))
+    card = result.topics[0].fields["wifi"]
+    assert card.place.name == "Lisbon" and card.distance_km == pytest.approx(0.0, abs=1e-6)
+    assert result.episodes[0].place.lat == 38.707 and result.near == (*LISBON, 5.0)
+    text = prompt.render(result)
+    assert "at Lisbon (0.0 km away)" in text and "at 38.7070,-9.1360" in text
+    with pytest.raises(gem.InvalidInput, match="place: lat"):
+        ops.remember(mem, [s.FactIn(topic="Office", field="x", value=1,
+                                    place=s.PlaceIn(lat=99, lon=0))])
+    with pytest.raises(gem.InvalidInput, match="near: km"):
+        ops.recall(mem, s.RetrieveRequest(near=(0, 0, -3)))
+
+
+def test_gem_query_near(tmp_path):
+    from test_cli import gem_here, jsonl
+    path = str(tmp_path / "cli.db")
+    gem_here("init", path, "--engine", ENGINE)
+    facts = [{"topic": "Office", "field": "wifi", "value": "fast",
+              "place": {"lat": LISBON[0], "lon": LISBON[1], "name": "Lisbon office"}},
+             {"topic": "Depot", "field": "gate", "value": "3", "place": {"lat": PORTO[0],
+                                                                          "lon": PORTO[1]}}]
+    gem_here("ingest", path, "-", stdin=jsonl(facts))
+    out = gem_here("query", path, "--near", f"{LISBON[0]},{LISBON[1]},10").stdout
+    assert "wifi" in out and "at Lisbon office (0.00 km)" in out and "Depot" not in out
+    out = gem_here("query", path, "--near", f"{PORTO[0]},{PORTO[1]},10", "--json").stdout
+    assert json.loads(out)["topics"][0]["title"] == "Depot"
+    bad = gem_here("query", path, "--near", "1,2", ok=False)
+    assert bad.returncode != 0 and "LAT,LON,KM" in bad.stderr
+    bad = gem_here("query", path, "--near", "95,2,1", ok=False)
+    assert bad.returncode != 0 and "near: lat" in bad.stderr
