@@ -297,3 +297,14 @@ def test_gem_query_near(tmp_path):
     assert bad.returncode != 0 and "LAT,LON,KM" in bad.stderr
     bad = gem_here("query", path, "--near", "95,2,1", ok=False)
     assert bad.returncode != 0 and "near: lat" in bad.stderr
+
+
+def test_the_dashboard_shows_places_escaped(mem):
+    from gem.dashboard import pages
+    mem.ingest([gem.Fact("Office", "wifi", "fast", place=(*LISBON, "<b>Lisbon</b> office")),
+                gem.Episode("Lunch by the river", place=(38.707, -9.136))])
+    topic = pages.topic(mem, "Office")
+    assert "&lt;b&gt;Lisbon&lt;/b&gt; office" in topic and "<b>Lisbon" not in topic
+    assert "38.72230, -9.13930" in topic
+    said = pages.episodes(mem, None, None, 0)
+    assert "<th>place</th>" in said and "38.70700, -9.13600" in said
