@@ -220,14 +220,17 @@ class PlaceGrid:
         return Found(out, level, len(starts), len(picked) + len(self.dirty))
 
     def scan(self, lat: float, lon: float, km: float) -> dict[str, float]:
-        """The same answer by a check of every unit (the reference the grid is tested and
-        measured against)."""
-        units = list(self.points)
-        if not units:
-            return {}
-        pts = np.array([self.points[u] for u in units], dtype=np.float64)
-        dist = haversine_km(lat, lon, pts[:, 0], pts[:, 1])
-        return {u: d for u, d, ok in zip(units, dist.tolist(), (dist <= km).tolist()) if ok}
+        """The same answer by a check of every unit, vectorised over the same arrays (the
+        reference the grid is tested and measured against)."""
+        dist = haversine_km(lat, lon, self.lats, self.lons)
+        out = {self.units[i]: d for i, d in zip(np.flatnonzero(dist <= km).tolist(),
+                                                 dist[dist <= km].tolist())
+               if self.units[i] not in self.dirty}
+        for unit in self.dirty:
+            point = self.points.get(unit)
+            if point is not None and (d := distance_km(lat, lon, *point)) <= km:
+                out[unit] = d
+        return out
 
 
 def cover(lat: float, lon: float, km: float) -> tuple[int, np.ndarray, np.ndarray]:
