@@ -280,6 +280,7 @@ def test_http_and_mcp_bodies_carry_places_and_near(mem):
         ops.recall(mem, s.RetrieveRequest(near=(0, 0, -3)))
 
 
+@pytest.mark.skipif(ENGINE == "falkordb", reason="the command line's database is embedded")
 def test_gem_query_near(tmp_path):
     from test_cli import gem_here, jsonl
     path = str(tmp_path / "cli.db")
