@@ -73,22 +73,14 @@ def checked_near(near: Any) -> tuple[float, float, float]:
         raise InvalidInput(f"near must be (lat, lon, km), got {type(near).__name__}"
                            + (f" of {len(near)}" if isinstance(near, (tuple, list)) else ""))
     lat, lon, km = near
-    try:
-        lat, lon = coordinate(lat, 90.0), coordinate(lon, 180.0)
-    except ValueError as exc:
-        which = "lat" if not _is_coordinate(near[0], 90.0) else "lon"
-        raise InvalidInput(f"near: {which}: {exc}") from None
+    for i, (what, bound) in enumerate((("lat", 90.0), ("lon", 180.0))):
+        try:
+            coordinate(near[i], bound)
+        except ValueError as exc:
+            raise InvalidInput(f"near: {what}: {exc}") from None
     if type(km) not in (int, float) or not math.isfinite(km) or km <= 0:
         raise InvalidInput(f"near: km must be a finite number > 0, got {km!r}")
-    return lat, lon, float(km)
-
-
-def _is_coordinate(v: Any, bound: float) -> bool:
-    try:
-        coordinate(v, bound)
-    except ValueError:
-        return False
-    return True
+    return float(lat), float(lon), float(km)
 
 
 def unit_places(cache: Any, units: Sequence[str]

@@ -309,3 +309,15 @@ def test_the_dashboard_shows_places_escaped(mem):
     assert "38.72230, -9.13930" in topic
     said = pages.episodes(mem, None, None, 0)
     assert "<th>place</th>" in said and "38.70700, -9.13600" in said
+
+
+def test_a_scope_finds_only_its_own_places(mem):
+    mem.ingest(gem.Fact("Office", "wifi", "fast", place=LISBON))
+    acme = mem.scope("acme")
+    acme.ingest([gem.Fact("Office", "wifi", "slow", place=LISBON),
+                 gem.Episode("acme stand-up", place=LISBON)])
+    assert mem.retrieve(near=(*LISBON, 1)).value("Office", "wifi") == "fast"
+    assert mem.retrieve(near=(*LISBON, 1)).episodes == []
+    found = acme.retrieve(near=(*LISBON, 1))
+    assert found.value("Office", "wifi") == "slow" and len(found.episodes) == 1
+    assert derived_disagreements(mem) == []

@@ -11,7 +11,6 @@ strong enough to recall what was forgotten.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from ..derived import scope_of
 from ..model import RetrieveResult
@@ -23,7 +22,7 @@ from ..store import queries
 def grid(t: Transition) -> PlaceGrid:
     """The scope's place grid, up to date with every commit (built by one scan if needed)."""
     derived = t.committed
-    derived.refresh_units(t.cache)  # type: ignore[attr-defined]
+    derived.refresh_units(t.cache)
     if derived.places is None:
         with t.cache.store.reading() as tx:
             found = queries.placed_units(tx, t.scope)
@@ -51,7 +50,7 @@ def nearest(t: Transition, near: tuple[float, float, float],
             include_archived: bool) -> tuple[list[tuple[str, float]], bool]:
     """(unit, score) of the k units nearest the point within the radius (and the window),
     and whether more were there than k."""
-    derived: Any = t.committed
+    derived = t.committed
     found = in_window(t, within(t, near), between)
     eligible: dict[str, float] = {}
     for unit, km in found.items():
