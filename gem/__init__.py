@@ -16,7 +16,7 @@ from .errors import (GemError, InvalidInput, LostCommits, PolicyCheckError, Poli
 from .aio import AsyncMemory
 from .memory import Memory, engine_for, import_jsonl, open
 from .model import (AuditReport, DroppedFact, Episode, EpisodeView, Explanation, Fact, FieldView,
-                    FlagView, HistoryEntry, IngestResult, PendingRevision, Provenance, Resolution,
+                    FlagView, HistoryEntry, IngestResult, PendingRevision, Place, Provenance, Resolution,
                     RetrieveResult, TopicView)
 from .resolve import Resolver, TieredResolver
 from .transfer import TransferReport
@@ -26,7 +26,7 @@ from .units import TopicId
 
 __all__ = [
     "open", "engine_for", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact",
-    "Episode", "EpisodeView", "Embedder", "HashingEmbedder", "MiniLMEmbedder",
+    "Episode", "EpisodeView", "Place", "Embedder", "HashingEmbedder", "MiniLMEmbedder",
     "NumpyMiniLMEmbedder", "Resolver", "TieredResolver",
     "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "LostCommits",
     "TransitionRejected", "WriteConflict",

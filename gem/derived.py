@@ -46,6 +46,7 @@ from .collector import paused_gc
 from .errors import SnapshotError, StoreError
 from .history import is_retraction
 from .index import LexicalIndex, VectorIndex
+from .places import PlaceGrid, unit_places
 from .store import GraphStore, queries
 from .store.schema import Row
 from .text import name_key, value_text
@@ -336,6 +337,9 @@ class ScopeState:
         # drops it (rare). A hit is checked against the episode's row, so a stale one is
         # harmless.
         self.said: dict[bytes, str] | None = None
+        # The placed units by geohash (gem/places.py): built by one scan when a `near=` query
+        # first needs it (not saved), then kept by `refresh_units` and `_forget_unit`.
+        self.places: PlaceGrid | None = None
         self._active_fields: int | None = None
         # Duplicate detection compares only titles that changed since its last pass, unless its
         # threshold changed (gem/operators/revise.py).
@@ -664,6 +668,8 @@ class ScopeState:
     def _forget_unit(self, unit: str) -> None:
         """A field or an episode leaves the unit indexes."""
         self.stale_units.pop(unit, None)
+        if self.places is not None:
+            self.places.remove(unit)
         units = self.units()
         if unit in units.docs or unit in units.lexical or unit in units.vectors:
             units = self.changed_units()
@@ -728,6 +734,10 @@ class ScopeState:
         if nonzero.any():  # one bulk upsert: a rebuild refreshes every unit at once
             units.vectors.upsert_many([u for u, has in zip(keep, nonzero.tolist()) if has],
                                       vectors[nonzero])
+        if self.places is not None and len(stale) > SCAN_ABOVE:
+            self.places = None  # too many to read by key: its own scan rebuilds it
+        elif self.places is not None:
+            self.places.update(unit_places(cache, stale))
         self.stale_units.clear()
 
     def summary(self, cache: "CommittedCache", summarizer: Summarizer, tid: str) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import InvalidInput, TransitionRejected
 from .history import is_retraction
+from .places import place_record
 from .operators.common import (add_edge, entry_value, field_evidence, field_ref, provenance_of,
                                settle_current)
 from .reliability import evidence_states
@@ -126,6 +127,8 @@ class PolicyRuntime:
                 return entry_value(row)
             if name == "provenance":
                 return provenance_of(row)
+            if name == "place":
+                return place_record(row)
             if name == "field":
                 return field_ref(t, obj.field_id)
             if name == "topic":
@@ -137,6 +140,8 @@ class PolicyRuntime:
                 return None
             if name == "salience":
                 return t.salience_now(row)
+            if name == "place":
+                return place_record(row)
             return row.get(name)
         if isinstance(obj, EdgeRef):
             if name == "created_at":

@@ -40,6 +40,11 @@ def _results(mem, clock) -> list[pydantic.BaseModel]:
     out += [mem.topics(), mem.graph("Website Redesign", depth=2),
             mem.salience_history("Website Redesign"), mem.episodes()]
     out.append(gem.Fact("Topic", "field", ["a", 1], at=t0, source="s", polarity="-"))
+    # places: on an entry, an episode, and a near= retrieval's distances
+    out.append(mem.ingest([gem.Fact("Office", "wifi", "fast", place=(38.72, -9.14, "Lisbon")),
+                           gem.Episode("Lunch by the river", at=t0, place=(38.7, -9.13))]))
+    out.append(mem.retrieve(near=(38.72, -9.14, 10), history=True))
+    assert out[-1].near and out[-1].episodes[0].place and out[-1].topics[0].fields["wifi"].place
     clock.advance(days=400)  # everything fades: the ladder history has something to show
     mem.forget()
     out.append(mem.salience_history("Budget"))

@@ -339,7 +339,9 @@ def test_batched_creates_and_updates_store_exactly_the_values_given(db_path):
                 "value": f'"v{i}"', "valid_at": t0, "asserted_at": t0, "recorded_at": t0 + timedelta(days=i),
                 "source": "s", "actor": "a", "ref": None, "confidence": 1, "polarity": "+",
                 "status": "current", "superseded_by": None, "superseded_tx": None, "active": True,
-                "annotations": "{}", "labels": [], "reason": None} for i in range(12)]
+                "annotations": "{}", "labels": [], "reason": None,
+                "place_lat": None if i % 3 else 38.7 + i, "place_lon": None if i % 3 else -9 - i,
+                "place_name": None if i % 2 else f"p{i}"} for i in range(12)]
     with store.transaction() as tx:
         queries.create_rows(tx, "Topic", [topic])
         queries.create_rows(tx, "Field", [dict(f) for f in fields], RELS["HAS_FIELD"],

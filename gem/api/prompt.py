@@ -30,6 +30,14 @@ def _value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _place(place: s.PlaceIn | None, km: float | None) -> str:
+    """", at Lisbon office" (or the coordinates), with the distance from a near= point."""
+    if place is None:
+        return ""
+    where = place.name or f"{place.lat:.4f},{place.lon:.4f}"
+    return f", at {where}" + (f" ({km:.1f} km away)" if km is not None else "")
+
+
 def _field(f: s.FieldCard) -> str:
     if f.retracted is not None:
         return f"- {f.name}: none [retracted: {f.retracted}]"
@@ -39,7 +47,8 @@ def _field(f: s.FieldCard) -> str:
         marks.append("contested" + (f" with {', '.join(others)}" if others else ""))
     source = f", source {f.provenance.source}" if f.provenance else ""
     mark = f" [{'; '.join(marks)}]" if marks else ""
-    return f"- {f.name}: {_value(f.value)} ({_day(f.valid_at)}{source}){mark}"
+    where = _place(f.place, f.distance_km)
+    return f"- {f.name}: {_value(f.value)} ({_day(f.valid_at)}{source}{where}){mark}"
 
 
 def _topic(t: s.TopicCard) -> list[str]:
@@ -57,12 +66,12 @@ def _topic(t: s.TopicCard) -> list[str]:
 
 def _episode(e: s.EpisodeCard) -> str:
     mark = f" [recalled from {e.recalled}]" if e.recalled else ""
-    return f"{e.speaker or 'someone'}, {_day(e.at)}: {e.text}{mark}"
+    return f"{e.speaker or 'someone'}, {_day(e.at)}{_place(e.place, e.distance_km)}: {e.text}{mark}"
 
 
 def render(result: s.RecallResult, max_tokens: int = DEFAULT_MAX_TOKENS) -> str:
     """Topics in rank order (title, then one line per field: value, valid date, source,
-    marks), then episodes in rank order ("speaker, date: text"). Over `max_tokens`, whole
+    place, marks), then episodes in rank order ("speaker, date: text"). Over `max_tokens`, whole
     lines are kept from the top and a last line says how many more were left out."""
     lines = [line for t in result.topics for line in _topic(t)]
     lines += [_episode(e) for e in result.episodes]

@@ -142,7 +142,7 @@ def ingest_arguments(p: argparse.ArgumentParser) -> None:
     _path(p)
     p.add_argument("file", metavar="FILE.jsonl", help="one fact per line as a JSON object with "
                    "topic, field, value (and optionally at, source, actor, ref, confidence, "
-                   "polarity); '-' reads stdin")
+                   "polarity, place {lat, lon, name}); '-' reads stdin")
     p.add_argument("--create", action="store_true", help="create the database if it is missing")
     p.add_argument("--batch", type=positive_int, default=500, help="facts per transition (default 500)")
     p.add_argument("--skip-bad", action="store_true",
@@ -285,6 +285,19 @@ def ingest(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- reads
+def _near(text: str) -> tuple[float, float, float]:
+    """--near LAT,LON,KM (ranges are checked by the retrieval, which names what is wrong)."""
+    parts = text.split(",")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        lat, lon, km = (float(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LAT,LON,KM in degrees and km, got {text!r}") \
+            from None
+    return lat, lon, km
+
+
 def query_arguments(p: argparse.ArgumentParser) -> None:
     _read(p)
     p.add_argument("text", nargs="?", help="free-text query")
@@ -296,6 +309,9 @@ def query_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--as-of", type=_time, help="answer as of this ISO 8601 time")
     p.add_argument("--between", type=_time, nargs=2, metavar=("START", "END"),
                    help="only values and episodes whose time lies in this window (ISO 8601)")
+    p.add_argument("--near", type=_near, metavar="LAT,LON,KM",
+                   help="only values and episodes stated within KM of the point (without a "
+                        "query: those nearest first)")
     p.add_argument("-k", type=positive_int, default=5,
                    help="at most this many results: fields and episodes (default 5)")
     p.add_argument("--history", action="store_true", help="include each field's history")
@@ -320,6 +336,7 @@ def query(args: argparse.Namespace) -> int:
                                 as_of=args.as_of, k=args.k, history=args.history,
                                 include_archived=args.include_archived, actor="cli",
                                 between=None if args.between is None else tuple(args.between),
+                                near=args.near,
                                 format="text" if args.prompt else "json",
                                 max_tokens=args.max_tokens)
     with opened(args) as mem:

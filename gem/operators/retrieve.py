@@ -27,12 +27,14 @@ import numpy as np
 from ..model import Candidate, EpisodeView, FieldView, FlagView, HistoryEntry, Observation, \
     Provenance, RetrieveResult, TopicView
 from ..history import as_of as value_as_of, is_candidate, is_retraction, order_key
+from ..places import place_of
 from ..reliability import evidence_states
 from ..runtime import topic_summary
 from ..state.transition import Transition
 from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
 from .common import field_evidence, field_named, provenance_of
 from .forget import restore_episode, restore_field, restore_topic
+from . import near as near_op
 from .resolution import Directory
 
 # Reciprocal-rank fusion: a unit at rank r (from 0) of a ranking adds weight / (RRF_K + r + 1)
@@ -62,6 +64,7 @@ class Request:
     k: int
     all_fields: bool = False                            # fields="all": every visible field
     between: tuple[datetime, datetime] | None = None    # valid-time window of ranked units
+    near: tuple[float, float, float] | None = None      # (lat, lon, km): gem/operators/near.py
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ class Hit:
 
 
 def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResult]:
-    if req.query and req.topic is None:
+    if (req.query or req.near) and req.topic is None:
         return _search(t, req)
     if req.topic is not None:
         tid = Directory.of(t).lookup(req.topic)
@@ -124,10 +127,15 @@ def _access_topic(t: Transition, tid: str, fids: list[str], query: str | None) -
 
 def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResult]:
     """Unit-level free-text retrieval: rank, group by topic, recall, add context, access."""
-    assert req.query is not None
     t.committed.refresh_units(t.cache)
-    hits, truncated = rank_units(t, req.query, req.k, req.include_archived, req.between,
-                                 t.settings["relevance_floor"], t.settings["recall_floor"])
+    if req.query:
+        hits, truncated = rank_units(t, req.query, req.k, req.include_archived, req.between,
+                                     t.settings["relevance_floor"], t.settings["recall_floor"],
+                                     near=req.near)
+    else:
+        assert req.near is not None
+        found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived)
+        hits = [Hit(u, score, 0.0) for u, score in found]
     fids = [h.unit for h in hits if unit_table(h.unit) == "Field"]
     eids = [h.unit for h in hits if unit_table(h.unit) == "Episode"]
     tids = list(dict.fromkeys(fid.split("/", 1)[0] for fid in fids))
@@ -194,25 +202,32 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
                 view = view.model_copy(update={"fields": {
                     name: f.model_copy(update={"context": True}) for name, f in view.fields.items()}})
             views.append(view)
-        return RetrieveResult(
+        result = RetrieveResult(
             transition=t.seq, query=req.query, as_of=req.as_of, topics=views,
             episodes=[episode_view(t, eid, by_unit[eid]) for eid in episodes],
             truncated=truncated, between=req.between)
+        if req.near is not None:
+            result = near_op.with_distances(req.near, result)
+        return result
 
     return finish
 
 
 def rank_units(t: Transition, query: str, k: int, include_archived: bool,
                between: tuple[datetime, datetime] | None, floor: float,
-               recall_floor: float) -> tuple[list[Hit], bool]:
+               recall_floor: float, near: tuple[float, float, float] | None = None
+               ) -> tuple[list[Hit], bool]:
     """The k best eligible units (fields and episodes), best first, and whether more were
-    eligible than k."""
+    eligible than k. `near`: only units within that radius (gem/operators/near.py)."""
     derived = t.committed
     pool = max(50, 10 * k)
     allowed: set[str] | None = None
     if between is not None:
         lo, hi = (b.timestamp() for b in between)
         allowed = {u for u, v in derived.unit_valid.items() if lo <= v <= hi}
+    if near is not None:
+        placed = near_op.within(t, near)
+        allowed = set(placed) if allowed is None else allowed & placed.keys()
     lexical = derived.unit_lexical.search_covering(query, pool, max_df=0.5, ids=allowed)
     qvec = t.services.embedder.embed([query])[0]
     dense: list[tuple[str, float]] = []
@@ -326,7 +341,7 @@ def history_entry(t: Transition, row: dict[str, Any]) -> HistoryEntry:
         observations=[Observation(provenance=provenance(o), valid_at=o["valid_at"],
                                   recorded_at=o["recorded_at"])
                       for o in t.observations(row["id"])],
-        labels=list(row["labels"] or []), reason=row["reason"])
+        labels=list(row["labels"] or []), reason=row["reason"], place=place_of(row))
 
 
 def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: bool = False,
@@ -353,7 +368,8 @@ def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: 
         history=[history_entry(t, e) for e in shown] if (history or full_history) else None,
         labels=list(row["labels"] or []),
         retracted=current["reason"] or "" if current is not None and is_retraction(current)
-        else None)
+        else None,
+        place=place_of(current))
 
 
 def why_current(t: Transition, current: dict[str, Any], rivals: list[Candidate]) -> str:
@@ -437,7 +453,7 @@ def episode_view(t: Transition, eid: str, hit: Hit | None = None) -> EpisodeView
                        source=row["source"], recorded_at=row["recorded_at"],
                        salience=t.salience_now(row), status=row["status"],
                        follows=row["follows"], score=None if hit is None else hit.score,
-                       recalled=None if hit is None else hit.recalled)
+                       recalled=None if hit is None else hit.recalled, place=place_of(row))
 
 
 def summary(t: Transition, tid: str) -> str:

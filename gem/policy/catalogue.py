@@ -65,6 +65,7 @@ def record(**fields: Type) -> Type:
 
 
 PROVENANCE = record(source=TEXT, actor=TEXT, ref=TEXT, confidence=NUMBER, polarity=TEXT)
+PLACE = record(lat=NUMBER, lon=NUMBER, name=TEXT)  # gem/places.py; null where none was given
 
 ENTITIES = frozenset({"Topic", "Field", "Entry", "Edge", "Unit", "Episode"})
 
@@ -231,11 +232,13 @@ ATTRIBUTES: dict[str, dict[str, AttrSig]] = {
         AttrSig("status", TEXT), AttrSig("provenance", PROVENANCE),
         AttrSig("field", FIELD), AttrSig("topic", TOPIC),
         AttrSig("labels", list_of(TEXT), "the labels of the facts that stated it"),
+        AttrSig("place", PLACE, "where it was stated: {lat, lon, name}, or null"),
     ),
     "Episode": _attrs(
         AttrSig("id", TEXT), AttrSig("text", TEXT), AttrSig("speaker", TEXT),
         AttrSig("source", TEXT), AttrSig("at", TIME, "when it was said or observed"),
         AttrSig("recorded_at", TIME), *_UNIT_ATTRS,
+        AttrSig("place", PLACE, "where it was said: {lat, lon, name}, or null"),
     ),
     "Edge": _attrs(
         AttrSig("kind", TEXT), AttrSig("source", TOPIC), AttrSig("target", TOPIC), AttrSig("created_at", TIME),
@@ -277,6 +280,8 @@ FUNCTIONS: dict[str, FunctionSig] = {
         FunctionSig("lower", (TEXT,), TEXT, "the text in lower case", pure=True),
         FunctionSig("canon", (TEXT,), TEXT, "the canonical key of a name, as the store compares "
                     "names (gem.text.name_key)", pure=True),
+        FunctionSig("distance_km", (PLACE, NUMBER, NUMBER), NUMBER, "great-circle distance "
+                    "in km from a place to the point (lat, lon); null for no place", pure=True),
         FunctionSig("matches", (TEXT, TEXT), BOOL, "whether a regular expression (a string "
                     "literal, checked with the policy) matches anywhere in the text", pure=True),
     )

@@ -13,6 +13,7 @@ hold against) never fail the check; they come back with the result.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -396,7 +397,21 @@ class _Typer:
         self.arguments("function", e.func, sig.params, e.args, arg_types, e.name_span)
         if e.func == "matches" and len(e.args) == 2 and C.assignable(arg_types[1], TEXT):
             self.pattern(e.args[1])
+        if e.func == "distance_km" and len(e.args) == 3:
+            self.point(e.args[1], "latitude", 90.0)
+            self.point(e.args[2], "longitude", 180.0)
         return sig.result
+
+    def point(self, e: A.Expr, what: str, bound: float) -> None:
+        """A coordinate of distance_km() that reads nothing is checked now: a point off the
+        globe would make the condition null on every transition, silently."""
+        if not _reads_nothing(e):
+            return
+        v = evaluate_constant(e)
+        if type(v) in (int, float) and not (math.isfinite(v) and -bound <= v <= bound):
+            self.report("gem_invalid_point", f"a {what} must be within [{-bound:g}, {bound:g}], "
+                        f"got {v!r}", e.span,
+                        "distance_km(place, lat, lon): latitude first, then longitude, in degrees")
 
     def pattern(self, e: A.Expr) -> None:
         """The regular expression of matches(): a string literal, compiled now, so a bad one is

@@ -17,12 +17,14 @@ foresee:
 """
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Callable, Iterator, Protocol
 
+from ..places import distance_km
 from ..text import name_key
 from . import ast as A
 from . import catalogue as C
@@ -161,9 +163,21 @@ def _pure(name: str, args: list) -> Any:
             return args[0].lower() if isinstance(args[0], str) else None
         if name == "canon":
             return name_key(args[0]) if isinstance(args[0], str) else None
+        if name == "distance_km":
+            return _distance(*args)
     except TypeError:
         return None
     raise AssertionError(name)  # pragma: no cover
+
+
+def _distance(place: Any, lat: Any, lon: Any) -> float | None:
+    """`distance_km(place, lat, lon)`: null unless the place and the point are coordinates."""
+    if not isinstance(place, Mapping):
+        return None
+    numbers: list[Any] = [place.get("lat"), place.get("lon"), lat, lon]
+    if not all(type(x) in (int, float) and math.isfinite(x) for x in numbers):
+        return None
+    return distance_km(*numbers)
 
 
 class ExprCompiler:

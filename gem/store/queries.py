@@ -739,6 +739,21 @@ def current_values(tx: Tx) -> list[tuple[str, str, str, str, Any]]:
         "RETURN f.id, f.topic_id, f.name, e.value, e.valid_at")]
 
 
+def placed_units(tx: Tx, scope: str) -> list[tuple[str, float, float]]:
+    """(unit, lat, lon) of every field of any scope whose current entry has a place and of
+    every episode of `scope` that has one: what the place grid of a scope is built from
+    (gem/places.py; the caller keeps its scope's fields, whose ids carry the scope)."""
+    cols = ("field_id", "place_lat", "place_lon")
+    entries = _rows(tx, "Entry", cols, tx.run(
+        "MATCH (e:Entry) WHERE e.status = 'current' AND e.place_lat IS NOT NULL "
+        "RETURN e.field_id, e.place_lat, e.place_lon"))
+    episodes = _rows(tx, "Episode", ("id", "place_lat", "place_lon"), tx.run(
+        "MATCH (n:Episode) WHERE n.scope = $scope AND n.place_lat IS NOT NULL "
+        "RETURN n.id, n.place_lat, n.place_lon", {"scope": scope}))
+    return [(r["field_id"], r["place_lat"], r["place_lon"]) for r in entries] + \
+        [(r["id"], r["place_lat"], r["place_lon"]) for r in episodes]
+
+
 def scan_edges(tx: Tx, rel: str) -> list[tuple[str, str, Row]]:
     cols = RELS[rel].columns
     rows = tx.run(f"MATCH (a:Topic)-[r:{rel}]->(b:Topic) RETURN a.id, b.id, {_returns('r', cols)}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..derived import DerivedState
+from ..derived import DerivedState, scope_of
 from ..store import queries
 
 
@@ -52,7 +52,24 @@ def derived_disagreements(mem: Any) -> list[str]:
         rebuilt.refresh(engine.cache, engine.services.summarizer)
         rebuilt.refresh_units(engine.cache)
         have, want = derived.fingerprint(), rebuilt.fingerprint()
-    return differences(have, want)
+        grids = placed_disagreements(engine.store, derived)
+    return differences(have, want) + grids
+
+
+def placed_disagreements(store: Any, derived: DerivedState) -> list[str]:
+    """A scope's place grid, once built (not saved, so a rebuild has none), must hold exactly
+    the placed units a scan of the database finds."""
+    out = []
+    for name, scope in derived.scopes.items():
+        if scope.places is None:
+            continue
+        with store.reading() as tx:
+            found = queries.placed_units(tx, name)
+        want = {u: (lat, lon) for u, lat, lon in found if scope_of(u) == name}
+        have = dict(scope.places.points)
+        if have != want:
+            out += differences(have, want, f"/places/{name}")
+    return out
 
 
 def differences(have: Any, want: Any, path: str = "", limit: int = 5) -> list[str]:

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import gem
+from gem.places import distance_km
 from gem.testing.consistency import cache_disagreements, derived_disagreements
 
 TOPICS = ("Alpha Project", "Beta Launch", "Gamma Budget", "Delta Team")
@@ -38,6 +39,9 @@ FIELDS = ("deadline", "owner", "status")
 CANONICAL = {t.lower(): t for t in TOPICS}
 VALUES = st.sampled_from(["March 15", "April 20", "May 1", "Alice", "Bob", "green", "red", 7, 11])
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+# Where episodes are said: two near each other, one farther, two across the antimeridian.
+PLACES = ((38.7223, -9.1393), (38.8029, -9.3817), (41.1579, -8.6291), (0.0, 179.99),
+          (0.0, -179.99))
 EPISODES = ("Alpha Project deadline moved to May 1", "Bob owns the Beta Launch now",
             "the Gamma Budget status is red", "lunch at the deli on Friday")
 
@@ -76,6 +80,7 @@ class Model:
     labels: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # a field's: every fact's
     order: int = 0
     episodes: dict[str, tuple[str, datetime]] = field(default_factory=dict)  # id -> (text, at)
+    places: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # id -> place
 
     def candidates(self, key: tuple[str, str], when: datetime | None = None) -> list[ModelEntry]:
         return [e for e in self.histories.get(key, []) if e.positive
@@ -324,18 +329,19 @@ class GemMachine(RuleBasedStateMachine):
                     assert self.model.current((view.title, name), when) is None
 
     @rule(text=st.sampled_from(EPISODES), back=st.integers(0, 3),
-          with_fact=st.booleans())
-    def record_episode(self, text, back, with_fact):
+          with_fact=st.booleans(), where=st.one_of(st.none(), st.sampled_from(PLACES)))
+    def record_episode(self, text, back, with_fact, where):
         self.steps += 1
         at = self.now - timedelta(days=back)
-        items: list[Any] = [gem.Episode(text, at=at, source="chat", speaker="Ana")]
-        note(f"episode {text!r} at {at.isoformat()} (with a fact: {with_fact})")
+        items: list[Any] = [gem.Episode(text, at=at, source="chat", speaker="Ana", place=where)]
+        note(f"episode {text!r} at {at.isoformat()} in {where} (with a fact: {with_fact})")
         before = {k: [replace(e, stated=list(e.stated)) for e in v]
                   for k, v in self.model.histories.items()}
         order, outcome = self.model.order, None
         if with_fact:
             outcome = self.model.record(("Delta Team", "status"), text, at, True)
-            items.append(gem.Fact("Delta Team", "status", text, at=at, source="episode"))
+            items.append(gem.Fact("Delta Team", "status", text, at=at, source="episode",
+                                  place=where))
         must_reject_c3 = outcome == "updated" and not self.propagating and any(
             a == "Delta Team" for a, _ in self.model.extension)
         try:
@@ -353,6 +359,7 @@ class GemMachine(RuleBasedStateMachine):
             (eid,) = result.episode_ids
             assert eid not in self.model.episodes and result.known_episode_ids == []
             self.model.episodes[eid] = (text, at)
+            self.model.places[eid] = where  # an episode said again keeps its first place
         if outcome == "updated":
             self.model.flagged |= {b for a, b in self.model.extension if a == "Delta Team"}
 
@@ -374,6 +381,31 @@ class GemMachine(RuleBasedStateMachine):
             assert (e.text, e.at) == (text, at) and e.status == "active"
             if between is not None:
                 assert between[0] <= e.at <= between[1]
+
+    @rule(where=st.sampled_from(PLACES), km=st.sampled_from([1.0, 30.0, 3000.0]),
+          k=st.integers(1, 6))
+    def retrieve_near(self, where, km, k):
+        """near= without a query: what is within the radius, nearest first, and nothing else
+        (the grid is built by the first such read; the derived invariant then checks it against
+        the database after every step)."""
+        self.steps += 1
+        result = self.mem.retrieve(near=(*where, km), k=k, include_archived=True)
+        fields = [(t.title, n, f) for t in result.topics if t.context_of is None
+                  for n, f in t.fields.items()]
+        note(f"retrieve near {where} {km} km k={k} -> {[(t, n) for t, n, _ in fields]}, "
+             f"{[e.id for e in result.episodes]}, truncated={result.truncated}")
+        assert len(fields) + len(result.episodes) <= k
+        self._check_retrieval(result)
+        for _, _, f in fields:
+            assert f.place is not None and f.distance_km is not None and f.distance_km <= km
+        expected = {eid for eid, p in self.model.places.items()
+                    if p is not None and distance_km(*where, *p) <= km}
+        got = [e.id for e in result.episodes]
+        assert set(got) <= expected, f"near returned {set(got) - expected}, not within {km} km"
+        if not result.truncated:
+            assert set(got) == expected, f"near left out {expected - set(got)}"
+        distances = [e.distance_km for e in result.episodes]
+        assert distances == sorted(distances)  # nearest first (fields and episodes interleave)
 
     # ------------------------------------------------------------------ structure and maintenance
     @rule(a=st.sampled_from(TOPICS), b=st.sampled_from(TOPICS),

@@ -195,9 +195,25 @@ def test_a_name_compared_with_a_literal_that_is_not_canonical_warns_what_it_matc
                 if w.code == "gem_name_not_canonical"]
 
 
+def test_a_point_off_the_globe_is_refused_at_check_time():
+    assert check_error('POLICY p ON field_created WHEN distance_km(entry.place, 12, -181) < 5 '
+                       'DO contest(field)') == (
+        "c.policy:1:61: gem_invalid_point: a longitude must be within [-180, 180], got -181\n"
+        "POLICY p ON field_created WHEN distance_km(entry.place, 12, -181) < 5 DO contest(field)\n"
+        "                                                            ^^^^\n"
+        "hint: distance_km(place, lat, lon): latitude first, then longitude, in degrees")
+    assert "gem_invalid_point: a latitude" in check_error(
+        'POLICY p ON field_created WHEN distance_km(entry.place, 90 + 1, 0) < 5 DO contest(field)')
+    # a coordinate the policy reads is checked when it runs (null off the globe), not here
+    ok('POLICY p ON field_created WHEN distance_km(entry.place, entry.place.lat, 0) < 5 '
+       'DO contest(field)')
+    assert "gem_type" in check_error(
+        'POLICY p ON field_created WHEN distance_km(entry.place, "north", 0) < 5 DO contest(field)')
+
+
 def test_every_code_is_listed_and_tested_somewhere():
     tested = set(EXACT) | {"gem_action_unavailable"} | set(COMPOSITION_EXACT) | {"gem_no_policies"}
-    tested |= {"gem_invalid_regex"}
+    tested |= {"gem_invalid_regex", "gem_invalid_point"}
     syntax = {"gem_syntax", "gem_missing_do", "gem_with_before_do", "gem_unclosed_paren"}  # test_policy_parse
     reader = {"gem_not_utf8"}  # test_policy_sources
     assert tested | syntax | reader == set(CODES)
