@@ -510,11 +510,19 @@ def run(path: Path, conversations: int | None, embedder_name: str | list[str], k
     began = time.perf_counter()
     count = len(load(path, conversations, 0))
     args = [(path, i, questions, embedders, observations, ks, policies) for i in range(count)]
+    done: list[ConversationResult] = []
+
+    def finished(c: ConversationResult) -> None:
+        done.append(c)
+        print(f"  {c.sample_id} done ({len(done)}/{count}, {time.perf_counter() - began:.0f} s)",
+              file=sys.stderr, flush=True)
     if jobs > 1:
         with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-            done = list(pool.map(_job, args))
+            for c in pool.map(_job, args):
+                finished(c)
     else:
-        done = [_job(a) for a in args]
+        for a in args:
+            finished(_job(a))
     results: dict[str, list[Scored]] = {}
     for c in done:
         for system, sel in c.scored.items():
