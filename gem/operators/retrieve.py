@@ -11,8 +11,9 @@ A free-text query ranks units, fields and episodes, not whole topics (issue 10):
 (BM25 over search terms) and vector candidates are fused by reciprocal rank, with the query's
 lexical coverage and a small reciprocal-rank vote for salience; `k` counts units. A unit is eligible when its relevance
 (the query's idf-weighted lexical coverage and the embedding cosine, each weighted 0.5) is at
-least `relevance_floor`; a forgotten one (a hidden field or episode, a field of an archived
-topic) only at `recall_floor`, and then it is revived: that is cued recall. Topics joined to a
+least `relevance_floor`; a forgotten one only at `hidden_recall_floor` (a hidden field or
+episode) or `recall_floor` (a field of an archived topic), and then it is revived: that is cued
+recall. Topics joined to a
 ranked topic by an association edge come after the ranked units, as one hop of context.
 """
 from __future__ import annotations
@@ -131,7 +132,7 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
     if req.query:
         hits, truncated = rank_units(t, req.query, req.k, req.include_archived, req.between,
                                      t.settings["relevance_floor"], t.settings["recall_floor"],
-                                     near=req.near)
+                                     t.settings["hidden_recall_floor"], near=req.near)
     else:
         assert req.near is not None
         found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived)
@@ -215,10 +216,12 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
 
 def rank_units(t: Transition, query: str, k: int, include_archived: bool,
                between: tuple[datetime, datetime] | None, floor: float,
-               recall_floor: float, near: tuple[float, float, float] | None = None
-               ) -> tuple[list[Hit], bool]:
+               recall_floor: float, hidden_floor: float | None = None,
+               near: tuple[float, float, float] | None = None) -> tuple[list[Hit], bool]:
     """The k best eligible units (fields and episodes), best first, and whether more were
-    eligible than k. `near`: only units within that radius (gem/operators/near.py)."""
+    eligible than k. A hidden unit needs `hidden_floor` (default: `recall_floor`), a field of
+    an archived topic `recall_floor`. `near`: only units within that radius
+    (gem/operators/near.py)."""
     derived = t.committed
     pool = max(50, 10 * k)
     allowed: set[str] | None = None
@@ -247,7 +250,9 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
         forgotten = "archived" if topic_status == "archived" else \
             status if status == "hidden" else None
         if forgotten is not None and not include_archived:
-            if relevance >= recall_floor:
+            needed = recall_floor if forgotten == "archived" or hidden_floor is None \
+                else hidden_floor
+            if relevance >= needed:
                 eligible.append((unit, relevance, forgotten))
         elif relevance >= floor:
             eligible.append((unit, relevance, None))

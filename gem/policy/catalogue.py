@@ -453,9 +453,12 @@ SETTINGS: dict[str, SettingSig] = {
                    "embedding cosine, each weighted 0.5) below which a unit is not returned by a "
                    "text query, and so not reinforced", 0, 1),
         SettingSig("recall_floor", NUMBER, 0.3, "relevance (as for relevance_floor) at or above "
-                   "which a text query recalls a forgotten unit (a hidden field or episode, a "
-                   "field of an archived topic), returns it marked with its ladder level and "
-                   "revives it", 0, 1),
+                   "which a text query recalls a field of an archived topic, returns it marked "
+                   "with its ladder level and revives it", 0, 1),
+        SettingSig("hidden_recall_floor", NUMBER, 0.3, "relevance (as for relevance_floor) at or "
+                   "above which a text query recalls a hidden field or episode (faded from default "
+                   "context, its topic not put away), returns it marked hidden and revives it",
+                   0, 1),
         SettingSig("cascade_depth", NUMBER, 8, "how deep policy cascades may go in one transition", 1, None,
                    integer=True),
         SettingSig("active_bound", NUMBER, None,

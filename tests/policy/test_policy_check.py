@@ -523,7 +523,7 @@ def test_disabling_twice_and_redefining_a_disabled_policy():
     again = parse("POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)", "b.policy")
     assert str(pytest.raises(PolicyCheckError, check, [DEFAULT, first, again]).value) == (
         "b.policy:1:8: gem_duplicate_policy: policy 'hide-faded-fields' is already defined at "
-        "default.policy:46:8 (disabled at a.policy:1:16)\n"
+        "default.policy:52:8 (disabled at a.policy:1:16)\n"
         "POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)\n"
         "       ^^^^^^^^^^^^^^^^^\n"
         "hint: to define it anew, write OVERRIDE POLICY hide-faded-fields"

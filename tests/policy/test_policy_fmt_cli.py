@@ -288,7 +288,7 @@ def test_explain_composes_the_default_policy_first_as_check_does(tmp_path):
     assert run("check", str(team))[0] == 0
     rc, out, _ = run("explain", str(team))
     assert rc == 0 and "Composition problems" not in out
-    assert f"  {default_policy_path()}: 2 settings, 9 policies\n" in out
+    assert f"  {default_policy_path()}: 3 settings, 9 policies\n" in out
     assert "  half_life = 14d (OVERRIDE in team.policy)\n" in out
     # --no-defaults explains the file alone, as check --no-defaults checks it alone.
     assert run("check", "--no-defaults", str(team))[0] == 1
@@ -306,12 +306,12 @@ def test_explain_shows_the_composed_trigger_graph(tmp_path):
     assert rc == 0
     assert out.startswith(
         "Files, composed in this order:\n"
-        f"  {default}: 2 settings, 9 policies\n"
+        f"  {default}: 3 settings, 9 policies\n"
         f"  {mine}: 1 setting, 1 policy, 1 disable\n"
         "Changes to earlier files:\n"
         f"  {mine}:1:14: OVERRIDE SET half_life (set at {default}:4:5)\n"
-        f"  {mine}:2:16: DISABLE POLICY hide-faded-fields (defined at {default}:46:8)\n"
-        f"  {mine}:3:17: OVERRIDE POLICY archive-faded-topics (defined at {default}:51:8)\n")
+        f"  {mine}:2:16: DISABLE POLICY hide-faded-fields (defined at {default}:52:8)\n"
+        f"  {mine}:3:17: OVERRIDE POLICY archive-faded-topics (defined at {default}:57:8)\n")
     assert ("  tick\n"
             "    -> compress-faded-fields [priority 30] (default.policy): WHEN EXISTS f IN active_fields "
             "WHERE f.salience < 0.3 DO compress\n"
