@@ -27,7 +27,7 @@ WRITTEN_BEHIND = frozenset({"strength", "last_access"})
 # `add_missing_columns`): a row written before one existed reads it back empty ([] or null), so
 # an empty value is left out of the hash and the rows of an older database still match what
 # its log attests.
-ADDED_LATER = ("labels", "reason", "cleared_by")
+ADDED_LATER = ("labels", "reason", "cleared_by", "cited_by", "contradicted_by")
 
 
 def row_hash(table: str, row: Row) -> str:

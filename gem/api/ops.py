@@ -173,7 +173,8 @@ def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
         transition=result.transition, query=result.query, as_of=result.as_of,
         topics=[_topic(namer, t, mem.inspect(TopicId(t.id))) for t in result.topics],
         episodes=[s.EpisodeCard(text=e.text, at=e.at, speaker=e.speaker, source=e.source,
-                                score=e.score, recalled=e.recalled) for e in result.episodes],
+                                score=e.score, recalled=e.recalled, stale=e.stale)
+                  for e in result.episodes],
         truncated=result.truncated)
 
 

@@ -12,6 +12,7 @@ import math
 from datetime import datetime
 from typing import Any
 
+from ..model import StaleMark
 from . import schemas as s
 
 DEFAULT_MAX_TOKENS = 800
@@ -55,8 +56,17 @@ def _topic(t: s.TopicCard) -> list[str]:
     return [head, *(_field(f) for f in t.fields.values())]
 
 
+def _stale(m: StaleMark) -> str:
+    if m.episode is not None:
+        return f"stale: contradicted {_day(m.since)}: {m.text}"
+    now = f"retracted ({m.reason})" if m.retracted else f"now {_value(m.value)}"
+    return f"stale: {m.topic} {m.field} {now} since {_day(m.since)}"
+
+
 def _episode(e: s.EpisodeCard) -> str:
-    mark = f" [recalled from {e.recalled}]" if e.recalled else ""
+    marks = [f"recalled from {e.recalled}"] if e.recalled else []
+    marks += [_stale(m) for m in e.stale]
+    mark = "".join(f" [{m}]" for m in marks)
     return f"{e.speaker or 'someone'}, {_day(e.at)}: {e.text}{mark}"
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from ..model import IngestResult, Observation, Provenance
+from ..model import IngestResult, Observation, Provenance, StaleMark
 
 JsonValue = Any  # any JSON value; gem rejects what json.dumps cannot write
 
@@ -236,6 +236,10 @@ class EpisodeCard(_Wire):
     score: float | None = Field(None, description="Retrieval score.")
     recalled: str | None = Field(None, description=(
         "The forgetting level a strong match brought it back from (it is active again)."))
+    stale: list[StaleMark] = Field(default_factory=list, description=(
+        "Why it is out of date (empty: it is not): a newer fact replaced what it said (the "
+        "topic and field, the value now, since when; `retracted` if withdrawn), or a later "
+        "episode contradicts it. A stale episode is ranked below the fact that replaced it."))
 
 
 class RecallResult(_Wire):

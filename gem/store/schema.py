@@ -127,6 +127,8 @@ class EpisodeRow(TypedDict):
     status: str               # active | hidden
     scope: str
     annotations: str
+    cited_by: list[str]       # entries whose facts cite it (ref), or whose value it corroborates
+    contradicted_by: str | None  # a later episode a policy judged to contradict it (mark_stale)
 
 
 class PolicyRow(TypedDict):

@@ -1,0 +1,159 @@
+"""Stale episodes (issue 27 item 4): an episode whose claim a newer fact replaced is marked
+stale, with the newer value and since when, ranked below that fact, and shown as such in
+results, the compact text format and the dashboard."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from conftest import ENGINE, T0, memory_location
+
+import gem
+from gem.api import ops, prompt
+from gem.api import schemas as s
+from gem.testing.consistency import cache_disagreements, derived_disagreements
+
+BERLIN_AT = T0 - timedelta(days=30)
+MUNICH_AT = T0 - timedelta(days=2)
+
+
+def where_they_live(episode: gem.Episode) -> list[gem.Fact]:
+    """A stand-in for an LLM extractor: 'I live in X' -> Fact(speaker, city, X)."""
+    text = episode.text.rstrip(".")
+    for says in ("I live in ", "I moved to "):
+        if text.startswith(says):
+            return [gem.Fact(episode.speaker or "someone", "city", text[len(says):],
+                             source=episode.source)]
+    return []
+
+
+def berlin_then_munich(mem: gem.Memory, munich_as_episode: bool = True) -> None:
+    mem.ingest(gem.Episode("I live in Berlin.", at=BERLIN_AT, source="chat:1", speaker="Alex"))
+    if munich_as_episode:
+        mem.ingest(gem.Episode("I moved to Munich.", at=MUNICH_AT, source="chat:2",
+                               speaker="Alex"))
+    else:
+        mem.ingest(gem.Fact("Alex", "city", "Munich", at=MUNICH_AT, source="profile"))
+
+
+@pytest.fixture
+def lives(db_path, clock):
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=where_they_live) as mem:
+        yield mem
+
+
+def _by_text(result: gem.RetrieveResult) -> dict[str, gem.EpisodeView]:
+    return {e.text: e for e in result.episodes}
+
+
+def test_an_episode_whose_fact_was_superseded_is_marked_stale_with_the_newer_value(lives):
+    berlin_then_munich(lives, munich_as_episode=False)
+    r = lives.retrieve("where does Alex live, Berlin?")
+    berlin = _by_text(r)["I live in Berlin."]
+    (mark,) = berlin.stale
+    assert (mark.topic, mark.field, mark.value, mark.since, mark.retracted) == \
+        ("Alex", "city", "Munich", MUNICH_AT, False)
+    assert r.value("Alex", "city") == "Munich"
+    assert lives.audit(full=True).ok
+
+
+def test_a_current_episode_is_not_stale_and_the_newer_episode_is_not_either(lives):
+    berlin_then_munich(lives)
+    episodes = _by_text(lives.retrieve("Alex live Berlin Munich moved", k=10))
+    assert episodes["I moved to Munich."].stale == []
+    assert [m.value for m in episodes["I live in Berlin."].stale] == ["Munich"]
+    lives.ingest(gem.Episode("I live in Munich.", at=MUNICH_AT + timedelta(hours=1),
+                             source="chat:3", speaker="Alex"))  # corroborates: not stale
+    episodes = _by_text(lives.retrieve("Alex live Berlin Munich moved", k=10))
+    assert episodes["I live in Munich."].stale == [] and episodes["I moved to Munich."].stale == []
+
+
+def test_no_stale_episode_is_ranked_above_the_fact_that_superseded_it(lives):
+    berlin_then_munich(lives)
+    for query in ("I live in Berlin", "Berlin", "where does Alex live", "Alex city"):
+        r = lives.retrieve(query, k=5)
+        for e in r.episodes:
+            for mark in e.stale:
+                (topic,) = [t for t in r.topics if t.id == mark.topic_id]
+                fact = topic.fields[mark.field]
+                assert fact.value == "Munich" and fact.score is not None
+                assert e.score is not None and e.score < fact.score, query
+        assert any(e.stale for e in r.episodes) or "Berlin" not in query
+
+
+def test_the_fact_comes_with_a_stale_episode_the_query_ranked_alone(lives):
+    berlin_then_munich(lives, munich_as_episode=False)
+    r = lives.retrieve("Berlin", k=1)  # only the episode says Berlin
+    (berlin,) = r.episodes
+    assert berlin.stale and r.value("Alex", "city") == "Munich"
+    assert berlin.score < r.topics[0].fields["city"].score
+
+
+def test_a_retracted_fact_leaves_its_episode_stale_with_no_value(lives, clock):
+    lives.ingest(gem.Episode("I live in Berlin.", at=BERLIN_AT, source="chat:1", speaker="Alex"))
+    assert _by_text(lives.retrieve("Berlin"))["I live in Berlin."].stale == []
+    clock.advance(hours=1)
+    assert lives.retract("Alex", "city", "Alex never said where they live")
+    (mark,) = _by_text(lives.retrieve("Berlin"))["I live in Berlin."].stale
+    assert mark.retracted and mark.value is None and mark.reason == "Alex never said where they live"
+    assert mark.since == T0 + timedelta(hours=1)
+    lives.ingest(gem.Fact("Alex", "city", "Berlin", source="profile"))  # said again: current again
+    assert _by_text(lives.retrieve("Berlin"))["I live in Berlin."].stale == []
+
+
+def test_a_revision_that_supersedes_the_fact_marks_the_episode(db_path, clock):
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=where_they_live,
+                  reviser=lambda revision: [gem.Fact("Alex", "city", "Munich")]) as mem:
+        mem.ingest([gem.Episode("I live in Berlin.", at=BERLIN_AT, source="chat:1", speaker="Alex"),
+                    gem.Fact("Acme", "office", "Berlin")])
+        mem.link("Acme", "Alex")
+        clock.advance(hours=1)
+        mem.ingest(gem.Fact("Acme", "office", "Munich"))
+        assert _by_text(mem.retrieve("I live in Berlin"))["I live in Berlin."].stale == []
+        mem.revise()
+        (mark,) = _by_text(mem.retrieve("I live in Berlin"))["I live in Berlin."].stale
+        assert (mark.field, mark.value) == ("city", "Munich")
+        assert mem.audit(full=True).ok
+
+
+def test_erasing_the_superseding_fact_makes_the_episode_current_again(lives):
+    berlin_then_munich(lives, munich_as_episode=False)
+    assert _by_text(lives.retrieve("Berlin"))["I live in Berlin."].stale
+    receipt = lives.erase("Alex", "city", source="profile", reason="asked to forget the move")
+    assert _by_text(lives.retrieve("Berlin"))["I live in Berlin."].stale == []
+    assert lives.retrieve("Berlin").value("Alex", "city") == "Berlin"
+    assert lives.verify_erasure(receipt).ok and lives.audit(full=True).ok
+    assert derived_disagreements(lives) == [] and cache_disagreements(lives) == []
+
+
+def test_as_of_before_the_move_the_episode_is_not_stale(lives):
+    berlin_then_munich(lives)
+    r = lives.retrieve("I live in Berlin", as_of=MUNICH_AT - timedelta(days=1))
+    assert _by_text(r)["I live in Berlin."].stale == []
+
+
+def test_the_mark_survives_reopening_and_history_shows_it(tmp_path, clock):
+    path = memory_location(tmp_path)
+    with gem.open(path, clock=clock, engine=ENGINE, extractor=where_they_live) as mem:
+        berlin_then_munich(mem)
+    with gem.open(path, clock=clock, engine=ENGINE, extractor=where_they_live) as mem:
+        old, new = mem.history("Alex", "city")
+        assert old.episode is not None and old.episode.stale[0].value == "Munich"
+        assert new.episode is not None and new.episode.stale == []
+        listed = {e.text: e for e in mem.episodes().episodes}
+        assert listed["I live in Berlin."].stale and not listed["I moved to Munich."].stale
+        assert mem.audit(full=True).ok
+
+
+def test_the_text_format_and_the_wire_card_mark_a_stale_episode(lives):
+    berlin_then_munich(lives)
+    card = ops.recall(lives, s.RetrieveRequest(query="I live in Berlin, moved to Munich", k=5))
+    (berlin,) = [e for e in card.episodes if e.text == "I live in Berlin."]
+    assert berlin.stale and berlin.stale[0].value == "Munich"
+    assert berlin.stale[0].model_dump(mode="json")["since"].startswith(MUNICH_AT.date().isoformat())
+    text = prompt.render(card)
+    (line,) = [x for x in text.splitlines() if "I live in Berlin." in x]
+    assert line.endswith(f"[stale: Alex city now Munich since {MUNICH_AT.date().isoformat()}]")
+    assert text.index("city: Munich") < text.index("I live in Berlin.")
+    assert "stale" not in [x for x in text.splitlines() if "I moved to Munich." in x][0]
+    assert "stale" in s.EpisodeCard.model_json_schema()["properties"]
