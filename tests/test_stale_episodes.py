@@ -157,3 +157,87 @@ def test_the_text_format_and_the_wire_card_mark_a_stale_episode(lives):
     assert text.index("city: Munich") < text.index("I live in Berlin.")
     assert "stale" not in [x for x in text.splitlines() if "I moved to Munich." in x][0]
     assert "stale" in s.EpisodeCard.model_json_schema()["properties"]
+
+
+# ---- without an extractor: the default policy's rule and the mark_stale action ----------
+
+
+def _said(mem: gem.Memory, text: str, at, speaker: str | None = "Alex", source: str = "chat"):
+    return mem.ingest(gem.Episode(text, at=at, source=source, speaker=speaker)).episode_ids[0]
+
+
+def test_without_an_extractor_the_default_rule_marks_an_episode_a_later_one_contradicts(mem):
+    berlin = _said(mem, "I live in Berlin.", BERLIN_AT)
+    munich = _said(mem, "I moved to Munich.", MUNICH_AT)
+    r = mem.retrieve("I live in Berlin", k=5)
+    (mark,) = _by_text(r)["I live in Berlin."].stale
+    assert (mark.episode, mark.text, mark.since) == (munich, "I moved to Munich.", MUNICH_AT)
+    assert _by_text(r)["I moved to Munich."].stale == []
+    ranked = [e.id for e in r.episodes]
+    assert ranked.index(munich) < ranked.index(berlin)  # it came with it, ranked above
+    (line,) = [x for x in prompt.render(ops.recall(mem, s.RetrieveRequest(query="I live in Berlin")))
+               .splitlines() if "Berlin" in x]
+    assert line.endswith(f"[stale: contradicted {MUNICH_AT.date().isoformat()}: I moved to Munich.]")
+    assert mem.audit(full=True).ok
+    assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+
+
+@pytest.mark.parametrize("earlier, later, speakers", [
+    ("I live in Berlin.", "I live in Berlin.", ("Alex", "Alex")),      # the same place
+    ("I live in Berlin.", "I moved to Munich.", ("Alex", "Sam")),      # someone else moved
+    ("I live in Berlin.", "I moved to Munich.", (None, None)),         # whose, unknown
+    ("I live in Berlin.", "My sister moved to Munich.", ("Alex", "Alex")),
+    ("I live in Berlin and work in Munich.", "I moved to Munich.", ("Alex", "Alex")),
+    ("I lived in Berlin.", "I moved to Munich.", ("Alex", "Alex")),    # already past
+    ("I live in Berlin.", "I moved to Munich last year, then back.", ("Alex", "Alex")),
+])
+def test_the_default_rule_leaves_alone_what_is_not_plainly_a_contradiction(mem, earlier, later,
+                                                                             speakers):
+    _said(mem, earlier, BERLIN_AT, speaker=speakers[0])
+    _said(mem, later, MUNICH_AT, speaker=speakers[1], source="chat:2")
+    assert all(e.stale == [] for e in mem.episodes().episodes)
+
+
+def test_an_earlier_episode_said_after_does_not_mark_and_a_batch_is_judged_in_order(mem, tmp_path):
+    _said(mem, "I moved to Munich.", MUNICH_AT)
+    _said(mem, "I live in Berlin.", BERLIN_AT)   # told later, said before: it is the old one
+    listed = {e.text: e for e in mem.episodes().episodes}
+    assert listed["I moved to Munich."].stale == [] and listed["I live in Berlin."].stale == []
+    with gem.open(memory_location(tmp_path, "batch"), clock=lambda: T0, engine=ENGINE) as other:
+        other.ingest([gem.Episode("I live in Paris.", at=BERLIN_AT, speaker="Alex"),
+                      gem.Episode("I moved to Rome.", at=MUNICH_AT, speaker="Alex")])
+        listed = {e.text: e for e in other.episodes().episodes}
+        assert [m.text for m in listed["I live in Paris."].stale] == ["I moved to Rome."]
+
+
+def test_erasing_the_contradicting_episode_lifts_the_mark(mem):
+    _said(mem, "I live in Berlin.", BERLIN_AT)
+    _said(mem, "I moved to Munich.", MUNICH_AT, source="chat:2")
+    assert {e.text: e for e in mem.episodes().episodes}["I live in Berlin."].stale
+    mem.ingest(gem.Fact("Alex", "note", "x", source="chat:2"))
+    receipt = mem.erase("Alex", source="chat:2", reason="forget that chat")
+    (berlin,) = mem.episodes().episodes
+    assert berlin.stale == [] and mem.verify_erasure(receipt).ok and mem.audit(full=True).ok
+
+
+def test_mark_stale_refuses_an_episode_that_was_not_said_later(tmp_path, clock):
+    policy = tmp_path / "backwards.policy"
+    policy.write_text("POLICY backwards\nON episode_recorded\n"
+                      "WHEN EXISTS e IN said_before\nDO mark_stale(episode, e)\n")
+    with gem.open(memory_location(tmp_path), clock=clock, engine=ENGINE, policies=[policy]) as mem:
+        _said(mem, "first", BERLIN_AT)
+        with pytest.raises(gem.TransitionRejected, match="mark_stale"):
+            _said(mem, "second", MUNICH_AT)
+        assert [e.text for e in mem.episodes().episodes] == ["first"]
+
+
+@pytest.mark.parametrize("pattern, code", [('"in \\\\w+"', "gem_invalid_regex"),
+                                           ('"in (\\\\w+"', "gem_invalid_regex"),
+                                           ("episode.text", "gem_invalid_regex")])
+def test_capture_needs_a_literal_pattern_with_a_group(tmp_path, pattern, code):
+    policy = tmp_path / "bad.policy"
+    policy.write_text(f"POLICY bad\nON episode_recorded\nWHEN capture(episode.text, {pattern}) != null\n"
+                      "DO hide(episode)\n")
+    with pytest.raises(gem.PolicyCheckError) as caught:
+        gem.policy.load([policy])
+    assert code in str(caught.value)

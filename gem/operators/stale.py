@@ -77,6 +77,15 @@ def replaced(t: Transition, row: dict[str, Any], as_of: datetime | None = None
     return list(out.items())
 
 
+def _contradicting(t: Transition, row: dict[str, Any], as_of: datetime | None
+                   ) -> dict[str, Any] | None:
+    """The later episode a policy judged to contradict `row`, if it still exists (and was said
+    by `as_of`)."""
+    later = row.get("contradicted_by")
+    found = t.row("Episode", later) if later and own_episode(t, later) else None
+    return found if found is not None and (as_of is None or found["at"] <= as_of) else None
+
+
 def marks(t: Transition, row: dict[str, Any], as_of: datetime | None = None) -> list[StaleMark]:
     """Why the episode `row` is out of date (empty: it is not)."""
     out = []
@@ -87,18 +96,18 @@ def marks(t: Transition, row: dict[str, Any], as_of: datetime | None = None) -> 
                              value=None if gone else json.loads(now["value"]),
                              since=now["valid_at"], retracted=gone,
                              reason=now["reason"] if gone else None))
-    later = row.get("contradicted_by")
-    later_row = t.row("Episode", later) if later and own_episode(t, later) else None
-    if later_row is not None and (as_of is None or later_row["at"] <= as_of):
-        out.append(StaleMark(episode=later, text=later_row["text"], since=later_row["at"]))
+    later = _contradicting(t, row, as_of)
+    if later is not None and not out:  # facts that replaced what it said are the precise account
+        out.append(StaleMark(episode=later["id"], text=later["text"], since=later["at"]))
     return out
 
 
 def order(t: Transition, hits: Sequence[Any], as_of: datetime | None,
           include_archived: bool) -> list[Any]:
-    """The ranked units with each stale episode placed just below the facts that replaced what
-    it said; such a fact the query did not rank comes with the episode, at its score (the
-    reader sees the current value beside the out-of-date one). `hits` are retrieve.Hit."""
+    """The ranked units with each stale episode placed just below what replaced what it said
+    (the facts, or the later episode that contradicts it); one the query did not rank comes
+    with the episode, at its score, so the reader sees the current value beside the
+    out-of-date one. `hits` are retrieve.Hit."""
     by_unit = {h.unit: h for h in hits}
     episodes = [h.unit for h in hits if is_episode(h.unit)]
     t.prefetch("Episode", episodes)
@@ -108,13 +117,15 @@ def order(t: Transition, hits: Sequence[Any], as_of: datetime | None,
         if row is None:
             continue
         hit = by_unit[eid]
+        later = _contradicting(t, row, as_of)
+        newer = [fid for fid, _ in replaced(t, row, as_of)] + ([] if later is None else [later["id"]])
         above = []
-        for fid, _ in replaced(t, row, as_of):
-            if fid not in out:
-                if not _visible(t, fid, include_archived):
+        for unit in newer:
+            if unit not in out:
+                if not _visible(t, unit, include_archived):
                     continue
-                out[fid] = type(hit)(fid, hit.score, hit.relevance)
-            above.append(out[fid].score)
+                out[unit] = type(hit)(unit, hit.score, hit.relevance)
+            above.append(out[unit].score)
         if above:
             score = min(hit.score, round(min(above) - BELOW, 9))
             out[eid] = type(hit)(eid, score, hit.relevance, hit.recalled)
@@ -123,9 +134,13 @@ def order(t: Transition, hits: Sequence[Any], as_of: datetime | None,
     return ranked
 
 
-def _visible(t: Transition, fid: str, include_archived: bool) -> bool:
-    field = t.field_row(fid)
-    topic = t.topic(fid.split("/", 1)[0])
+def _visible(t: Transition, unit: str, include_archived: bool) -> bool:
+    """Would default retrieval return this field or episode (a forgotten one only when asked)?"""
+    if is_episode(unit):
+        episode = t.row("Episode", unit)
+        return episode is not None and (include_archived or episode["status"] != "hidden")
+    field = t.field_row(unit)
+    topic = t.topic(unit.split("/", 1)[0])
     if field is None or topic is None:
         return False
     return include_archived or (field["status"] != "hidden" and topic["status"] == "active")
