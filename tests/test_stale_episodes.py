@@ -3,7 +3,7 @@ stale, with the newer value and since when, ranked below that fact, and shown as
 results, the compact text format and the dashboard."""
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from conftest import ENGINE, T0, memory_location
@@ -241,3 +241,54 @@ def test_capture_needs_a_literal_pattern_with_a_group(tmp_path, pattern, code):
     with pytest.raises(gem.PolicyCheckError) as caught:
         gem.policy.load([policy])
     assert code in str(caught.value)
+
+
+def test_the_dashboard_s_episodes_page_shows_a_stale_episode_and_what_replaced_it(lives):
+    from gem.dashboard import pages
+    berlin_then_munich(lives)
+    page = pages.episodes(lives, None, None, 0)
+    (berlin,) = [r for r in page.split("<tr")[1:] if "I live in Berlin." in r]
+    (munich,) = [r for r in page.split("<tr")[1:] if "I moved to Munich." in r]
+    assert f"stale: Alex city now Munich since {MUNICH_AT.date().isoformat()}" in berlin
+    assert 'class="badge superseded">stale<' in berlin
+    assert "stale" not in munich
+
+
+def test_http_and_mcp_recall_show_a_stale_episode_with_no_internal_id(tmp_path):
+    import asyncio
+    import json
+    import re
+
+    import httpx
+    from mcp import Client
+    from servers import HANG, start, stop
+
+    path = memory_location(tmp_path)
+    with gem.open(path, engine=ENGINE) as mem:  # no extractor: the default rule marks it
+        _said(mem, "I live in Berlin.", BERLIN_AT)
+        _said(mem, "I moved to Munich.", MUNICH_AT, source="chat:2")
+    server = start(path, "--engine", ENGINE)
+    try:
+        with httpx.Client(base_url=server.url, timeout=HANG) as c:
+            body = c.post("/v1/retrieve", json={"query": "I live in Berlin"}).json()
+            (berlin,) = [e for e in body["episodes"] if e["text"] == "I live in Berlin."]
+            (mark,) = berlin["stale"]
+            assert (mark["said"], mark["topic"], mark["value"], mark["retracted"]) == \
+                ("I moved to Munich.", None, None, False)
+            assert datetime.fromisoformat(mark["since"]) == MUNICH_AT
+            assert [e["text"] for e in body["episodes"]][:2] == ["I moved to Munich.", "I live in Berlin."]
+            text = c.post("/v1/retrieve", json={"query": "I live in Berlin", "format": "text"})
+            assert "[stale: contradicted" in text.text
+            schema = c.get("/openapi.json").json()["components"]["schemas"]
+            assert "stale" in schema["EpisodeCard"]["properties"] and "StaleCard" in schema
+
+        async def recall() -> dict:
+            async with Client(server.endpoint.mcp_url, cache=None) as client:
+                result = await client.call_tool("memory_recall", {"query": "I live in Berlin"})
+                return result.structured_content
+        found = asyncio.run(recall())
+        (berlin,) = [e for e in found["episodes"] if e["text"] == "I live in Berlin."]
+        assert [m["said"] for m in berlin["stale"]] == ["I moved to Munich."]
+        assert not re.search(r'"ep\d+"', json.dumps(found))
+    finally:
+        stop(server)

@@ -56,16 +56,18 @@ def _topic(t: s.TopicCard) -> list[str]:
     return [head, *(_field(f) for f in t.fields.values())]
 
 
-def _stale(m: StaleMark) -> str:
-    if m.episode is not None:
-        return f"stale: contradicted {_day(m.since)}: {m.text}"
+def stale_text(m: StaleMark | s.StaleCard) -> str:
+    """What replaced an episode's claim, in a few words (the text format, the dashboard)."""
+    said = m.text if isinstance(m, StaleMark) else m.said
+    if said is not None:
+        return f"stale: contradicted {_day(m.since)}: {said}"
     now = f"retracted ({m.reason})" if m.retracted else f"now {_value(m.value)}"
     return f"stale: {m.topic} {m.field} {now} since {_day(m.since)}"
 
 
 def _episode(e: s.EpisodeCard) -> str:
     marks = [f"recalled from {e.recalled}"] if e.recalled else []
-    marks += [_stale(m) for m in e.stale]
+    marks += [stale_text(m) for m in e.stale]
     mark = "".join(f" [{m}]" for m in marks)
     return f"{e.speaker or 'someone'}, {_day(e.at)}: {e.text}{mark}"
 
