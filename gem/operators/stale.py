@@ -10,7 +10,8 @@ re-statement of the old value) is then reflected without a hook in each operator
 value is never copied into a mark that erasure would have to find, and the audit and the
 derived state have nothing new to keep consistent. An episode is stale on a field when an entry
 it supports is not the field's value (now, or as of the request's time) and that value is a
-newer statement of a different value (or a retraction).
+newer statement of a different value (or a retraction). An episode recorded before
+`cited_by` existed lists nothing (what cited it was not kept) and is never marked by facts.
 
 Without an extractor there are no citing facts; a policy may then judge that a later episode
 contradicts an earlier one and `mark_stale(e, by)` it (`Episode.contradicted_by`, stored, as
