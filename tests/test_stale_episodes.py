@@ -254,6 +254,8 @@ def test_the_dashboard_s_episodes_page_shows_a_stale_episode_and_what_replaced_i
     assert "stale" not in munich
 
 
+@pytest.mark.skipif(ENGINE == "falkordb", reason="tests/servers.py finds a served memory by the "
+                    "endpoint file beside an embedded database")
 def test_http_and_mcp_recall_show_a_stale_episode_with_no_internal_id(tmp_path):
     import asyncio
     import json
@@ -267,7 +269,7 @@ def test_http_and_mcp_recall_show_a_stale_episode_with_no_internal_id(tmp_path):
     with gem.open(path, engine=ENGINE) as mem:  # no extractor: the default rule marks it
         _said(mem, "I live in Berlin.", BERLIN_AT)
         _said(mem, "I moved to Munich.", MUNICH_AT, source="chat:2")
-    server = start(path, "--engine", ENGINE)
+    server = start(path, "--engine", ENGINE, log_dir=str(tmp_path))
     try:
         with httpx.Client(base_url=server.url, timeout=HANG) as c:
             body = c.post("/v1/retrieve", json={"query": "I live in Berlin"}).json()
