@@ -17,7 +17,7 @@ from .aio import AsyncMemory
 from .memory import Memory, engine_for, import_jsonl, open
 from .model import (AuditReport, DroppedFact, Episode, EpisodeView, Explanation, Fact, FieldView,
                     FlagView, HistoryEntry, IngestResult, PendingRevision, Place, Provenance, Resolution,
-                    RetrieveResult, TopicView)
+                    RetrieveResult, StaleMark, TopicView)
 from .resolve import Resolver, TieredResolver
 from .transfer import TransferReport
 from .extraction import ExtractionContext, KnownTopic
@@ -33,5 +33,5 @@ __all__ = [
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
     "RetrieveResult", "TopicView", "TopicId", "PendingRevision", "FlagView", "DroppedFact",
-    "Resolution", "ExtractionContext", "KnownTopic", "llm",
+    "Resolution", "StaleMark", "ExtractionContext", "KnownTopic", "llm",
 ]

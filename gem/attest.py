@@ -27,7 +27,7 @@ WRITTEN_BEHIND = frozenset({"strength", "last_access"})
 # `add_missing_columns`): a row written before one existed reads it back empty ([] or null), so
 # an empty value is left out of the hash and the rows of an older database still match what
 # its log attests.
-ADDED_LATER = ("labels", "reason", "cleared_by")
+ADDED_LATER = ("labels", "reason", "cleared_by", "cited_by", "contradicted_by")
 # Places (gem/places.py) came later too; only null is left out: 0.0 is a latitude.
 PLACE_COLUMNS = ("place_lat", "place_lon", "place_name")
 

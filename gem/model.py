@@ -395,6 +395,22 @@ class Observation(BaseModel):
     recorded_at: datetime
 
 
+class StaleMark(BaseModel):
+    """Why an episode is out of date. A newer fact replaced what it said: `field` of `topic` is
+    now `value`, stated for `since` (`retracted`: withdrawn, no value now, `reason` why); or a
+    policy judged that a later `episode` (saying `text`, at `since`) contradicts it."""
+    model_config = ConfigDict(frozen=True)
+    since: datetime
+    topic: str | None = None
+    topic_id: str | None = None
+    field: str | None = None
+    value: Any = None
+    retracted: bool = False
+    reason: str | None = None
+    episode: str | None = None
+    text: str | None = None
+
+
 class EpisodeView(BaseModel):
     """An episode as retrieval (or a fact's history) shows it. `recalled` names the ladder
     level a cued recall brought it back from (it is active again now)."""
@@ -412,6 +428,7 @@ class EpisodeView(BaseModel):
     recalled: str | None = None
     place: Place | None = None
     distance_km: float | None = None  # from the point of a `near=` retrieval
+    stale: list[StaleMark] = PydField(default_factory=list)  # empty: nothing replaced what it said
 
 
 class HistoryEntry(BaseModel):

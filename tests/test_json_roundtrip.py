@@ -32,6 +32,9 @@ def _results(mem, clock) -> list[pydantic.BaseModel]:
                           source="chat:9")
     out.append(episode)
     out.append(mem.ingest([episode]))
+    said = out[-1].episode_ids[0]  # a fact cites it, a newer one replaces that: it is stale
+    mem.ingest(gem.Fact("Website Redesign", "ships", "April 20", ref=said, at=t0))
+    mem.ingest(gem.Fact("Website Redesign", "ships", "May 4"))
     out.append(mem.retrieve("when does the redesign ship", between=(t0, t0 + timedelta(days=1)),
                             fields="all"))
     out += [mem.inspect("Launch Milestones"), mem.inspect("Vendor", "name"),

@@ -32,18 +32,21 @@ def test_schema_creation_is_idempotent(db_path):
 @pytest.mark.slow
 @EMBEDDED
 def test_a_database_made_before_a_column_existed_gets_it_at_open(db_path, clock):
-    """Columns added to the schema (labels, a retraction's reason, who cleared a flag) are
-    added to an older database when it is opened: empty lists and nulls, nothing else moves."""
+    """Columns added to the schema (labels, a retraction's reason, who cleared a flag, the
+    entries citing an episode and what contradicts it) are added to an older database when it
+    is opened: empty lists and nulls, nothing else moves."""
     with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
-        mem.ingest(gem.Fact("A", "x", 1))
+        mem.ingest([gem.Fact("A", "x", 1), gem.Episode("A is 1", source="chat", at=clock.now)])
     store = open_store(db_path, ENGINE)
     with store.transaction() as tx:  # what a database of the previous schema looks like
         for table, column in (("Entry", "labels"), ("Entry", "reason"), ("Field", "labels"),
-                              ("Flag", "cleared_by")):
+                              ("Flag", "cleared_by"), ("Episode", "cited_by"),
+                              ("Episode", "contradicted_by")):
             tx.run(f"ALTER TABLE {table} DROP {column}")
     store.close()
     with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
         assert mem.inspect("A", "x").labels == [] and mem.history("A", "x")[0].reason is None
+        assert [e.stale for e in mem.episodes().episodes] == [[]]
         mem.ingest(gem.Fact("A", "x", 2, labels=["pii"]))
         assert mem.inspect("A", "x").labels == ["pii"]
         assert mem.audit(full=True).ok

@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable, Sequence
 from ..errors import InvalidInput, TransitionRejected, UnknownUnit
 from ..memory import Memory
 from ..memory import open as open_memory
-from ..model import Episode, Fact, FieldView, HistoryEntry, PendingRevision, Place, TopicView
+from ..model import (Episode, Fact, FieldView, HistoryEntry, PendingRevision, Place, StaleMark,
+                     TopicView)
 from ..units import TopicId
 from . import schemas as s
 
@@ -179,8 +180,14 @@ def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
         topics=[_topic(namer, t, mem.inspect(TopicId(t.id))) for t in result.topics],
         episodes=[s.EpisodeCard(text=e.text, at=e.at, speaker=e.speaker, source=e.source,
                                 score=e.score, recalled=e.recalled, place=_place(e.place),
-                                distance_km=e.distance_km) for e in result.episodes],
+                                distance_km=e.distance_km, stale=[_stale(m) for m in e.stale])
+                  for e in result.episodes],
         truncated=result.truncated, near=result.near)
+
+
+def _stale(m: StaleMark) -> s.StaleCard:
+    return s.StaleCard(since=m.since, topic=m.topic, field=m.field, value=m.value,
+                       retracted=m.retracted, reason=m.reason, said=m.text)
 
 
 def inspect(mem: Memory, topic: str, field: str | None = None) -> s.TopicCard:

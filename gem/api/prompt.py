@@ -12,6 +12,7 @@ import math
 from datetime import datetime
 from typing import Any
 
+from ..model import StaleMark
 from . import schemas as s
 
 DEFAULT_MAX_TOKENS = 800
@@ -64,8 +65,19 @@ def _topic(t: s.TopicCard) -> list[str]:
     return [head, *(_field(f) for f in t.fields.values())]
 
 
+def stale_text(m: StaleMark | s.StaleCard) -> str:
+    """What replaced an episode's claim, in a few words (the text format, the dashboard)."""
+    said = m.text if isinstance(m, StaleMark) else m.said
+    if said is not None:
+        return f"stale: contradicted {_day(m.since)}: {said}"
+    now = f"retracted ({m.reason})" if m.retracted else f"now {_value(m.value)}"
+    return f"stale: {m.topic} {m.field} {now} since {_day(m.since)}"
+
+
 def _episode(e: s.EpisodeCard) -> str:
-    mark = f" [recalled from {e.recalled}]" if e.recalled else ""
+    marks = [f"recalled from {e.recalled}"] if e.recalled else []
+    marks += [stale_text(m) for m in e.stale]
+    mark = "".join(f" [{m}]" for m in marks)
     return f"{e.speaker or 'someone'}, {_day(e.at)}{_place(e.place, e.distance_km)}: {e.text}{mark}"
 
 

@@ -244,6 +244,17 @@ class MergedPair(_Wire):
 RememberResult = IngestResult
 
 
+class StaleCard(_Wire):
+    since: datetime = Field(description="When what replaced it holds from.")
+    topic: str | None = Field(None, description="The topic of the fact that replaced it.")
+    field: str | None = Field(None, description="That fact's field.")
+    value: JsonValue = Field(None, description="The field's value now (null if retracted).")
+    retracted: bool = Field(False, description="The fact it said was withdrawn, with no value now.")
+    reason: str | None = Field(None, description="Why it was retracted.")
+    said: str | None = Field(None, description=(
+        "What a later episode said that contradicts it (when no fact replaced it)."))
+
+
 class EpisodeCard(_Wire):
     text: str
     at: datetime = Field(description="When it was said or observed.")
@@ -254,6 +265,10 @@ class EpisodeCard(_Wire):
         "The forgetting level a strong match brought it back from (it is active again)."))
     place: PlaceIn | None = Field(None, description="Where it was said.")
     distance_km: float | None = Field(None, description="From the point of a near= recall.")
+    stale: list[StaleCard] = Field(default_factory=list, description=(
+        "Why it is out of date (empty: it is not): a newer fact replaced what it said (the "
+        "topic and field, the value now, since when; `retracted` if withdrawn), or a later "
+        "episode contradicts it. A stale episode is ranked below the fact that replaced it."))
 
 
 class RecallResult(_Wire):

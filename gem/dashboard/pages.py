@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 from urllib.parse import quote
 
+from ..api.prompt import stale_text
 from ..audit import verify_chain
 from ..derived import GENESIS
 from ..errors import UnknownUnit
@@ -200,7 +201,10 @@ def overview(mem: Memory, q: OverviewQuery) -> str:
 def episodes(mem: Memory, text: str | None, status: str | None, offset: int) -> str:
     listing = mem.episodes(text=text, status=status, offset=offset, limit=PAGE_SIZE)
     rows = [[f'<span class="num">{when(e.at)}</span>', esc(e.speaker or "—"),
-             esc(short(e.text, 400)), esc(e.source), place_text(e.place), badge(e.status),
+             esc(short(e.text, 400)) + "".join(f'<div class="muted">{esc(stale_text(m))}</div>'
+                                               for m in e.stale),
+             esc(e.source), place_text(e.place),
+             badge(e.status) + (" " + badge("stale", "superseded") if e.stale else ""),
              meter(e.salience)]
             for e in listing.episodes]
     statuses = "".join(f'<option value="{s}"{" selected" if status == s else ""}>{label}</option>'
@@ -227,7 +231,8 @@ def episodes(mem: Memory, text: str | None, status: str | None, offset: int) -> 
         + (f'<div class="pager">{" ".join(pager)}</div>' if pager else ""))
     return page("Episodes", body, active="/episodes", where=_where(mem),
                 subtitle="What was said or observed, kept as said, newest first: the raw tier "
-                         "that facts cite. Hidden episodes faded from default retrieval; a "
+                         "that facts cite. A stale one was replaced by a newer fact (or a later "
+                         "episode contradicts it). Hidden episodes faded from default retrieval; a "
                          "query that matches one strongly recalls it.")
 
 

@@ -30,6 +30,7 @@ from ..units import EntryRef, EpisodeRef, FieldRef, TopicRef, dumps, field_id
 from .common import entry_value, field_named
 from .forget import restore_field, restore_topic
 from .resolution import Directory
+from . import stale
 
 
 def ingest(t: Transition, facts: Sequence[Fact], first: int = 0) -> dict[str, Any]:
@@ -276,6 +277,8 @@ def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
     if where.target is not None:
         newer = valid_at > where.target["asserted_at"]  # before the observation moves it
         t.new_observation(where.target["id"], provenance, valid_at)
+        if fact.polarity == "+":  # an episode that denies a value is not replaced with it
+            stale.cite(t, fact.ref, where.target["id"])
         if fact.labels:  # a label says what the value is, whoever states it
             t.add_labels("Entry", where.target["id"], fact.labels)
             t.add_labels("Field", fid, fact.labels)
@@ -288,6 +291,8 @@ def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
     successor = where.successor["id"] if where.successor is not None else None
     entry = t.new_entry(fid, value, valid_at, provenance, where.status, successor,
                         labels=fact.labels, place=places.columns(fact.place))
+    if fact.polarity == "+":
+        stale.cite(t, fact.ref, entry["id"])
     if where.replaces is not None:
         t.supersede(where.replaces, entry)
         field = t.field_row(fid)

@@ -36,6 +36,7 @@ from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
 from .common import field_evidence, field_named, provenance_of
 from .forget import restore_episode, restore_field, restore_topic
 from . import near as near_op
+from . import stale
 from .resolution import Directory
 
 # Reciprocal-rank fusion: a unit at rank r (from 0) of a ranking adds weight / (RRF_K + r + 1)
@@ -137,6 +138,7 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
         assert req.near is not None
         found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived)
         hits = [Hit(u, score, 0.0) for u, score in found]
+    hits = stale.order(t, hits, req.as_of, req.include_archived)
     fids = [h.unit for h in hits if unit_table(h.unit) == "Field"]
     eids = [h.unit for h in hits if unit_table(h.unit) == "Episode"]
     tids = list(dict.fromkeys(fid.split("/", 1)[0] for fid in fids))
@@ -205,7 +207,7 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
             views.append(view)
         result = RetrieveResult(
             transition=t.seq, query=req.query, as_of=req.as_of, topics=views,
-            episodes=[episode_view(t, eid, by_unit[eid]) for eid in episodes],
+            episodes=[episode_view(t, eid, by_unit[eid], req.as_of) for eid in episodes],
             truncated=truncated, between=req.between)
         if req.near is not None:
             result = near_op.with_distances(req.near, result)
@@ -452,13 +454,15 @@ def topic_view(t: Transition, tid: str, fids: list[str] | None = None, *, score:
         needs_review=open_flags(t, tid) if review else [], hidden_fields=hidden)
 
 
-def episode_view(t: Transition, eid: str, hit: Hit | None = None) -> EpisodeView:
+def episode_view(t: Transition, eid: str, hit: Hit | None = None,
+                 as_of: datetime | None = None) -> EpisodeView:
     row = t.get("Episode", eid)
     return EpisodeView(id=eid, text=row["text"], at=row["at"], speaker=row["speaker"],
                        source=row["source"], recorded_at=row["recorded_at"],
                        salience=t.salience_now(row), status=row["status"],
                        follows=row["follows"], score=None if hit is None else hit.score,
-                       recalled=None if hit is None else hit.recalled, place=place_of(row))
+                       recalled=None if hit is None else hit.recalled, place=place_of(row),
+                       stale=stale.marks(t, row, as_of))
 
 
 def summary(t: Transition, tid: str) -> str:

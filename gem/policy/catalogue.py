@@ -185,6 +185,8 @@ RELATIONS: dict[str, RelationSig] = {
                     "every field of an active topic that is not hidden (active or compressed)"),
         RelationSig("active_topics", list_of(TOPIC), (), "every active topic in the memory"),
         RelationSig("active_episodes", list_of(EPISODE), (), "every active (not hidden) episode"),
+        RelationSig("said_before", list_of(EPISODE), ("episode",),
+                    "the latest episodes the event's episode's speaker said before it, newest first"),
         RelationSig("flagged_topics", list_of(TOPIC), (), "topics with pending revision flags"),
         RelationSig("interactions", NUMBER, (), "ingest and retrieve transitions of this scope so far (n)"),
         RelationSig("scope", TEXT, (), "the scope (tenant) the transition runs in"),
@@ -284,6 +286,9 @@ FUNCTIONS: dict[str, FunctionSig] = {
                     "in km from a place to the point (lat, lon); null for no place", pure=True),
         FunctionSig("matches", (TEXT, TEXT), BOOL, "whether a regular expression (a string "
                     "literal, checked with the policy) matches anywhere in the text", pure=True),
+        FunctionSig("capture", (TEXT, TEXT), TEXT, "what the first group of a regular expression "
+                    "(a string literal, checked with the policy) captures at its first match in "
+                    "the text, or null", pure=True),
     )
 }
 
@@ -336,6 +341,8 @@ ACTIONS: dict[str, ActionSig] = {
                 "leave out of the ingest the fact that stated this entry, with a reason"),
         _action("clear_flags", (TOPIC, TEXT), "",
                 "mark the topic's open revision flags handled, with a reason"),
+        _action("mark_stale", (EPISODE, EPISODE), "",
+                "mark the first episode stale: the second, said later, contradicts it"),
     )
 }
 

@@ -226,7 +226,7 @@ class ExprCompiler:
         if isinstance(e, A.Call):
             args = tuple(self.expr(a, in_with) for a in e.args)
             name = e.func
-            if name == "matches":
+            if name in ("matches", "capture"):
                 return _matcher(e, args[0])
             if C.FUNCTIONS[name].pure:
                 return lambda env, rt: _pure(name, [f(env, rt) for f in args])
@@ -383,7 +383,8 @@ def _comparison(e: A.Compare) -> Callable[[Any, Any], bool]:
 
 
 def _matcher(e: A.Call, text: Fn) -> Fn:
-    """`matches(text, "regex")`: the checker proved the pattern a valid string literal."""
+    """`matches(text, "regex")`, `capture(text, "regex")`: the checker proved the pattern a
+    valid string literal (with a group, for capture)."""
     literal = e.args[1]
     assert isinstance(literal, A.Literal) and isinstance(literal.value, str)
     pattern = re.compile(literal.value)
@@ -392,7 +393,12 @@ def _matcher(e: A.Call, text: Fn) -> Fn:
         v = text(env, rt)
         return None if v is None else isinstance(v, str) and pattern.search(v) is not None
 
-    return matches
+    def capture(env: Env, rt: PolicyRuntime) -> Any:
+        v = text(env, rt)
+        found = pattern.search(v) if isinstance(v, str) else None
+        return None if found is None else found.group(1)
+
+    return matches if e.func == "matches" else capture
 
 
 def _salience_bound(var: str, where: A.Expr | None) -> A.Expr | None:

@@ -637,7 +637,7 @@ class Transition:
             "recorded_at": self.now, "source": source, "actor": actor, "speaker": speaker,
             "follows": follows,
             "strength": 0.0, "last_access": self.now, "status": "active", "scope": self.scope,
-            "annotations": "{}", **(place or {})})
+            "annotations": "{}", "cited_by": [], "contradicted_by": None, **(place or {})})
         self.touched.episodes[row["id"]] = None
         return row
 

@@ -647,6 +647,16 @@ def stream_episodes(tx: Tx, scope: str) -> Iterator[Row]:
         yield row if typed is None else typed(row)
 
 
+def latest_episodes_of(tx: Tx, scope: str, speaker: str, limit: int) -> list[str]:
+    """The ids of the `limit` latest episodes (by when they were said) one speaker said in a
+    scope, newest first. A scan of the scope's episodes: a policy asks only for an episode its
+    cheaper tests kept (gem/runtime.py, `said_before`)."""
+    return [str(row[0]) for row in tx.run(
+        "MATCH (n:Episode) WHERE n.scope = $scope AND n.speaker = $speaker "
+        f"RETURN n.id, n.at, n.seq ORDER BY n.at DESC, n.seq DESC LIMIT {int(limit)}",
+        {"scope": scope, "speaker": speaker})]
+
+
 def touches(tx: Tx) -> Iterator[tuple[int, list[str]]]:
     """(seq, units) of every log record not redacted, in order."""
     for seq, units in tx.stream("MATCH (x:Transition) WHERE x.salt <> '' RETURN x.seq, x.units "

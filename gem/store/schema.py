@@ -133,6 +133,8 @@ class EpisodeRow(TypedDict):
     place_lat: float | None   # where it was said (Episode.place; gem/places.py)
     place_lon: float | None
     place_name: str | None
+    cited_by: list[str]       # entries whose facts cite it (ref), or whose value it corroborates
+    contradicted_by: str | None  # a later episode a policy judged to contradict it (mark_stale)
 
 
 class PolicyRow(TypedDict):

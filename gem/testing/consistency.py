@@ -42,6 +42,24 @@ def cache_disagreements(mem: Any) -> list[str]:
     return wrong
 
 
+def citation_disagreements(mem: Any) -> list[str]:
+    """Episodes whose `cited_by` is not what a scan of every entry and observation gives: the
+    positive entries that cite them (`ref`) and the entries positive observations citing them
+    corroborate (gem/operators/stale.py derives staleness from it)."""
+    engine = mem._engine
+    want: dict[str, set[str]] = {}
+    with engine.store.reading() as tx:
+        episodes = {r["id"]: set(r["cited_by"] or ()) for r in queries.stream_rows(tx, "Episode")}
+        for e in queries.stream_rows(tx, "Entry"):
+            if e["ref"] in episodes and e["polarity"] == "+":
+                want.setdefault(e["ref"], set()).add(e["id"])
+        for o in queries.stream_rows(tx, "Observation"):
+            if o["ref"] in episodes and o["polarity"] == "+":
+                want.setdefault(o["ref"], set()).add(o["entry_id"])
+    return [f"episode {eid}: cited_by {sorted(have)}, cited by {sorted(want.get(eid, set()))}"
+            for eid, have in sorted(episodes.items()) if have != want.get(eid, set())]
+
+
 def derived_disagreements(mem: Any) -> list[str]:
     engine = mem._engine
     with engine.store.lock:

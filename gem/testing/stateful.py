@@ -32,7 +32,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import gem
 from gem.places import distance_km
-from gem.testing.consistency import cache_disagreements, derived_disagreements
+from gem.testing.consistency import cache_disagreements, citation_disagreements, \
+    derived_disagreements
 
 TOPICS = ("Alpha Project", "Beta Launch", "Gamma Budget", "Delta Team")
 FIELDS = ("deadline", "owner", "status")
@@ -81,6 +82,7 @@ class Model:
     order: int = 0
     episodes: dict[str, tuple[str, datetime]] = field(default_factory=dict)  # id -> (text, at)
     places: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # id -> place
+    cited: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # episodes a field's facts cite
 
     def candidates(self, key: tuple[str, str], when: datetime | None = None) -> list[ModelEntry]:
         return [e for e in self.histories.get(key, []) if e.positive
@@ -334,14 +336,18 @@ class GemMachine(RuleBasedStateMachine):
         self.steps += 1
         at = self.now - timedelta(days=back)
         items: list[Any] = [gem.Episode(text, at=at, source="chat", speaker="Ana", place=where)]
-        note(f"episode {text!r} at {at.isoformat()} in {where} (with a fact: {with_fact})")
+        # the fact cites the latest episode recorded before (its `ref`), as a caller may
+        cited = max(self.model.episodes, key=lambda e: int(e[2:])) \
+            if with_fact and self.model.episodes else None
+        note(f"episode {text!r} at {at.isoformat()} in {where} (with a fact: {with_fact}, "
+             f"citing {cited})")
         before = {k: [replace(e, stated=list(e.stated)) for e in v]
                   for k, v in self.model.histories.items()}
         order, outcome = self.model.order, None
         if with_fact:
             outcome = self.model.record(("Delta Team", "status"), text, at, True)
             items.append(gem.Fact("Delta Team", "status", text, at=at, source="episode",
-                                  place=where))
+                                  place=where, ref=cited))
         must_reject_c3 = outcome == "updated" and not self.propagating and any(
             a == "Delta Team" for a, _ in self.model.extension)
         try:
@@ -351,6 +357,8 @@ class GemMachine(RuleBasedStateMachine):
             self.model.histories, self.model.order = before, order
             return
         assert not must_reject_c3
+        if cited is not None:
+            self.model.cited.setdefault(("Delta Team", "status"), set()).add(cited)
         # the same text, source, speaker and time is the same episode: stored once
         known = next((eid for eid, said in self.model.episodes.items() if said == (text, at)), None)
         if known is not None:
@@ -450,6 +458,8 @@ class GemMachine(RuleBasedStateMachine):
         receipt = self.mem.erase(topic, fld, reason="machine")
         del self.model.histories[(topic, fld)]
         self.model.labels.pop((topic, fld), None)  # its labels went with its entries
+        for eid in self.model.cited.pop((topic, fld), set()):  # what its facts cite goes too
+            self.model.episodes.pop(eid, None)
         assert self.mem.inspect(topic, fld) is None
         assert self.mem.verify_erasure(receipt).ok
 
@@ -554,6 +564,12 @@ class GemMachine(RuleBasedStateMachine):
     @invariant()
     def c6_retrieval_raised_salience(self):
         assert not self.c6_failures, self.c6_failures
+
+    @invariant()
+    def episodes_know_the_facts_that_cite_them(self):
+        """`Episode.cited_by` (from which staleness is derived) lists exactly the entries whose
+        facts cite the episode (`ref`) or whose value an observation citing it corroborates."""
+        assert citation_disagreements(self.mem) == []
 
     @invariant()
     def what_is_kept_in_memory_agrees_with_the_database(self):
