@@ -185,3 +185,14 @@ def test_units_on_a_bound_and_units_the_pass_changed_are_decided_as_per_unit():
                 mem.close()
     assert results[0][0][0]  # the pass moved units
     assert results[0] == results[1]
+
+
+def test_policy_explain_says_which_tick_policies_run_vectorised_and_why_others_do_not(tmp_path, capsys):
+    from gem.cli import main
+    odd = tmp_path / "odd.policy"
+    odd.write_text("POLICY odd\nON tick\nWHEN EXISTS f IN active_fields WHERE f.history_length > 3\n"
+                   "DO compress(f)\n")
+    assert main(["policy", "explain", str(odd)]) == 0
+    out = capsys.readouterr().out
+    assert "  compress-faded-fields: vectorised, on the salience, status and labels columns" in out
+    assert "  odd: per unit (WHERE compares f.history_length the columns do not hold)" in out
