@@ -50,8 +50,9 @@ def ref(table: str, key: str) -> Any:
 
 
 def _changed(t: Transition, table: str) -> set[str]:
-    return set(t.created[table]) | set(t.updated[table]) | \
-        {k for k, kind in t.salience.items() if kind == table}
+    """Units whose salience or labels in the proposed state may differ from the columns."""
+    return set(t.created[table]) | {k for k, kind in t.salience.items() if kind == table} | \
+        {k for k, props in t.updated[table].items() if "labels" in props}
 
 
 def decide(plan: V.Predicate, bounds: dict[int, Any], s: np.ndarray, status: np.ndarray,
@@ -108,6 +109,12 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
     committed = [k for k in keys if k not in changed]
     s, status, labels = t.committed.unit_columns(plan.table, committed, t.now, t.half_life,
                                                  t.label_half_life if plan.table == "Field" else None)
+    # A unit the pass moved already (compressed, then walked by the next rung) keeps its
+    # salience and labels: only its status is read from the proposed row.
+    updated, own = t.updated[plan.table], t.rows[plan.table]
+    for i, k in enumerate(committed):
+        if k in updated:
+            status[i] = own[k]["status"]  # type: ignore[index]
     decided = decide(plan.predicate, bounds, np.asarray(s, dtype=float),
                      np.asarray(status, dtype=object), labels)
     if decided is None:
