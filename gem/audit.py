@@ -347,6 +347,8 @@ def _full(engine: "Engine", progress: Progress | None,
             scan.add(decode(record, ("writes", "salience")), record)
             if progress is not None and scan.checked % 1_000 == 0:
                 progress("audit log", scan.checked, n_records)
+        if progress is not None:
+            progress("audit log", scan.checked, n_records)
         attester = Attester(scan)
         fields = entries = 0
         row_hash, check = attest.row_hash, attester.check
