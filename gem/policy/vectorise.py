@@ -112,7 +112,7 @@ def per_unit_because(p: A.Policy) -> str | None:
             return f"{a.name} does not act on {cond.var} alone"
     if cond.where is None:
         return "EXISTS has no WHERE"
-    return _why_not(cond.where, cond.var)
+    return _why_not(cond.where, cond.var, PLANNED_RELATIONS[source] == "Field")
 
 
 def _attr(e: A.Expr, var: str) -> str | None:
@@ -137,11 +137,11 @@ def _constant(e: A.Expr, var: str) -> bool:
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
 
 
-def _why_not(e: A.Expr, var: str) -> str | None:
+def _why_not(e: A.Expr, var: str, labelled: bool) -> str | None:
     if isinstance(e, A.Binary) and e.op in ("AND", "OR"):
-        return _why_not(e.left, var) or _why_not(e.right, var)
+        return _why_not(e.left, var, labelled) or _why_not(e.right, var, labelled)
     if isinstance(e, A.Unary) and e.op == "NOT":
-        return _why_not(e.operand, var)
+        return _why_not(e.operand, var, labelled)
     if isinstance(e, A.Compare):
         left, right = _attr(e.left, var), _attr(e.right, var)
         attr, other = (left, e.right) if left is not None else (right, e.left)
@@ -151,7 +151,7 @@ def _why_not(e: A.Expr, var: str) -> str | None:
                 and isinstance(other.value, str) and not is_name(other):
             return None
         return f"WHERE compares {attr and f'{var}.{attr}' or 'something'} the columns do not hold"
-    if isinstance(e, A.In) and _attr(e.container, var) == "labels" and \
+    if isinstance(e, A.In) and labelled and _attr(e.container, var) == "labels" and \
             isinstance(e.item, A.Literal) and isinstance(e.item.value, str):
         return None
     return "WHERE reads more than salience, status and labels"
