@@ -499,6 +499,19 @@ class ScopeState:
             keep &= self.episodes.salience(now, half_life) < below + _SALIENCE_SLACK
         return [self.episodes.ids[i] for i in np.flatnonzero(keep).tolist()]
 
+    def unit_columns(self, table: str, ids: Sequence[str], now: datetime, half_life: timedelta,
+                     by_label: dict[str, timedelta | None] | None = None
+                     ) -> tuple[np.ndarray, list[str], list[tuple[str, ...]]]:
+        """Committed salience now, status and labels of `ids` (all of `table`'s), for the
+        tick plans (gem/operators/tick_plan.py)."""
+        units = {"Topic": self.topics, "Field": self.fields, "Episode": self.episodes}[table]
+        rows = np.fromiter((units.row_of[k] for k in ids), dtype=np.int64, count=len(ids))
+        s = self.field_salience(now, half_life, by_label) if table == "Field" else \
+            units.salience(now, half_life)
+        names = units.names
+        labels = [self.field_labels.get(k, ()) for k in ids] if table == "Field" else []
+        return s[rows], [names[c] for c in units.status[rows].tolist()], labels
+
     def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float:
         """A field's or an episode's committed salience now (0 if unknown)."""
         table = self.episodes if unit_table(key) == "Episode" else self.fields

@@ -196,7 +196,10 @@ class Memory:
             self._closed = True
             for engine in reversed(self._engines.opened()):  # the scopes' stores, then the root's
                 try:
-                    engine.write_behind()
+                    # stamped: the stored columns then say they are current at the head, so
+                    # the next open replays no record (unstamped, it replayed the log since
+                    # the last write-behind and re-read every unit those records touched)
+                    engine.write_behind(stamp=True)
                     engine.save_snapshot()
                 except (GemError, OSError):  # the log still has it all: the next open catches up
                     log.warning("gem: could not bring the database and its snapshot up to date "

@@ -29,6 +29,10 @@ from .units import EdgeRef, EntryRef, EpisodeRef, FieldRef, TopicRef, dumps
 
 ActionFn = Callable[["PolicyRuntime", list[Any], dict[str, Any], str], None]
 ACTIONS: dict[str, ActionFn] = {}
+# Runs a policy's tick plan set-at-a-time (gem/operators/tick_plan.py registers it): the
+# number of action calls made, or None when the policy must be evaluated per unit.
+PlanRunner = Callable[["PolicyRuntime", Any, dict[str, Any]], "int | None"]
+PLAN_RUNNERS: list[PlanRunner] = []
 
 # The event binding naming the fact an ingest event is about. Not a name a policy can write,
 # so no policy sees it; `drop` reads it to leave out exactly the fact the event is about.
@@ -229,6 +233,12 @@ class PolicyRuntime:
     def _vector(self, x: Any) -> np.ndarray:
         text = topic_summary(self.t, x.id) if isinstance(x, TopicRef) else str(x)
         return self.t.services.embedder.embed([text])[0]
+
+    def run_plan(self, policy: Any, bindings: dict[str, Any]) -> int | None:
+        event = self.t.current_event
+        if not PLAN_RUNNERS or event is None or event.name != "tick":
+            return None
+        return PLAN_RUNNERS[0](self, policy, bindings)
 
     # -------------------------------------------------------------- actions
     def act(self, action_name: str, args: list[Any], evidence: dict[str, Any], policy: str,

@@ -309,8 +309,9 @@ def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def audit(mem: Memory, full: bool = False) -> s.AuditResult:
-    report = mem.audit(full=full)
+def audit(mem: Memory, full: bool = False,
+          progress: Callable[[str, int, int], None] | None = None) -> s.AuditResult:
+    report = mem.audit(full=full, progress=progress)
     namer = Namer(mem)
     return s.AuditResult(ok=report.ok, chain_ok=report.chain_ok, transitions=report.transitions,
                          since=report.since,

@@ -395,11 +395,16 @@ def audit_arguments(p: argparse.ArgumentParser) -> None:
     _read(p)
     p.add_argument("--full", action="store_true",
                    help="audit the whole state even when a clean audit is on record")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help="progress on stderr (auto: when stderr is a terminal)")
 
 
 def audit(args: argparse.Namespace) -> int:
+    show = _step_printer(_progress_wanted(args))
     with opened(args) as mem:
-        result = ops.audit(mem, args.full)
+        result = ops.audit(mem, args.full, progress=show)
+    if args.progress_shown:
+        sys.stderr.write("\n")
     _emit(args, result, render.audit)
     return 0 if result.ok else 1
 

@@ -44,6 +44,8 @@ class PolicyRuntime(Protocol):
       and evaluated by the policy itself.
     - act(action, args, evidence, policy, span): perform an action inside the current
       transition; `evidence` is the WITH record ({} without WITH).
+    - run_plan(policy, bindings): fire a policy that has a plan (gem/policy/vectorise.py)
+      set-at-a-time; the number of action calls made, or None to evaluate it per unit.
     """
 
     def attribute(self, obj: Any, name: str) -> Any: ...
@@ -53,6 +55,8 @@ class PolicyRuntime(Protocol):
     def function(self, name: str, args: list) -> Any: ...
 
     def act(self, action: str, args: list, evidence: dict, policy: str, span: A.Span) -> None: ...
+
+    def run_plan(self, policy: Any, bindings: dict) -> int | None: ...
 
 
 Env = dict
