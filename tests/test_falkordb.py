@@ -557,7 +557,7 @@ def test_store_facing_tests_conformance_state_machine_and_trajectory_pass_on_fal
            "GEM_STATEFUL_EXAMPLES": "10", "GEM_STATEFUL_STEPS": "20"}
     # Its output goes straight to this test's (shown on failure, live with -s); it takes as
     # long as the machine needs: HANG only guards against a hang.
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
                            *[str(HERE / f) for f in FILES]], env=env, timeout=HANG, cwd=HERE.parent)
     assert done.returncode == 0, "the falkordb session failed: its output is above"
 
