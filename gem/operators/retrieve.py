@@ -32,12 +32,14 @@ from ..places import place_of
 from ..reliability import evidence_states
 from ..runtime import topic_summary
 from ..state.transition import Transition
+from ..timecue import refers_to, without_cue
 from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
 from .common import field_evidence, field_named, provenance_of
 from .forget import restore_episode, restore_field, restore_topic
 from . import near as near_op
 from . import stale
 from .resolution import Directory
+from .spread import Hit, second_stage
 
 # Reciprocal-rank fusion: a unit at rank r (from 0) of a ranking adds weight / (RRF_K + r + 1)
 # (60: Cormack et al., 2009), plus COVERAGE_WEIGHT x its lexical coverage of the query (an
@@ -67,16 +69,6 @@ class Request:
     all_fields: bool = False                            # fields="all": every visible field
     between: tuple[datetime, datetime] | None = None    # valid-time window of ranked units
     near: tuple[float, float, float] | None = None      # (lat, lon, km): gem/operators/near.py
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A ranked unit: its fused score, its relevance and, for a cued recall, the ladder level
-    it is recalled from."""
-    unit: str
-    score: float
-    relevance: float
-    recalled: str | None = None
 
 
 def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResult]:
@@ -133,7 +125,8 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
     if req.query:
         hits, truncated = rank_units(t, req.query, req.k, req.include_archived, req.between,
                                      t.settings["relevance_floor"], t.settings["recall_floor"],
-                                     t.settings["hidden_recall_floor"], near=req.near)
+                                     t.settings["hidden_recall_floor"], near=req.near,
+                                     structure=True)
     else:
         assert req.near is not None
         found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived)
@@ -219,11 +212,13 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
 def rank_units(t: Transition, query: str, k: int, include_archived: bool,
                between: tuple[datetime, datetime] | None, floor: float,
                recall_floor: float, hidden_floor: float | None = None,
-               near: tuple[float, float, float] | None = None) -> tuple[list[Hit], bool]:
+               near: tuple[float, float, float] | None = None,
+               structure: bool = False) -> tuple[list[Hit], bool]:
     """The k best eligible units (fields and episodes), best first, and whether more were
     eligible than k. A hidden unit needs `hidden_floor` (default: `recall_floor`), a field of
     an archived topic `recall_floor`. `near`: only units within that radius
-    (gem/operators/near.py)."""
+    (gem/operators/near.py). `structure`: re-rank by the second stage
+    (gem/operators/spread.py)."""
     derived = t.committed
     pool = max(50, 10 * k)
     allowed: set[str] | None = None
@@ -233,7 +228,9 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
     if near is not None:
         placed = near_op.within(t, near)
         allowed = set(placed) if allowed is None else allowed & placed.keys()
-    lexical = derived.unit_lexical.search_covering(query, pool, max_df=0.5, ids=allowed)
+    # a time cue's words name a time, not what the evidence says: the second stage weighs it
+    words = without_cue(query, t.now) if structure else query
+    lexical = derived.unit_lexical.search_covering(words, pool, max_df=0.5, ids=allowed)
     qvec = t.services.embedder.embed([query])[0]
     dense: list[tuple[str, float]] = []
     if np.any(qvec) and len(derived.unit_vectors) and (allowed is None or allowed):
@@ -275,6 +272,12 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
 
     scored = [Hit(u, round(fused(u), 9), rel, recalled) for u, rel, recalled in eligible]
     scored.sort(key=lambda h: (-h.score, -salience[h.unit], h.unit))
+    if structure:
+        def admit(unit: str) -> bool:  # an active unit, inside the request's window
+            status, topic_status = derived.unit_status(unit)
+            return status == "active" and topic_status in (None, "active") and \
+                (allowed is None or unit in allowed)
+        scored = second_stage(t, query, scored, k, admit)
     return scored[:k], len(scored) > k
 
 
@@ -460,7 +463,8 @@ def episode_view(t: Transition, eid: str, hit: Hit | None = None,
     return EpisodeView(id=eid, text=row["text"], at=row["at"], speaker=row["speaker"],
                        source=row["source"], recorded_at=row["recorded_at"],
                        salience=t.salience_now(row), status=row["status"],
-                       follows=row["follows"], score=None if hit is None else hit.score,
+                       follows=row["follows"], refers_to=refers_to(row["text"], row["at"]),
+                       score=None if hit is None else hit.score,
                        recalled=None if hit is None else hit.recalled, place=place_of(row),
                        stale=stale.marks(t, row, as_of))
 
