@@ -16,8 +16,8 @@ from .errors import (GemError, InvalidInput, LostCommits, PolicyCheckError, Poli
 from .aio import AsyncMemory
 from .memory import Memory, engine_for, import_jsonl, open
 from .model import (AuditReport, DroppedFact, Episode, EpisodeView, Explanation, Fact, FieldView,
-                    FlagView, HistoryEntry, IngestResult, PendingRevision, Provenance, Resolution,
-                    RetrieveResult, TopicView)
+                    FlagView, HistoryEntry, IngestResult, PendingRevision, Place, Provenance, Resolution,
+                    RetrieveResult, StaleMark, TopicView)
 from .resolve import Resolver, TieredResolver
 from .transfer import TransferReport
 from .extraction import ExtractionContext, KnownTopic
@@ -26,12 +26,12 @@ from .units import TopicId
 
 __all__ = [
     "open", "engine_for", "import_jsonl", "Memory", "TransferReport", "AsyncMemory", "Fact",
-    "Episode", "EpisodeView", "Embedder", "HashingEmbedder", "MiniLMEmbedder",
+    "Episode", "EpisodeView", "Place", "Embedder", "HashingEmbedder", "MiniLMEmbedder",
     "NumpyMiniLMEmbedder", "Resolver", "TieredResolver",
     "GemError", "InvalidInput", "UnknownUnit", "StoreLocked", "StoreError", "LostCommits",
     "TransitionRejected", "WriteConflict",
     "PolicyError", "PolicySyntaxError", "PolicyCheckError",
     "AuditReport", "Explanation", "FieldView", "HistoryEntry", "IngestResult", "Provenance",
     "RetrieveResult", "TopicView", "TopicId", "PendingRevision", "FlagView", "DroppedFact",
-    "Resolution", "ExtractionContext", "KnownTopic", "llm",
+    "Resolution", "StaleMark", "ExtractionContext", "KnownTopic", "llm",
 ]

@@ -27,7 +27,9 @@ WRITTEN_BEHIND = frozenset({"strength", "last_access"})
 # `add_missing_columns`): a row written before one existed reads it back empty ([] or null), so
 # an empty value is left out of the hash and the rows of an older database still match what
 # its log attests.
-ADDED_LATER = ("labels", "reason", "cleared_by")
+ADDED_LATER = ("labels", "reason", "cleared_by", "cited_by", "contradicted_by")
+# Places (gem/places.py) came later too; only null is left out: 0.0 is a latitude.
+PLACE_COLUMNS = ("place_lat", "place_lon", "place_name")
 
 
 def row_hash(table: str, row: Row) -> str:
@@ -36,6 +38,9 @@ def row_hash(table: str, row: Row) -> str:
         if table in ("Topic", "Field", "Episode") else dict(row)
     for column in ADDED_LATER:
         if column in body and not body[column]:
+            del body[column]
+    for column in PLACE_COLUMNS:
+        if column in body and body[column] is None:
             del body[column]
     return hashlib.sha256(f"{table}\n{dumps(body)}".encode("utf-8")).hexdigest()[:32]
 

@@ -47,6 +47,7 @@ from .collector import paused_gc
 from .errors import SnapshotError, StoreError
 from .history import is_retraction
 from .index import LexicalIndex, VectorIndex
+from .places import PlaceGrid, unit_places
 from .store import GraphStore, queries
 from .store.schema import Row
 from .text import name_key, value_text
@@ -337,6 +338,9 @@ class ScopeState:
         # drops it (rare). A hit is checked against the episode's row, so a stale one is
         # harmless.
         self.said: dict[bytes, str] | None = None
+        # The placed units by geohash (gem/places.py): built by one scan when a `near=` query
+        # first needs it (not saved), then kept by `refresh_units` and `_forget_unit`.
+        self.places: PlaceGrid | None = None
         self._active_fields: int | None = None
         # Duplicate detection compares only titles that changed since its last pass, unless its
         # threshold changed (gem/operators/revise.py).
@@ -495,6 +499,19 @@ class ScopeState:
         if below is not None:
             keep &= self.episodes.salience(now, half_life) < below + _SALIENCE_SLACK
         return [self.episodes.ids[i] for i in np.flatnonzero(keep).tolist()]
+
+    def unit_columns(self, table: str, ids: Sequence[str], now: datetime, half_life: timedelta,
+                     by_label: dict[str, timedelta | None] | None = None
+                     ) -> tuple[np.ndarray, list[str], list[tuple[str, ...]]]:
+        """Committed salience now, status and labels of `ids` (all of `table`'s), for the
+        tick plans (gem/operators/tick_plan.py)."""
+        units = {"Topic": self.topics, "Field": self.fields, "Episode": self.episodes}[table]
+        rows = np.fromiter((units.row_of[k] for k in ids), dtype=np.int64, count=len(ids))
+        s = self.field_salience(now, half_life, by_label) if table == "Field" else \
+            units.salience(now, half_life)
+        names = units.names
+        labels = [self.field_labels.get(k, ()) for k in ids] if table == "Field" else []
+        return s[rows], [names[c] for c in units.status[rows].tolist()], labels
 
     def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float:
         """A field's or an episode's committed salience now (0 if unknown)."""
@@ -665,6 +682,8 @@ class ScopeState:
     def _forget_unit(self, unit: str) -> None:
         """A field or an episode leaves the unit indexes."""
         self.stale_units.pop(unit, None)
+        if self.places is not None:
+            self.places.remove(unit)
         units = self.units()
         if unit in units.docs or unit in units.lexical or unit in units.vectors:
             units = self.changed_units()
@@ -730,6 +749,10 @@ class ScopeState:
         if nonzero.any():  # one bulk upsert: a rebuild refreshes every unit at once
             units.vectors.upsert_many([u for u, has in zip(keep, nonzero.tolist()) if has],
                                       vectors[nonzero])
+        if self.places is not None and len(stale) > SCAN_ABOVE:
+            self.places = None  # too many to read by key: its own scan rebuilds it
+        elif self.places is not None:
+            self.places.update(unit_places(cache, stale))
         for unit in stale:
             del self.stale_units[unit]
 

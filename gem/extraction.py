@@ -1,5 +1,5 @@
 """What an extractor may see besides the episode: the turns before it in its conversation and
-the topics it may update (README "LLM extraction").
+the topics it may update (the guide docs/guides/llm-extraction.md).
 
 An extractor is called as `extractor(episode)`; one that sets the attribute
 `takes_context = True` is called as `extractor(episode, context)` with an

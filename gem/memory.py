@@ -41,6 +41,7 @@ from .state.transition import Transition
 from .store import ENGINES, engine_of, falkor_database, open_store, queries
 from .transfer import TransferReport
 from .units import is_episode
+from .places import checked_near
 
 log = logging.getLogger("gem")
 
@@ -195,7 +196,10 @@ class Memory:
             self._closed = True
             for engine in reversed(self._engines.opened()):  # the scopes' stores, then the root's
                 try:
-                    engine.write_behind()
+                    # stamped: the stored columns then say they are current at the head, so
+                    # the next open replays no record (unstamped, it replayed the log since
+                    # the last write-behind and re-read every unit those records touched)
+                    engine.write_behind(stamp=True)
                     engine.save_snapshot()
                 except (GemError, OSError):  # the log still has it all: the next open catches up
                     log.warning("gem: could not bring the database and its snapshot up to date "
@@ -318,6 +322,7 @@ class Memory:
                  fields: Sequence[str] | str | None = None, as_of: datetime | None = None,
                  history: bool = False, include_archived: bool = False, k: int = 5,
                  *, between: tuple[datetime, datetime] | None = None,
+                 near: tuple[float, float, float] | None = None,
                  actor: str = "api") -> RetrieveResult:
         """Read the memory. A transition: everything returned is reinforced (C6).
 
@@ -325,8 +330,9 @@ class Memory:
         grouped by topic (`fields="all"`: with every visible field of their topics; a list:
         with those fields too), episodes in `r.episodes`; `between=(start, end)` keeps units
         whose valid time lies in that window. Forgotten units a query matches strongly are
-        recalled (and revived). `topic=` looks a topic up by name; neither gives the k most
-        salient topics."""
+        recalled (and revived). `near=(lat, lon, km)` keeps units placed within km of the
+        point; without a query it returns them nearest first (gem/operators/near.py).
+        `topic=` looks a topic up by name; none of these gives the k most salient topics."""
         self._check_open()
         if query is not None and not isinstance(query, str):
             raise InvalidInput(f"query must be a string, got {type(query).__name__}")
@@ -344,6 +350,9 @@ class Memory:
         _flag(history, "history")
         _flag(include_archived, "include_archived")
         _text(actor, "actor")
+        point = None if near is None else checked_near(near)
+        if point is not None and topic is not None:
+            raise InvalidInput("near filters the units a retrieval ranks: give it without a topic")
         window = None
         if between is not None:
             if not isinstance(between, (tuple, list)) or len(between) != 2:
@@ -357,15 +366,15 @@ class Memory:
             if window[0] > window[1]:
                 raise InvalidInput(f"between: start {window[0].isoformat()} is after end "
                                    f"{window[1].isoformat()}")
-            if not query or topic is not None:
-                raise InvalidInput("between filters the units a text query ranks: give a query "
-                                   "(and no topic)")
+            if (not query and point is None) or topic is not None:
+                raise InvalidInput("between filters the units a text query (or near=) ranks: "
+                                   "give a query or near (and no topic)")
         request = retrieve_op.Request(
             query=query.strip() if query else None, topic=topic,
             fields=None if fields is None or all_fields else tuple(fields),
             as_of=None if as_of is None else as_utc(as_of, "as_of"),
             history=history, include_archived=include_archived, k=k,
-            all_fields=all_fields, between=window)
+            all_fields=all_fields, between=window, near=point)
         result, _ = self._run("retrieve", lambda t: retrieve_op.retrieve(t, request),
                                      actor=actor, interaction=True)
         return result.model_copy(update={"transition": self._engine.seq})

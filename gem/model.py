@@ -79,6 +79,74 @@ def as_utc(value: datetime, what: str = "time") -> datetime:
     return value.astimezone(timezone.utc)
 
 
+MAX_PLACE_NAME = 200
+
+
+class Place(BaseModel):
+    """Where something was said or held true: a point (`lat` in [-90, 90], `lon` in
+    [-180, 180], degrees, finite numbers) and an optional `name` ("Lisbon office"). A fact's
+    place stays with the entry it states (one place per statement); an episode has its own.
+    `retrieve(near=(lat, lon, km))` finds units within `km` of a point (gem/places.py)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    lat: float
+    lon: float
+    name: str | None = None
+
+    def __init__(self, lat: Any = None, lon: Any = None, **kwargs: Any) -> None:
+        try:
+            super().__init__(lat=lat, lon=lon, **kwargs)
+        except ValidationError as exc:
+            raise InvalidInput(_describe(exc, "Place")) from None
+
+    @field_validator("lat", mode="before")
+    @classmethod
+    def _lat(cls, v: Any) -> float:
+        return coordinate(v, 90.0)
+
+    @field_validator("lon", mode="before")
+    @classmethod
+    def _lon(cls, v: Any) -> float:
+        return coordinate(v, 180.0)
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _place_name(cls, v: Any) -> str | None:
+        if v is None:
+            return None
+        name = _name(v)
+        if len(name) > MAX_PLACE_NAME:
+            raise ValueError(f"must be at most {MAX_PLACE_NAME} characters")
+        return name
+
+
+def coordinate(v: Any, bound: float) -> float:
+    """A latitude (bound 90) or longitude (bound 180) in degrees: a finite int or float within
+    [-bound, bound]; ValueError otherwise (no text, no bool)."""
+    if type(v) not in (int, float):
+        raise ValueError(f"must be an int or a float, got {_kind(v)}")
+    if not math.isfinite(v) or not -bound <= v <= bound:
+        raise ValueError(f"must be a finite number within [{-bound:g}, {bound:g}], got {v!r}")
+    return float(v)
+
+
+def as_place(v: Any) -> "Place | None":
+    """A Place from a Place, a (lat, lon) or (lat, lon, name) pair, or a {lat, lon, name}
+    mapping; None stays None."""
+    if v is None or isinstance(v, Place):
+        return v
+    try:
+        if isinstance(v, (tuple, list)) and len(v) in (2, 3):
+            return Place(v[0], v[1], **({"name": v[2]} if len(v) == 3 else {}))
+        if isinstance(v, dict):
+            return Place(**v)
+    except InvalidInput as exc:  # reported under the field that holds the place
+        raise ValueError(str(exc).removeprefix("invalid Place: ")) from None
+    raise ValueError(f"must be a gem.Place, (lat, lon), (lat, lon, name) or "
+                     f"{{lat, lon, name}}, got {type(v).__name__}")
+
+
 class Fact(BaseModel):
     """One observation: `topic`'s `field` has `value`, as of `at`, according to `source`.
 
@@ -100,6 +168,7 @@ class Fact(BaseModel):
     confidence: float = 1.0
     polarity: Literal["+", "-"] = "+"
     labels: tuple[str, ...] = ()
+    place: Place | None = None
 
     def __init__(self, topic: str | None = None, field: str | None = None, value: Any = None,
                  **kwargs: Any) -> None:
@@ -146,6 +215,11 @@ class Fact(BaseModel):
     @classmethod
     def _utc(cls, v: Any) -> datetime | None:
         return None if v is None else _aware_utc(v)
+
+    @field_validator("place", mode="before")
+    @classmethod
+    def _place(cls, v: Any) -> Place | None:
+        return as_place(v)
 
     @field_validator("labels", mode="before")
     @classmethod
@@ -241,6 +315,7 @@ class Episode(BaseModel):
     source: str = "api"
     speaker: str | None = None
     actor: str = "user"
+    place: Place | None = None
 
     def __init__(self, text: Any = None, **kwargs: Any) -> None:
         try:
@@ -275,6 +350,11 @@ class Episode(BaseModel):
     def _at(cls, v: Any) -> datetime | None:
         # a fact's rule, and a plausible year: an episode is something said, not a date
         return None if v is None else checked_time(_aware_utc(v), "at")
+
+    @field_validator("place", mode="before")
+    @classmethod
+    def _place(cls, v: Any) -> Place | None:
+        return as_place(v)
 
 
 def checked_time(value: Any, what: str) -> datetime:
@@ -315,6 +395,22 @@ class Observation(BaseModel):
     recorded_at: datetime
 
 
+class StaleMark(BaseModel):
+    """Why an episode is out of date. A newer fact replaced what it said: `field` of `topic` is
+    now `value`, stated for `since` (`retracted`: withdrawn, no value now, `reason` why); or a
+    policy judged that a later `episode` (saying `text`, at `since`) contradicts it."""
+    model_config = ConfigDict(frozen=True)
+    since: datetime
+    topic: str | None = None
+    topic_id: str | None = None
+    field: str | None = None
+    value: Any = None
+    retracted: bool = False
+    reason: str | None = None
+    episode: str | None = None
+    text: str | None = None
+
+
 class EpisodeView(BaseModel):
     """An episode as retrieval (or a fact's history) shows it. `recalled` names the ladder
     level a cued recall brought it back from (it is active again now)."""
@@ -328,8 +424,12 @@ class EpisodeView(BaseModel):
     salience: float
     status: Literal["active", "hidden"]
     follows: str | None = None        # the episode said just before it (read as its context)
+    refers_to: datetime | None = None  # the day its own words name ("yesterday"), read against `at`
     score: float | None = None
     recalled: str | None = None
+    place: Place | None = None
+    distance_km: float | None = None  # from the point of a `near=` retrieval
+    stale: list[StaleMark] = PydField(default_factory=list)  # empty: nothing replaced what it said
 
 
 class HistoryEntry(BaseModel):
@@ -347,6 +447,7 @@ class HistoryEntry(BaseModel):
     episode: EpisodeView | None = None  # the episode its provenance ref names, if any
     labels: list[str] = PydField(default_factory=list)
     reason: str | None = None   # why it was retracted; for a retraction (value None), why
+    place: Place | None = None  # where its first statement placed it
 
 
 class Candidate(BaseModel):
@@ -382,6 +483,8 @@ class FieldView(BaseModel):
     # why that value is current (the newest statement) whatever R says.
     reliability: float | None = None
     why_current: str | None = None
+    place: Place | None = None         # the place of its current value's entry
+    distance_km: float | None = None   # from the point of a `near=` retrieval
 
 
 class FlagView(BaseModel):
@@ -437,6 +540,7 @@ class RetrieveResult(BaseModel):
     episodes: list[EpisodeView] = PydField(default_factory=list)
     truncated: bool = False           # more units were above the relevance floor than k
     between: tuple[datetime, datetime] | None = None
+    near: tuple[float, float, float] | None = None   # (lat, lon, km) of a `near=` retrieval
 
     def value(self, topic: str, field: str) -> Any:
         """The current value of `field` on the topic titled (or aliased) `topic` (names as

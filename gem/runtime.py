@@ -16,17 +16,23 @@ import numpy as np
 
 from .errors import InvalidInput, TransitionRejected
 from .history import is_retraction
+from .places import place_record
 from .operators.common import (add_edge, entry_value, field_evidence, field_ref, provenance_of,
                                settle_current)
 from .reliability import evidence_states
 from .salience import strength_of
 from .state.events import Fired
 from .state.transition import Transition
+from .store import queries
 from .store.schema import EDGE_TABLES
 from .units import EdgeRef, EntryRef, EpisodeRef, FieldRef, TopicRef, dumps
 
 ActionFn = Callable[["PolicyRuntime", list[Any], dict[str, Any], str], None]
 ACTIONS: dict[str, ActionFn] = {}
+# Runs a policy's tick plan set-at-a-time (gem/operators/tick_plan.py registers it): the
+# number of action calls made, or None when the policy must be evaluated per unit.
+PlanRunner = Callable[["PolicyRuntime", Any, dict[str, Any]], "int | None"]
+PLAN_RUNNERS: list[PlanRunner] = []
 
 # The event binding naming the fact an ingest event is about. Not a name a policy can write,
 # so no policy sees it; `drop` reads it to leave out exactly the fact the event is about.
@@ -126,6 +132,8 @@ class PolicyRuntime:
                 return entry_value(row)
             if name == "provenance":
                 return provenance_of(row)
+            if name == "place":
+                return place_record(row)
             if name == "field":
                 return field_ref(t, obj.field_id)
             if name == "topic":
@@ -137,6 +145,8 @@ class PolicyRuntime:
                 return None
             if name == "salience":
                 return t.salience_now(row)
+            if name == "place":
+                return place_record(row)
             return row.get(name)
         if isinstance(obj, EdgeRef):
             if name == "created_at":
@@ -184,6 +194,8 @@ class PolicyRuntime:
             eids = t.episode_ids_where(ACTIVE, below)
             t.prefetch("Episode", eids)
             return [EpisodeRef(x) for x in eids]
+        if name == "said_before":
+            return said_before(t, bindings.get("episode"))
         raise InvalidInput(f"unknown relational name {name!r}")
 
     # -------------------------------------------------------------- functions
@@ -222,6 +234,12 @@ class PolicyRuntime:
         text = topic_summary(self.t, x.id) if isinstance(x, TopicRef) else str(x)
         return self.t.services.embedder.embed([text])[0]
 
+    def run_plan(self, policy: Any, bindings: dict[str, Any]) -> int | None:
+        event = self.t.current_event
+        if not PLAN_RUNNERS or event is None or event.name != "tick":
+            return None
+        return PLAN_RUNNERS[0](self, policy, bindings)
+
     # -------------------------------------------------------------- actions
     def act(self, action_name: str, args: list[Any], evidence: dict[str, Any], policy: str,
             span: Any = None) -> None:
@@ -255,6 +273,28 @@ def _unit(x: Any) -> tuple[str, str] | None:
     if isinstance(x, EpisodeRef):
         return ("Episode", x.id)
     return None
+
+
+# A speaker's earlier episodes a policy sees (`said_before`): the latest ones, for a rule that
+# compares what one says now with what they said lately, not an index of everything said.
+SAID_BEFORE = 100
+
+
+def said_before(t: Transition, episode: Any) -> list[EpisodeRef]:
+    """The latest episodes (at most SAID_BEFORE) the speaker of `episode` said before it, newest
+    first: the committed ones and those this transition recorded, as the proposed state holds
+    them. None for an episode without a speaker (whose they are is unknown)."""
+    row = t.row("Episode", episode.id) if isinstance(episode, EpisodeRef) else None
+    if row is None or row["speaker"] is None:
+        return []
+    with t.cache.store.reading() as tx:
+        committed = queries.latest_episodes_of(tx, t.scope, row["speaker"], SAID_BEFORE + 1)
+    t.prefetch("Episode", committed)
+    found = {eid: r for eid in [*committed, *t.created["Episode"]]
+             if (r := t.row("Episode", eid)) is not None and eid != row["id"]
+             and r["speaker"] == row["speaker"] and (r["at"], r["seq"]) < (row["at"], row["seq"])}
+    newest = sorted(found, key=lambda eid: (found[eid]["at"], found[eid]["seq"]), reverse=True)
+    return [EpisodeRef(eid) for eid in newest[:SAID_BEFORE]]
 
 
 # ---------------------------------------------------------------------- base actions
@@ -321,6 +361,26 @@ def _annotate(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], poli
     notes = json.loads(row["annotations"] or "{}")
     notes[str(key)] = json.loads(dumps({"v": value}))["v"]
     rt.t.update(table, target.id, annotations=dumps(notes))
+
+
+@action("mark_stale")
+def _mark_stale(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: str) -> None:
+    """Mark an episode stale: a later one contradicts it (gem/operators/stale.py shows the mark;
+    a later contradiction replaces an earlier one's)."""
+    old, new = args
+    if not isinstance(old, EpisodeRef) or not isinstance(new, EpisodeRef):
+        return
+    t = rt.t
+    said, later = t.row("Episode", old.id), t.row("Episode", new.id)
+    if said is None or later is None:
+        return
+    if later["at"] <= said["at"]:
+        raise ValueError(f"episode {new.id} was not said after episode {old.id}")
+    marked = t.row("Episode", said["contradicted_by"]) if said["contradicted_by"] else None
+    if marked is not None and marked["at"] >= later["at"]:
+        return
+    t.update("Episode", old.id, contradicted_by=new.id)
+    t.touched.episodes[old.id] = None
 
 
 @action("drop")

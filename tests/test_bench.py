@@ -21,6 +21,7 @@ RUNS = {
     "dashboard.py": ["--topics", "120", "--rounds", "1"],
     "maintenance.py": ["--sizes", "200"],
     "index.py": ["--sizes", "300", "--queries", "20"],
+    "places.py": ["--sizes", "300", "--queries", "10", "--memory", "50"],
     "vectors.py": ["--sizes", "500", "--queries", "10", "--reps", "1", "--snapshot-docs", "500",
                    "--pair-sizes", "500"],
     "ingest_retrieve.py": ["--quick", "--engines", "kuzu"],

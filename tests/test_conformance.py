@@ -63,10 +63,10 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping
 CASE_KEYS = {"note", "policies", "replace_default", "start", "resolver", "ops", "want", "wip",
              "reason", "reviser"}
 FACT_KEYS = {"topic", "field", "value", "at", "source", "actor", "ref", "confidence", "polarity",
-             "labels"}
-EPISODE_KEYS = {"episode", "at", "source", "speaker", "actor"}  # an ingest item with `episode`
+             "labels", "place"}
+EPISODE_KEYS = {"episode", "at", "source", "speaker", "actor", "place"}  # an item with `episode`
 RETRIEVE_KEYS = {"query", "topic", "fields", "as_of", "history", "include_archived", "k",
-                 "between"}
+                 "between", "near"}
 ADVANCE_KEYS = {"weeks", "days", "hours", "minutes", "seconds", "to"}
 STEP_EXTRA = {"want", "want_error_code", "want_error_match", "raises_salience", "keeps_salience",
               "actor", "scope"}
@@ -201,6 +201,10 @@ def validate_step(step: Any, where: str) -> None:
                   EPISODE_KEYS if isinstance(fact, dict) and "episode" in fact else FACT_KEYS)
             if "at" in fact:
                 parse_time(fact["at"], f"{where}[{j}].at")
+            if "place" in fact and not (isinstance(fact["place"], dict) or (
+                    isinstance(fact["place"], list) and len(fact["place"]) in (2, 3))):
+                _fail(f"{where}[{j}]", "`place` is [lat, lon], [lat, lon, name] or "
+                      "{lat, lon, name}")
     elif spec == "argv":
         if not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args):
             _fail(where, "needs the command line, a list of strings")
@@ -234,6 +238,9 @@ def validate_step(step: Any, where: str) -> None:
                 _fail(where, "`between` is a list of two times")
             for b in args["between"]:
                 parse_time(b, f"{where}.between")
+        if op == "retrieve" and "near" in args:
+            if not isinstance(args["near"], list) or len(args["near"]) != 3:
+                _fail(where, "`near` is a list [lat, lon, km]")
         if op in ("history", "explain") and "field" not in args:
             _fail(where, "needs `topic` and `field`")
         if op in ("restore", "inspect", "history", "explain") and "topic" not in args:
@@ -632,6 +639,8 @@ class Runner:
                 kwargs["as_of"] = parse_time(kwargs["as_of"], "as_of")
             if "between" in kwargs:
                 kwargs["between"] = tuple(parse_time(b, "between") for b in kwargs["between"])
+            if "near" in kwargs:
+                kwargs["near"] = tuple(kwargs["near"])
             return mem.retrieve(**kwargs, **who)
         if op == "revise":
             return mem.revise(**who)

@@ -165,7 +165,7 @@ def test_policies_page_has_sources_and_the_trigger_graph(client):
     graph = page.split('class="layered"', 1)[1].split("</svg>", 1)[0]
     # one box per policy, and per event: the 7 of facts and topics and 2 of episodes
     assert graph.count('class="box event"') == 9
-    assert graph.count('class="box policy"') == len(policies.policies) == 9
+    assert graph.count('class="box policy"') == len(policies.policies) == 10
     assert 'class="arrow emits"' in graph
     assert "Events and the policies they trigger" in page
     assert html.escape(policies.sources[0].text, quote=True)[:200] in page

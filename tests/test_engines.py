@@ -27,6 +27,6 @@ def test_store_ingest_retrieve_and_transition_tests_pass_on_ladybug():
              "test_episode_governance.py"]
     # Its output goes straight to this test's (shown on failure, live with -s); it takes as
     # long as the machine needs: HANG only guards against a hang.
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
                            *[str(HERE / f) for f in files]], env=env, timeout=HANG, cwd=HERE.parent)
     assert done.returncode == 0, "the ladybug session failed: its output is above"

@@ -118,13 +118,13 @@ def test_a_database_made_with_the_v1_embedder_opens_with_it_by_default(tmp_path,
         assert mem._engine.services.embedder.name == "hashing-256-v2"
 
 
-@pytest.mark.skipif(ENGINE != "kuzu", reason="the README example opens the default engine")
-def test_the_readme_episode_example_runs_as_written():
+@pytest.mark.skipif(ENGINE != "kuzu", reason="the guide's example opens the default engine")
+def test_the_guide_episode_example_runs_as_written():
     import re
     from pathlib import Path
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "def deadlines(episode)" in b]
-    exec(compile(block, "README.md", "exec"), {"gem": gem})
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "episodes.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", guide, re.S) if "def deadlines(episode)" in b]
+    exec(compile(block, "docs/guides/episodes.md", "exec"), {"gem": gem})
 
 
 def test_between_needs_a_text_query_and_aware_times(mem, clock):

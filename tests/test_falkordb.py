@@ -409,15 +409,14 @@ def test_two_gem_serve_workers_share_one_memory_and_the_command_line_reads_it(me
     assert shown.returncode == 0, shown.stderr
 
 
-def test_the_readme_deploying_section_runs_as_written(tmp_path):
+def test_the_docs_deploying_section_runs_as_written(tmp_path):
     """Its shell and Python blocks, in order, on a server the first block starts (the ports
     6379, 8801 and 8802 swapped for free ones); every process is stopped by its PID."""
     import re
 
     import httpx
     from gem.testing.falkor import free_port
-    readme = (HERE.parent / "README.md").read_text()
-    section = readme.split("## Deploying beyond one process", 1)[1].split("\n## ", 1)[0]
+    section = (HERE.parent / "docs" / "guides" / "falkordb.md").read_text()
     blocks = re.findall(r"```(sh|python)\n(.*?)```", section, re.S)
     assert [kind for kind, _ in blocks] == ["sh", "python", "sh"]
     ports = {"6379": str(free_port()), "8801": str(free_port()), "8802": str(free_port())}
@@ -558,7 +557,7 @@ def test_store_facing_tests_conformance_state_machine_and_trajectory_pass_on_fal
            "GEM_STATEFUL_EXAMPLES": "10", "GEM_STATEFUL_STEPS": "20"}
     # Its output goes straight to this test's (shown on failure, live with -s); it takes as
     # long as the machine needs: HANG only guards against a hang.
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
                            *[str(HERE / f) for f in FILES]], env=env, timeout=HANG, cwd=HERE.parent)
     assert done.returncode == 0, "the falkordb session failed: its output is above"
 

@@ -32,6 +32,9 @@ def _results(mem, clock) -> list[pydantic.BaseModel]:
                           source="chat:9")
     out.append(episode)
     out.append(mem.ingest([episode]))
+    said = out[-1].episode_ids[0]  # a fact cites it, a newer one replaces that: it is stale
+    mem.ingest(gem.Fact("Website Redesign", "ships", "April 20", ref=said, at=t0))
+    mem.ingest(gem.Fact("Website Redesign", "ships", "May 4"))
     out.append(mem.retrieve("when does the redesign ship", between=(t0, t0 + timedelta(days=1)),
                             fields="all"))
     out += [mem.inspect("Launch Milestones"), mem.inspect("Vendor", "name"),
@@ -40,6 +43,11 @@ def _results(mem, clock) -> list[pydantic.BaseModel]:
     out += [mem.topics(), mem.graph("Website Redesign", depth=2),
             mem.salience_history("Website Redesign"), mem.episodes()]
     out.append(gem.Fact("Topic", "field", ["a", 1], at=t0, source="s", polarity="-"))
+    # places: on an entry, an episode, and a near= retrieval's distances
+    out.append(mem.ingest([gem.Fact("Office", "wifi", "fast", place=(38.72, -9.14, "Lisbon")),
+                           gem.Episode("Lunch by the river", at=t0, place=(38.7, -9.13))]))
+    out.append(mem.retrieve(near=(38.72, -9.14, 10), history=True))
+    assert out[-1].near and out[-1].episodes[0].place and out[-1].topics[0].fields["wifi"].place
     clock.advance(days=400)  # everything fades: the ladder history has something to show
     mem.forget()
     out.append(mem.salience_history("Budget"))

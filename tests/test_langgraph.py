@@ -355,15 +355,14 @@ def test_a_key_a_policy_drops_is_left_out_and_logged(tmp_path, db_path, clock, c
         assert "password (passwords are not stored)" in caplog.text
 
 
-@pytest.mark.skipif(ENGINE != "kuzu", reason="the README example opens the default engine")
-def test_the_readme_example_runs_as_written():
+@pytest.mark.skipif(ENGINE != "kuzu", reason="the guide's example opens the default engine")
+def test_the_guide_example_runs_as_written():
     import re
     from pathlib import Path
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### LangGraph"):]
-    block = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    guide = Path(__file__).resolve().parents[1] / "docs" / "guides" / "langgraph.md"
+    block = re.findall(r"```python\n(.*?)```", guide.read_text(encoding="utf-8"), re.S)[0]
     scope: dict = {}
-    exec(compile(block, "README.md", "exec"), scope)
+    exec(compile(block, str(guide), "exec"), scope)
     assert scope["GemStore"] is GemStore  # it ran, not skipped
 
 

@@ -1,16 +1,20 @@
 """gem.llm against a real HTTP server speaking the chat-completions protocol, answering from
 recorded fixtures (tests/llm_server.py, tests/fixtures/llm/): extraction with the turns
 before an episode, revision, the resolver's model tier, summaries, refused answers, retries,
-the cache, token usage in the log and stats, and `gem serve --extractor-model`."""
+the cache, token usage in the log and stats, and `gem serve --extractor-model` (also given
+to the server `gem mcp` starts)."""
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
+from mcp import Client, StdioServerParameters
 
 import gem
 from llm_server import FixtureServer
@@ -243,6 +247,66 @@ def test_gem_serve_wires_the_extractor_for_agents(llm, tmp_path):
     assert llm.count() == 2
 
 
+@pytest.mark.slow
+def test_gem_mcp_starts_its_server_with_the_model_options(llm, tmp_path):
+    """A desktop client's `gem mcp` starts the server itself: the model options it is given
+    are the server's, so a remembered episode is extracted there."""
+    from gem.server.endpoint import read_endpoint
+    from servers import kill_group
+    path = str(tmp_path / "agent.db")
+    gem.open(path).close()
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "gem", "mcp", path, "--extractor-model", MODEL, "--llm-base-url", llm.url])
+    said = {"text": "My dog is called Rex.", "speaker": "Ana", "source": "chat:1",
+            "at": SAID.isoformat()}
+
+    async def main():
+        async with Client(params, cache=None) as c:
+            remembered = await c.call_tool("memory_remember", {"episodes": [said]})
+            assert not remembered.is_error, remembered.content
+            found = await c.call_tool("memory_inspect", {"topic": "Dog", "field": "name"})
+            return remembered.structured_content, found.structured_content
+    try:
+        remembered, found = asyncio.run(main())
+    finally:
+        endpoint = read_endpoint(path)  # the server the bridge started, if it got that far
+        if endpoint is not None:
+            kill_group(endpoint.pid)
+    assert remembered["extracted"] == 1 and found["fields"]["name"]["value"] == "Rex"
+    assert llm.count() == 1
+
+
+@pytest.mark.slow
+def test_gem_mcp_says_a_running_server_keeps_its_own_model_options(llm, tmp_path):
+    from mcp.client.stdio import stdio_client
+    path = str(tmp_path / "agent.db")
+    served = start(path, "--create")
+    said = tmp_path / "bridge.log"
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "gem", "mcp", path, "--extractor-model", MODEL, "--llm-base-url", llm.url])
+
+    async def main():  # once the bridge answers, it has said everything it says on starting
+        with open(said, "w") as err:
+            async with Client(stdio_client(params, errlog=err), cache=None) as c:
+                await c.list_tools()
+    try:
+        asyncio.run(main())
+    finally:
+        stop(served)
+    assert (f"--extractor-model {MODEL} --llm-base-url {llm.url}: not applied: the server "
+            f"already running for {path} keeps the options it was started with") in said.read_text()
+    assert llm.count() == 0
+
+
+def test_gem_mcp_refuses_a_model_without_an_endpoint_before_starting_a_server(tmp_path):
+    path = str(tmp_path / "agent.db")
+    gem.open(path).close()
+    done = subprocess.run([sys.executable, "-m", "gem", "mcp", path, "--extractor-model", MODEL],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1 and "--extractor-model needs --llm-base-url" in done.stderr
+    assert not os.path.exists(path + ".gem-serve.log")  # no server was started
+
+
 def test_hooks_refuse_bad_settings():
     with pytest.raises(gem.InvalidInput, match="base_url"):
         gem.llm.Extractor(MODEL, "127.0.0.1:8080")
@@ -255,17 +319,16 @@ def test_hooks_refuse_bad_settings():
     assert "sk-" not in repr(gem.llm.Extractor(MODEL, "http://127.0.0.1:1/v1", api_key="sk-x").client)
 
 
-def _readme_block() -> str:
+def _guide_block() -> str:
     import re
     from pathlib import Path
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### LLM extraction"):]
-    return re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    guide = Path(__file__).resolve().parents[1] / "docs" / "guides" / "llm-extraction.md"
+    return re.findall(r"```python\n(.*?)```", guide.read_text(encoding="utf-8"), re.S)[0]
 
 
-def test_the_readme_example_runs_against_an_endpoint_and_does_nothing_without_one(
+def test_the_guide_example_runs_against_an_endpoint_and_does_nothing_without_one(
         llm, monkeypatch, capsys):
-    block = compile(_readme_block(), "README.md", "exec")
+    block = compile(_guide_block(), "docs/guides/llm-extraction.md", "exec")
     monkeypatch.delenv("GEM_LLM_BASE_URL", raising=False)
     exec(block, {})
     assert capsys.readouterr().out == "" and llm.count() == 0

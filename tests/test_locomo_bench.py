@@ -1,11 +1,16 @@
-"""bench/locomo.py runs end to end on one LoCoMo conversation (skipped without the data)."""
+"""bench/locomo.py runs end to end on one LoCoMo conversation (skipped without the data), and
+its observation extractor feeds facts that cite their turns."""
 from __future__ import annotations
 
 import importlib.util
 import sys
+import tempfile
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+
+import gem
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "locomo.py"
 
@@ -25,15 +30,51 @@ def test_locomo_bench_on_one_conversation():
     lines: list[str] = []
     result = locomo.run(locomo.DATA, 1, "hashing", [5, 10], out=lines.append, questions=40)
     text = "\n".join(lines)
-    for system in ("gem (maintenance on)", "gem (maintenance off)", "BM25", "dense", "RRF"):
-        assert f"{system} " in text
+    for system in ("gem", "gem, no maintenance", "BM25", "dense hashing", "RRF BM25+hashing"):
+        assert f"\n{system} " in text
         for k in (5, 10):
             any_k, all_k = result["recall"][system][k]
             assert 0.0 <= all_k <= any_k <= 1.0
     assert result["questions"] == 40
-    assert "ms/turn" in text and "p95" in text and "reverse order" in text
+    for shown in ("ms/turn", "ms/q p95", "reverse order", "multi-hop (", "by evidence age",
+                  ">90 d", "targets (issue 27)"):
+        assert shown in text
+    assert len(result["targets"]) == 4   # vs hybrid, maintenance, multi-hop, temporal
     # gem finds evidence at all: a broken ranking (or ingest) scores zero here
-    assert result["recall"]["gem (maintenance off)"][10][0] > 0.3
+    assert result["recall"]["gem, no maintenance"][10][0] > 0.3
+
+
+def test_observations_become_facts_that_retrieve_the_turns_they_cite():
+    locomo = _module()
+    start = datetime(2023, 5, 8, 13, 0, tzinfo=timezone.utc)
+    turns = [locomo.Turn("D1:1", "Ana", "Hi! How was your week?", start),
+             locomo.Turn("D1:2", "Ben", "Great, I adopted a greyhound called Biscuit.",
+                         start + timedelta(seconds=1)),
+             locomo.Turn("D1:3", "Ana", "Lovely! I started pottery lessons.",
+                         start + timedelta(seconds=2))]
+    conv = locomo.Conversation(
+        "toy", [(start, turns)],
+        [{"question": "What is the name of Ben's dog?", "evidence": ["D1:2"], "category": 4}],
+        [("Ben", "Ben adopted a greyhound named Biscuit.", ["D1:2"]),
+         ("Ana", "Ana takes pottery lessons.", ["D1:3", "D1:1"])])
+    extractor = locomo.ObservationExtractor(conv)
+    assert [f.value for f in extractor(gem.Episode("x", source="D1:2"))] == \
+        ["Ben adopted a greyhound named Biscuit."]
+    assert extractor(gem.Episode("x", source="D1:1")) == []   # cited, but second
+    with tempfile.TemporaryDirectory() as work:
+        db = str(Path(work) / "m.db")
+        variant = locomo.Variant("hashing", maintain=False, observations=True)
+        embedder = gem.HashingEmbedder(256)
+        clock, sources, ex = locomo.ingest_conversation(conv, db, embedder, variant,
+                                                        locomo.GemRun())
+        assert sorted(sources.values()) == ["D1:1", "D1:2", "D1:3"]
+        with gem.open(db, clock=clock, embedder=embedder) as mem:
+            r = mem.retrieve("greyhound Biscuit", k=3)
+            (ben,) = [t for t in r.topics if t.title == "Ben"]
+            (fact,) = ben.fields.values()
+            assert sources[fact.provenance.ref] == "D1:2"   # the fact cites its turn's episode
+            r = mem.retrieve("pottery lessons", k=1)
+            assert not r.episodes and locomo.ranked_turns(r, sources, ex) == ["D1:3", "D1:1"]
 
 
 def test_locomo_bench_skips_cleanly_without_the_data(monkeypatch, capsys):

@@ -1,4 +1,4 @@
-"""The README's "Use it from an agent" examples work as written (paths and port filled in)."""
+"""The "Use it from an agent" guide's examples work as written (paths and port filled in)."""
 from __future__ import annotations
 
 import asyncio
@@ -17,12 +17,11 @@ import gem
 from conftest import ENGINE
 from servers import HANG, kill_group, start, stop
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "agent-mcp.md"
 
 
 def _section() -> str:
-    text = README.read_text(encoding="utf-8")
-    return text[text.index("## Use it from an agent"):text.index("## The data model")]
+    return GUIDE.read_text(encoding="utf-8")
 
 
 def _block(language: str, containing: str) -> str:
@@ -58,7 +57,7 @@ def test_the_desktop_client_config(tmp_path):
 @pytest.mark.slow
 def test_the_curl_example(tmp_path):
     if shutil.which("curl") is None:  # pragma: no cover - curl is on the CI machine
-        raise AssertionError("curl is needed to run the README's example")
+        raise AssertionError("curl is needed to run the guide's example")
     db = str(tmp_path / "agent.db")
     server = start(db, "--create", "--engine", ENGINE)
     try:

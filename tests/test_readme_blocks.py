@@ -1,16 +1,20 @@
-"""Every fenced block of README.md runs as written, section by section, in order.
+"""Every fenced block of README.md and of the documentation (docs/**/*.md) runs as written,
+section by section (a page's `#` or `##` heading), in order.
 
 - python: each block in a fresh namespace (a reader copies one block: it must import what it
   uses), in the section's working directory, in this process;
 - sh: with bash -e, in the section's working directory, the venv's bin first on PATH and HOME
-  a directory of the section's own (`~/agent.db` lands there); ports the README names are
+  a directory of the section's own (`~/agent.db` lands there); ports the pages name are
   swapped for free ones. Setup commands (making and activating a venv) are not run, and
   `pip install` is not run but must name extras that pyproject.toml declares. What a block
   leaves running in the background is killed by its process group when the section ends;
 - policy: saved under the file name the text before it gives (`team.policy`) and checked by
   `gem policy check`; json: parsed.
 
-A block that cannot run here is listed in NOT_RUN with the reason; keep that list short.
+A block that calls a model (`GEM_LLM_BASE_URL`) runs against tests/llm_server.py's recorded
+endpoint. A block of the README that is also, word for word, a block of a docs page runs there
+only (the README repeats the getting-started page). A block that cannot run here is listed in
+NOT_RUN with the reason; keep that list short.
 """
 from __future__ import annotations
 
@@ -28,24 +32,35 @@ from pathlib import Path
 
 import pytest
 
+from llm_server import FixtureServer
 from servers import HANG
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 BIN = os.path.dirname(sys.executable)
 PORTS = ("8765",)  # ports the runnable blocks name; each run gets free ones instead
 
-# (section, a text the block contains) -> why it is not run here
+# (page, section, a text the block contains) -> why it is not run here
 NOT_RUN = {
-    ("Quickstart", "python -m pytest"): "it runs the whole test suite, this test included",
-    ("Deploying beyond one process", ""): "its blocks need a FalkorDB server between them; "
-    "tests/test_falkordb.py::test_the_readme_deploying_section_runs_as_written runs them as "
+    ("docs/guides/container.md", "Run it in a container", ""):
+    "its blocks need a container runtime; tests/test_container.py runs the image's command as "
+    "written, and builds and serves the image when docker or podman answers",
+    ("docs/getting-started.md", "Getting started", "python -m pytest"):
+    "it runs the whole test suite, this test included",
+    ("README.md", "Documentation", "mkdocs build"): "it builds the site from a checkout; "
+    "tests/test_docs.py runs the same build (--strict) into a temporary directory",
+    ("docs/guides/falkordb.md", "Deploying beyond one process (FalkorDB)", ""):
+    "its blocks need a FalkorDB server between them; "
+    "tests/test_falkordb.py::test_the_docs_deploying_section_runs_as_written runs them as "
     "written (ports filled in), waiting for the server the first block starts",
 }
+LLM_MODEL = "test-model"  # the model tests/fixtures/llm/ recorded answers for
 
 
 @dataclass(frozen=True)
 class Block:
+    page: str          # relative to the repository: README.md, docs/guides/langgraph.md
     section: str
     language: str
     text: str
@@ -53,43 +68,70 @@ class Block:
     before: str        # the section's prose before the block
 
 
-def blocks() -> list[Block]:
-    found, section, prose = [], "", []
-    lines = README.read_text(encoding="utf-8").splitlines()
+def page_blocks(page: Path) -> list[Block]:
+    found: list[Block] = []
+    section, prose = "", []
+    name = page.relative_to(ROOT).as_posix()
+    lines = page.read_text(encoding="utf-8").splitlines()
     n = 0
     while n < len(lines):
         line = lines[n]
-        if line.startswith("## "):
-            section, prose = line[3:].strip(), []
+        if line.startswith(("# ", "## ")):
+            section, prose = line.split(" ", 1)[1].strip(), []
         elif line.startswith("```"):
             language, start, body = line[3:].strip(), n + 1, []
             n += 1
             while not lines[n].startswith("```"):
                 body.append(lines[n])
                 n += 1
-            found.append(Block(section, language, "\n".join(body) + "\n", start, "\n".join(prose)))
+            found.append(Block(name, section, language, "\n".join(body) + "\n", start,
+                               "\n".join(prose)))
         else:
             prose.append(line)
         n += 1
     return found
 
 
+def blocks() -> list[Block]:
+    return [b for page in PAGES for b in page_blocks(page)]
+
+
 def not_run(block: Block) -> str | None:
-    for (section, containing), why in NOT_RUN.items():
-        if block.section == section and containing in block.text:
+    for (page, section, containing), why in NOT_RUN.items():
+        if block.page == page and block.section == section and containing in block.text:
             return why
+    if block.page == "README.md":
+        for other in blocks():
+            if other.page != "README.md" and other.text == block.text:
+                return f"the same block runs in {other.page} ({other.section})"
     return None
 
 
-def sections() -> list[str]:
-    return list(dict.fromkeys(b.section for b in blocks()))
+def sections() -> list[tuple[str, str]]:
+    return list(dict.fromkeys((b.page, b.section) for b in blocks()))
 
 
 def test_every_block_is_of_a_kind_this_test_runs_and_the_not_run_list_is_current():
     assert {b.language for b in blocks()} <= {"python", "sh", "policy", "json"}
-    for section, containing in NOT_RUN:
-        assert any(b.section == section and containing in b.text for b in blocks()), \
-            f"NOT_RUN names a block that is gone: {section}: {containing!r}"
+    for page, section, containing in NOT_RUN:
+        assert any(b.page == page and b.section == section and containing in b.text
+                   for b in blocks()), f"NOT_RUN names a block that is gone: {page}: {section}: {containing!r}"
+
+
+def test_the_readme_stays_short_and_its_quickstart_is_what_ci_runs():
+    """The README is what a newcomer reads first: under 200 lines, the rest is in docs/. Its
+    test command is the one .ci/run runs."""
+    assert len(README.read_text(encoding="utf-8").splitlines()) < 200
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    quick = [b.text for b in page_blocks(README) if b.section == "Quickstart"]
+    assert len(quick) == 2 and quick[0].rstrip().endswith("&& gem demo")
+    assert quick[1].rstrip().endswith("&& python -m pytest -q")
+    assert "\npython -m pytest -q\n" in ci
+    # The extras the README's test command installs are the ones CI installs, so a newcomer's
+    # run skips no test that CI runs.
+    readme_extras = re.search(r"pip install '\.\[([^\]]*)\]'", quick[1]).group(1)
+    ci_extras = re.search(r'pip install --quiet "\.\[([^\]]*)\]"', ci).group(1)
+    assert readme_extras == ci_extras
 
 
 def _free_port() -> str:
@@ -118,9 +160,23 @@ def _runnable(command: str, where: str) -> str:
     return " && ".join(kept)
 
 
+@pytest.fixture
+def llm_endpoint(monkeypatch):
+    """A block that reads GEM_LLM_BASE_URL gets the recorded endpoint (tests/test_llm.py)."""
+    server = FixtureServer()
+    monkeypatch.setenv("GEM_LLM_BASE_URL", server.url)
+    monkeypatch.setenv("GEM_LLM_MODEL", LLM_MODEL)
+    try:
+        yield server
+    finally:
+        server.stop()
+    assert server.unknown == [], f"requests with no recorded answer: {server.unknown}"
+    assert server.count() > 0, "the block never called the model"
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("section", sections())
-def test_the_readme_section_runs_as_written(section, tmp_path, monkeypatch):
+@pytest.mark.parametrize("page,section", sections(), ids=[f"{p}::{s}" for p, s in sections()])
+def test_the_docs_section_runs_as_written(page, section, tmp_path, monkeypatch, request):
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
     home.mkdir()
@@ -129,9 +185,12 @@ def test_the_readme_section_runs_as_written(section, tmp_path, monkeypatch):
     groups: list[int] = []
     monkeypatch.chdir(work)
     ran = 0
+    mine = [b for b in blocks() if b.page == page and b.section == section]
+    if any("GEM_LLM_BASE_URL" in b.text for b in mine):
+        request.getfixturevalue("llm_endpoint")
     try:
-        for block in (b for b in blocks() if b.section == section):
-            where = f"README.md:{block.line} ({section})"
+        for block in mine:
+            where = f"{page}:{block.line} ({section})"
             if not_run(block):
                 continue
             ran += 1
@@ -165,4 +224,4 @@ def test_the_readme_section_runs_as_written(section, tmp_path, monkeypatch):
             except ProcessLookupError:
                 pass
     if ran == 0:
-        pytest.skip("; ".join(sorted({not_run(b) or "" for b in blocks() if b.section == section})))
+        pytest.skip("; ".join(sorted({not_run(b) or "" for b in mine})))

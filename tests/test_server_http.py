@@ -129,6 +129,15 @@ def test_episodes_and_time_windows_over_http(served):
         r = c.post("/ingest", json={"episodes": [{"text": "  "}]})
         assert r.status_code == 422 and r.json()["error"] == "invalid_input"
         assert c.get("/stats").json()["entries"] == 1
+        r = c.post("/ingest", json={"facts": [{"topic": "Depot", "field": "gate", "value": "3",
+                                               "place": {"lat": 41.1579, "lon": -8.6291,
+                                                         "name": "Porto depot"}}]})
+        assert r.status_code == 200, r.text
+        near = c.post("/retrieve", json={"near": [41.16, -8.63, 5]}).json()
+        assert near["topics"][0]["fields"]["gate"]["place"]["name"] == "Porto depot"
+        assert near["topics"][0]["fields"]["gate"]["distance_km"] < 1
+        r = c.post("/retrieve", json={"near": [41.16, -8.63, 0]})
+        assert r.status_code == 422 and "near: km" in r.text
 
 
 def test_errors_are_mapped(served):

@@ -85,12 +85,14 @@ async def _conversation(client: Client) -> None:
 
     said = _readable(await client.call_tool("memory_remember", {"episodes": [
         {"text": "Ann said the launch party is at the harbour", "speaker": "Ann",
-         "at": "2026-01-05T10:00:00+00:00"}]}))
+         "at": "2026-01-05T10:00:00+00:00", "place": {"lat": 38.7, "lon": -9.14}}]}))
     assert len(said["episodes"]) == len(said["episode_ids"]) == 1
     heard = _readable(await client.call_tool("memory_recall", {
         "query": "launch party harbour",
         "between": ["2026-01-01T00:00:00+00:00", "2026-01-31T00:00:00+00:00"]}))
     assert heard["episodes"][0]["speaker"] == "Ann"
+    near = _readable(await client.call_tool("memory_recall", {"near": [38.7, -9.14, 1]}))
+    assert near["episodes"][0]["place"] == {"lat": 38.7, "lon": -9.14, "name": None}
     failed = await client.call_tool("memory_remember", {})
     assert failed.is_error and "at least one fact or episode" in failed.content[0].text
 

@@ -32,18 +32,21 @@ def test_schema_creation_is_idempotent(db_path):
 @pytest.mark.slow
 @EMBEDDED
 def test_a_database_made_before_a_column_existed_gets_it_at_open(db_path, clock):
-    """Columns added to the schema (labels, a retraction's reason, who cleared a flag) are
-    added to an older database when it is opened: empty lists and nulls, nothing else moves."""
+    """Columns added to the schema (labels, a retraction's reason, who cleared a flag, the
+    entries citing an episode and what contradicts it) are added to an older database when it
+    is opened: empty lists and nulls, nothing else moves."""
     with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
-        mem.ingest(gem.Fact("A", "x", 1))
+        mem.ingest([gem.Fact("A", "x", 1), gem.Episode("A is 1", source="chat", at=clock.now)])
     store = open_store(db_path, ENGINE)
     with store.transaction() as tx:  # what a database of the previous schema looks like
         for table, column in (("Entry", "labels"), ("Entry", "reason"), ("Field", "labels"),
-                              ("Flag", "cleared_by")):
+                              ("Flag", "cleared_by"), ("Episode", "cited_by"),
+                              ("Episode", "contradicted_by")):
             tx.run(f"ALTER TABLE {table} DROP {column}")
     store.close()
     with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
         assert mem.inspect("A", "x").labels == [] and mem.history("A", "x")[0].reason is None
+        assert [e.stale for e in mem.episodes().episodes] == [[]]
         mem.ingest(gem.Fact("A", "x", 2, labels=["pii"]))
         assert mem.inspect("A", "x").labels == ["pii"]
         assert mem.audit(full=True).ok
@@ -355,7 +358,9 @@ def test_batched_creates_and_updates_store_exactly_the_values_given(db_path):
                 "value": f'"v{i}"', "valid_at": t0, "asserted_at": t0, "recorded_at": t0 + timedelta(days=i),
                 "source": "s", "actor": "a", "ref": None, "confidence": 1, "polarity": "+",
                 "status": "current", "superseded_by": None, "superseded_tx": None, "active": True,
-                "annotations": "{}", "labels": [], "reason": None} for i in range(12)]
+                "annotations": "{}", "labels": [], "reason": None,
+                "place_lat": None if i % 3 else 38.7 + i, "place_lon": None if i % 3 else -9 - i,
+                "place_name": None if i % 2 else f"p{i}"} for i in range(12)]
     with store.transaction() as tx:
         queries.create_rows(tx, "Topic", [topic])
         queries.create_rows(tx, "Field", [dict(f) for f in fields], RELS["HAS_FIELD"],

@@ -187,6 +187,11 @@ def test_columns_added_later_leave_the_hash_of_older_rows_as_it_was():
     flag = {"id": "g1", "status": "open"}
     assert row_hash("Flag", {**flag, "cleared_by": None}) == row_hash("Flag", flag)
     assert row_hash("Flag", {**flag, "cleared_by": "reviser"}) != row_hash("Flag", flag)
+    episode = {"id": "ep1", "text": "said"}
+    assert row_hash("Episode", {**episode, "cited_by": [], "contradicted_by": None}) == \
+        row_hash("Episode", episode)
+    assert row_hash("Episode", {**episode, "cited_by": ["e1"]}) != row_hash("Episode", episode)
+    assert row_hash("Episode", {**episode, "contradicted_by": "ep2"}) != row_hash("Episode", episode)
 
 
 def test_a_record_commits_to_the_canonical_text_of_its_parts():

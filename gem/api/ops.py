@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable, Sequence
 from ..errors import InvalidInput, TransitionRejected, UnknownUnit
 from ..memory import Memory
 from ..memory import open as open_memory
-from ..model import Episode, Fact, FieldView, HistoryEntry, PendingRevision, TopicView
+from ..model import (Episode, Fact, FieldView, HistoryEntry, PendingRevision, Place, StaleMark,
+                     TopicView)
 from ..units import TopicId
 from . import schemas as s
 
@@ -109,8 +110,12 @@ def _history(entries: list[HistoryEntry]) -> list[s.HistoryItem]:
                           recorded_at=e.recorded_at, provenance=e.provenance,
                           superseded_by=position.get(e.superseded_by) if e.superseded_by else None,
                           active=e.active, observations=list(e.observations),
-                          labels=list(e.labels), reason=e.reason)
+                          labels=list(e.labels), reason=e.reason, place=_place(e.place))
             for e in entries]
+
+
+def _place(place: Place | None) -> s.PlaceIn | None:
+    return None if place is None else s.PlaceIn(**place.model_dump())
 
 
 def _field(view: FieldView) -> s.FieldCard:
@@ -123,7 +128,8 @@ def _field(view: FieldView) -> s.FieldCard:
                             reliability=c.reliability, current=c.current) for c in view.candidates],
         history=None if view.history is None else _history(view.history),
         labels=list(view.labels), retracted=view.retracted, reliability=view.reliability,
-        why_current=view.why_current, context=view.context)
+        why_current=view.why_current, context=view.context, place=_place(view.place),
+        distance_km=view.distance_km)
 
 
 def _flags(namer: Namer, view: TopicView) -> list[s.ReviewFlag]:
@@ -162,19 +168,26 @@ def remember(mem: Memory, facts: list[s.FactIn], actor: str = "api",
 
 
 def recall(mem: Memory, request: s.RetrieveRequest) -> s.RecallResult:
-    if request.query is None and request.topic is None:
-        raise InvalidInput("give a query, a topic, or both")
+    if request.query is None and request.topic is None and request.near is None:
+        raise InvalidInput("give a query, a topic, or both (or near)")
     result = mem.retrieve(request.query, topic=request.topic, fields=request.fields,
                           as_of=request.as_of, history=request.history,
                           include_archived=request.include_archived, k=request.k,
-                          between=request.between, actor=request.actor)
+                          between=request.between, near=request.near, actor=request.actor)
     namer = Namer(mem)
     return s.RecallResult(
         transition=result.transition, query=result.query, as_of=result.as_of,
         topics=[_topic(namer, t, mem.inspect(TopicId(t.id))) for t in result.topics],
         episodes=[s.EpisodeCard(text=e.text, at=e.at, speaker=e.speaker, source=e.source,
-                                score=e.score, recalled=e.recalled) for e in result.episodes],
-        truncated=result.truncated)
+                                score=e.score, recalled=e.recalled, place=_place(e.place),
+                                distance_km=e.distance_km, stale=[_stale(m) for m in e.stale])
+                  for e in result.episodes],
+        truncated=result.truncated, near=result.near)
+
+
+def _stale(m: StaleMark) -> s.StaleCard:
+    return s.StaleCard(since=m.since, topic=m.topic, field=m.field, value=m.value,
+                       retracted=m.retracted, reason=m.reason, said=m.text)
 
 
 def inspect(mem: Memory, topic: str, field: str | None = None) -> s.TopicCard:
@@ -296,8 +309,9 @@ def maintain(mem: Memory, dry_run: bool = False, actor: str = "maintenance",
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def audit(mem: Memory, full: bool = False) -> s.AuditResult:
-    report = mem.audit(full=full)
+def audit(mem: Memory, full: bool = False,
+          progress: Callable[[str, int, int], None] | None = None) -> s.AuditResult:
+    report = mem.audit(full=full, progress=progress)
     namer = Namer(mem)
     return s.AuditResult(ok=report.ok, chain_ok=report.chain_ok, transitions=report.transitions,
                          since=report.since,

@@ -12,6 +12,7 @@ import math
 from datetime import datetime
 from typing import Any
 
+from ..model import StaleMark
 from . import schemas as s
 
 DEFAULT_MAX_TOKENS = 800
@@ -30,6 +31,14 @@ def _value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _place(place: s.PlaceIn | None, km: float | None) -> str:
+    """", at Lisbon office" (or the coordinates), with the distance from a near= point."""
+    if place is None:
+        return ""
+    where = place.name or f"{place.lat:.4f},{place.lon:.4f}"
+    return f", at {where}" + (f" ({km:.1f} km away)" if km is not None else "")
+
+
 def _field(f: s.FieldCard) -> str:
     if f.retracted is not None:
         return f"- {f.name}: none [retracted: {f.retracted}]"
@@ -39,7 +48,8 @@ def _field(f: s.FieldCard) -> str:
         marks.append("contested" + (f" with {', '.join(others)}" if others else ""))
     source = f", source {f.provenance.source}" if f.provenance else ""
     mark = f" [{'; '.join(marks)}]" if marks else ""
-    return f"- {f.name}: {_value(f.value)} ({_day(f.valid_at)}{source}){mark}"
+    where = _place(f.place, f.distance_km)
+    return f"- {f.name}: {_value(f.value)} ({_day(f.valid_at)}{source}{where}){mark}"
 
 
 def _topic(t: s.TopicCard) -> list[str]:
@@ -55,14 +65,25 @@ def _topic(t: s.TopicCard) -> list[str]:
     return [head, *(_field(f) for f in t.fields.values())]
 
 
+def stale_text(m: StaleMark | s.StaleCard) -> str:
+    """What replaced an episode's claim, in a few words (the text format, the dashboard)."""
+    said = m.text if isinstance(m, StaleMark) else m.said
+    if said is not None:
+        return f"stale: contradicted {_day(m.since)}: {said}"
+    now = f"retracted ({m.reason})" if m.retracted else f"now {_value(m.value)}"
+    return f"stale: {m.topic} {m.field} {now} since {_day(m.since)}"
+
+
 def _episode(e: s.EpisodeCard) -> str:
-    mark = f" [recalled from {e.recalled}]" if e.recalled else ""
-    return f"{e.speaker or 'someone'}, {_day(e.at)}: {e.text}{mark}"
+    marks = [f"recalled from {e.recalled}"] if e.recalled else []
+    marks += [stale_text(m) for m in e.stale]
+    mark = "".join(f" [{m}]" for m in marks)
+    return f"{e.speaker or 'someone'}, {_day(e.at)}{_place(e.place, e.distance_km)}: {e.text}{mark}"
 
 
 def render(result: s.RecallResult, max_tokens: int = DEFAULT_MAX_TOKENS) -> str:
     """Topics in rank order (title, then one line per field: value, valid date, source,
-    marks), then episodes in rank order ("speaker, date: text"). Over `max_tokens`, whole
+    place, marks), then episodes in rank order ("speaker, date: text"). Over `max_tokens`, whole
     lines are kept from the top and a last line says how many more were left out."""
     lines = [line for t in result.topics for line in _topic(t)]
     lines += [_episode(e) for e in result.episodes]

@@ -41,6 +41,13 @@ WireTime = Annotated[datetime | None, BeforeValidator(_iso_time)]
 
 
 # ---------------------------------------------------------------------- requests
+class PlaceIn(_Wire):
+    """Where something was stated or said: a point in degrees, and optionally its name."""
+    lat: float = Field(description="Latitude in degrees, -90..90.")
+    lon: float = Field(description="Longitude in degrees, -180..180.")
+    name: str | None = Field(None, description="What the place is called, e.g. 'Lisbon office'.")
+
+
 class FactIn(_Wire):
     """One thing learned: `topic`'s `field` has `value`."""
     topic: str = Field(description="The topic's title, e.g. 'Website Redesign'. An existing topic "
@@ -57,6 +64,8 @@ class FactIn(_Wire):
     labels: list[str] = Field(default_factory=list, description=(
         "What kind of value this is, e.g. ['pii']: kept with it, and policies may act on it "
         "(forget it sooner, refuse to store it)."))
+    place: PlaceIn | None = Field(None, description=(
+        "Where it was stated: kept with the value; recall with near=[lat, lon, km] finds it."))
 
 
 class EpisodeIn(_Wire):
@@ -68,6 +77,7 @@ class EpisodeIn(_Wire):
     source: str = Field("agent", description="Where it came from, e.g. a message id.")
     speaker: str | None = Field(None, description="Who said it.")
     actor: str = Field("agent", description="Who recorded it.")
+    place: PlaceIn | None = Field(None, description="Where it was said.")
 
 
 class IngestRequest(_Wire):
@@ -92,6 +102,9 @@ class RetrieveRequest(_Wire):
     as_of: datetime | None = Field(None, description="Answer as of this time (ISO 8601).")
     between: tuple[datetime, datetime] | None = Field(None, description=(
         "[start, end]: only values and episodes whose time lies in this window."))
+    near: tuple[float, float, float] | None = Field(None, description=(
+        "[lat, lon, km]: only values and episodes stated within km of this point; without a "
+        "query, those nearest first."))
     k: int = Field(5, ge=1, le=100, description="At most this many units (fields and episodes) for a query; topics otherwise.")
     history: bool = Field(False, description="Include each field's value history.")
     include_archived: bool = Field(False, description="Also search archived topics.")
@@ -171,6 +184,8 @@ class FieldCard(_Wire):
     context: bool = Field(False, description=(
         "Returned as context of an associated topic (see the topic's context_of), not because "
         "it matched the query."))
+    place: PlaceIn | None = Field(None, description="Where its current value was stated.")
+    distance_km: float | None = Field(None, description="From the point of a near= recall.")
 
 
 class ReviewFlag(_Wire):
@@ -211,6 +226,7 @@ class HistoryItem(_Wire):
     observations: list[Observation] = Field(default_factory=list)
     labels: list[str] = Field(default_factory=list)
     reason: str | None = Field(None, description="Why it was retracted.")
+    place: PlaceIn | None = Field(None, description="Where it was stated.")
 
 
 class UnitChange(_Wire):
@@ -228,6 +244,17 @@ class MergedPair(_Wire):
 RememberResult = IngestResult
 
 
+class StaleCard(_Wire):
+    since: datetime = Field(description="When what replaced it holds from.")
+    topic: str | None = Field(None, description="The topic of the fact that replaced it.")
+    field: str | None = Field(None, description="That fact's field.")
+    value: JsonValue = Field(None, description="The field's value now (null if retracted).")
+    retracted: bool = Field(False, description="The fact it said was withdrawn, with no value now.")
+    reason: str | None = Field(None, description="Why it was retracted.")
+    said: str | None = Field(None, description=(
+        "What a later episode said that contradicts it (when no fact replaced it)."))
+
+
 class EpisodeCard(_Wire):
     text: str
     at: datetime = Field(description="When it was said or observed.")
@@ -236,6 +263,12 @@ class EpisodeCard(_Wire):
     score: float | None = Field(None, description="Retrieval score.")
     recalled: str | None = Field(None, description=(
         "The forgetting level a strong match brought it back from (it is active again)."))
+    place: PlaceIn | None = Field(None, description="Where it was said.")
+    distance_km: float | None = Field(None, description="From the point of a near= recall.")
+    stale: list[StaleCard] = Field(default_factory=list, description=(
+        "Why it is out of date (empty: it is not): a newer fact replaced what it said (the "
+        "topic and field, the value now, since when; `retracted` if withdrawn), or a later "
+        "episode contradicts it. A stale episode is ranked below the fact that replaced it."))
 
 
 class RecallResult(_Wire):
@@ -246,6 +279,7 @@ class RecallResult(_Wire):
     episodes: list[EpisodeCard] = Field(default_factory=list, description=(
         "Raw observations (turns, messages) a text query ranked, best first."))
     truncated: bool = Field(False, description="More was relevant than k.")
+    near: tuple[float, float, float] | None = None
 
 
 class HistoryResult(_Wire):

@@ -142,7 +142,7 @@ def ingest_arguments(p: argparse.ArgumentParser) -> None:
     _path(p)
     p.add_argument("file", metavar="FILE.jsonl", help="one fact per line as a JSON object with "
                    "topic, field, value (and optionally at, source, actor, ref, confidence, "
-                   "polarity); '-' reads stdin")
+                   "polarity, place {lat, lon, name}); '-' reads stdin")
     p.add_argument("--create", action="store_true", help="create the database if it is missing")
     p.add_argument("--batch", type=positive_int, default=500, help="facts per transition (default 500)")
     p.add_argument("--skip-bad", action="store_true",
@@ -285,6 +285,19 @@ def ingest(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- reads
+def _near(text: str) -> tuple[float, float, float]:
+    """--near LAT,LON,KM (ranges are checked by the retrieval, which names what is wrong)."""
+    parts = text.split(",")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        lat, lon, km = (float(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LAT,LON,KM in degrees and km, got {text!r}") \
+            from None
+    return lat, lon, km
+
+
 def query_arguments(p: argparse.ArgumentParser) -> None:
     _read(p)
     p.add_argument("text", nargs="?", help="free-text query")
@@ -296,6 +309,9 @@ def query_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--as-of", type=_time, help="answer as of this ISO 8601 time")
     p.add_argument("--between", type=_time, nargs=2, metavar=("START", "END"),
                    help="only values and episodes whose time lies in this window (ISO 8601)")
+    p.add_argument("--near", type=_near, metavar="LAT,LON,KM",
+                   help="only values and episodes stated within KM of the point (without a "
+                        "query: those nearest first)")
     p.add_argument("-k", type=positive_int, default=5,
                    help="at most this many results: fields and episodes (default 5)")
     p.add_argument("--history", action="store_true", help="include each field's history")
@@ -320,6 +336,7 @@ def query(args: argparse.Namespace) -> int:
                                 as_of=args.as_of, k=args.k, history=args.history,
                                 include_archived=args.include_archived, actor="cli",
                                 between=None if args.between is None else tuple(args.between),
+                                near=args.near,
                                 format="text" if args.prompt else "json",
                                 max_tokens=args.max_tokens)
     with opened(args) as mem:
@@ -378,11 +395,16 @@ def audit_arguments(p: argparse.ArgumentParser) -> None:
     _read(p)
     p.add_argument("--full", action="store_true",
                    help="audit the whole state even when a clean audit is on record")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help="progress on stderr (auto: when stderr is a terminal)")
 
 
 def audit(args: argparse.Namespace) -> int:
+    show = _step_printer(_progress_wanted(args))
     with opened(args) as mem:
-        result = ops.audit(mem, args.full)
+        result = ops.audit(mem, args.full, progress=show)
+    if args.progress_shown:
+        sys.stderr.write("\n")
     _emit(args, result, render.audit)
     return 0 if result.ok else 1
 
@@ -595,6 +617,7 @@ def mcp_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key", default=os.environ.get("GEM_API_KEY"),
                    help="the API key to present to a server started with --keys "
                         "(default: $GEM_API_KEY)")
+    llm_options.add_arguments(p)  # for the server it starts: `gem serve` takes the same
 
 
 def mcp(args: argparse.Namespace) -> int:
@@ -606,5 +629,7 @@ def mcp(args: argparse.Namespace) -> int:
         raise InvalidInput("gem mcp starts or finds the one server of a database path; for a "
                            "FalkorDB memory run `gem serve URL --engine falkordb` (as many as "
                            "you like) and point the MCP client at its /mcp")
+    llm_options.hooks(args)  # refuse bad model options here, not in a server's log
     _logging("WARNING")
-    return run_bridge(args.path, args.engine, args.idle_exit, key=args.key)
+    return run_bridge(args.path, args.engine, args.idle_exit, key=args.key,
+                      serve_args=llm_options.serve_arguments(args))

@@ -16,10 +16,18 @@ def _day(t: datetime | None) -> str:
     return "-" if t is None else t.strftime("%Y-%m-%d %H:%M")
 
 
+def _where(place: s.PlaceIn | None, km: float | None) -> str:
+    if place is None:
+        return ""
+    named = place.name or f"{place.lat:.5f},{place.lon:.5f}"
+    return f" at {named}" + ("" if km is None else f" ({km:.2f} km)")
+
+
 def _field(f: s.FieldCard, indent: str = "  ") -> list[str]:
     status = "" if f.status == "active" else f" [{f.status}]"
     source = f" (source {f.provenance.source}, valid {_day(f.valid_at)})" if f.provenance else ""
-    lines = [f"{indent}{f.name}: {_v(f.value)}{status}{source}  salience {f.salience:.2f}"]
+    where = _where(f.place, f.distance_km)
+    lines = [f"{indent}{f.name}: {_v(f.value)}{status}{source}{where}  salience {f.salience:.2f}"]
     if f.contested and f.candidates:
         lines.append(f"{indent}  contested between:")
         lines += [f"{indent}    {_v(c.value)} from {c.provenance.source} (R {c.reliability:+.2f})"
@@ -50,6 +58,7 @@ def recall(r: s.RecallResult) -> str:
     if not r.topics and not r.episodes:
         return "nothing found\n"
     said = [f"{_day(e.at)} {e.speaker or '?'}: {e.text} ({e.source}"
+            + _where(e.place, e.distance_km)
             + (f", recalled from {e.recalled})" if e.recalled else ")") for e in r.episodes]
     return "\n".join([*(topic(t) for t in r.topics), *said]) + ("\n" if said else "")
 

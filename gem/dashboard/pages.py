@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 from urllib.parse import quote
 
+from ..api.prompt import stale_text
 from ..audit import verify_chain
 from ..derived import GENESIS
 from ..errors import UnknownUnit
@@ -200,7 +201,11 @@ def overview(mem: Memory, q: OverviewQuery) -> str:
 def episodes(mem: Memory, text: str | None, status: str | None, offset: int) -> str:
     listing = mem.episodes(text=text, status=status, offset=offset, limit=PAGE_SIZE)
     rows = [[f'<span class="num">{when(e.at)}</span>', esc(e.speaker or "—"),
-             esc(short(e.text, 400)), esc(e.source), badge(e.status), meter(e.salience)]
+             esc(short(e.text, 400)) + "".join(f'<div class="muted">{esc(stale_text(m))}</div>'
+                                               for m in e.stale),
+             esc(e.source), place_text(e.place),
+             badge(e.status) + (" " + badge("stale", "superseded") if e.stale else ""),
+             meter(e.salience)]
             for e in listing.episodes]
     statuses = "".join(f'<option value="{s}"{" selected" if status == s else ""}>{label}</option>'
                        for s, label in (("", "any status"), ("active", "active"),
@@ -220,12 +225,14 @@ def episodes(mem: Memory, text: str | None, status: str | None, offset: int) -> 
         else f"0 of {listing.matching}"
     counts = " · ".join(f"{n} {s}" for s, n in listing.counts.items())
     body = card(f"Episodes ({shown}; {counts})", filters + (
-        table(["said at", "speaker", "text", "source", "status", "salience"], rows, "episodes")
+        table(["said at", "speaker", "text", "source", "place", "status", "salience"], rows,
+              "episodes")
         if rows else '<p class="muted">No episode matches.</p>')
         + (f'<div class="pager">{" ".join(pager)}</div>' if pager else ""))
     return page("Episodes", body, active="/episodes", where=_where(mem),
                 subtitle="What was said or observed, kept as said, newest first: the raw tier "
-                         "that facts cite. Hidden episodes faded from default retrieval; a "
+                         "that facts cite. A stale one was replaced by a newer fact (or a later "
+                         "episode contradicts it). Hidden episodes faded from default retrieval; a "
                          "query that matches one strongly recalls it.")
 
 
@@ -418,6 +425,14 @@ def _spans(entries: Sequence[HistoryEntry]) -> tuple[list[svg.Span], list[svg.Ma
     return spans, marks
 
 
+def place_text(place: Any) -> str:
+    """A place as the dashboard shows it: its name and coordinates, or a dash."""
+    if place is None:
+        return '<span class="muted">—</span>'
+    point = f'<span class="num">{place.lat:.5f}, {place.lon:.5f}</span>'
+    return f'{esc(place.name)} <span class="muted">({point})</span>' if place.name else point
+
+
 def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Explanation,
                 now: datetime, names: Names) -> str:
     p = fv.provenance
@@ -433,6 +448,7 @@ def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Expl
         current += f'<br><span class="muted">{esc(fv.why_current)}</span>'
     kv = (f'<dl class="kv"><dt>current value</dt><dd>{current}</dd>'
           + (f'<dt>labels</dt><dd>{" ".join(badge(x, "label") for x in fv.labels)}</dd>' if fv.labels else "")
+          + (f'<dt>place</dt><dd>{place_text(fv.place)}</dd>' if fv.place else "")
           + f'<dt>valid at</dt><dd>{when(fv.valid_at, True)}</dd>'
           f'<dt>recorded at</dt><dd>{when(fv.recorded_at, True)}</dd>'
           f'<dt>provenance</dt><dd>{prov}</dd>'
@@ -472,7 +488,8 @@ def _field_card(name: str, fv: Any, entries: list[HistoryEntry], explained: Expl
                f'{esc(o.provenance.source)} {when(o.recorded_at)}' for o in e.observations]
         rows.append([esc(k), value(e.value), badge(e.status) + ("" if e.active else badge("compressed"))
                      + (f'<br><span class="muted">{esc(e.reason)}</span>' if e.reason else ""),
-                     when(e.valid_at), when(e.recorded_at), esc(e.provenance.source),
+                     when(e.valid_at), when(e.recorded_at),
+                     esc(e.provenance.source) + (f'<br>{place_text(e.place)}' if e.place else ""),
                      f"{e.provenance.confidence:g}", esc(e.provenance.polarity),
                      "<br>".join(obs) or '<span class="muted">—</span>'])
     more = f'<p class="muted">The newest {len(shown)} of {len(entries)} entries (all of them: ' \

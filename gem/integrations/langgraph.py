@@ -1,7 +1,7 @@
 """LangGraph's long-term memory store (`langgraph.store.base.BaseStore`) backed by gem.
 
-Needs `pip install 'gem-memory[langgraph]'`. How LangGraph's model maps onto gem's (README
-"LangGraph"):
+Needs `pip install 'gem-memory[langgraph]'`. How LangGraph's model maps onto gem's (the
+LangGraph guide, docs/guides/langgraph.md):
 
 - A **namespace** is a gem scope, so namespaces are as isolated as tenants. One whose labels
   are all a-z, 0-9, '_' and '-' is the scope `lg.label.label` (LangGraph labels never contain

@@ -1,5 +1,6 @@
 """`gem serve`'s options that back the memory's hooks with a model (gem/cli/commands.py):
-`--extractor-model M --llm-base-url URL` and the like; the API key comes from the environment
+`--extractor-model M --llm-base-url URL` and the like, which `gem mcp` also takes and hands to
+the server it starts; the API key comes from the environment
 (OPENAI_API_KEY), never from the command line, where other users of the machine can read it."""
 from __future__ import annotations
 
@@ -39,3 +40,16 @@ def hooks(args: argparse.Namespace) -> dict[str, Any]:
     return {name: HOOKS[name](model, args.llm_base_url, timeout=args.llm_timeout,
                               cache_dir=args.llm_cache)
             for name, model in wanted.items()}
+
+
+def serve_arguments(args: argparse.Namespace) -> list[str]:
+    """The options given, as `gem serve` arguments (how `gem mcp` passes them to the server it
+    starts). Read back through add_arguments' own definitions, so the two cannot drift."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    given: list[str] = []
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        if action.option_strings and value is not None and value != action.default:
+            given += [action.option_strings[0], str(value)]
+    return given

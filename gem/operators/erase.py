@@ -146,9 +146,12 @@ def _field_content(t: Transition, fid: str) -> dict[str, Any]:
 
 
 def _entry_content(t: Transition, e: Row) -> dict[str, Any]:
-    return {"entry": e["id"], "value": e["value"], "source": e["source"], "ref": e["ref"],
-            "labels": e["labels"], "reason": e["reason"],
-            "observations": [[o["id"], o["source"], o["ref"]] for o in t.observations(e["id"])]}
+    out = {"entry": e["id"], "value": e["value"], "source": e["source"], "ref": e["ref"],
+           "labels": e["labels"], "reason": e["reason"],
+           "observations": [[o["id"], o["source"], o["ref"]] for o in t.observations(e["id"])]}
+    if e.get("place_lat") is not None:  # where it was stated is content too (gem/places.py)
+        out["place"] = [e["place_lat"], e["place_lon"], e["place_name"]]
+    return out
 
 
 def _erase_entry(t: Transition, fid: str, eid: str, erased: dict[str, list[Any]]) -> None:

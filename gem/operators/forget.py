@@ -19,6 +19,7 @@ from ..runtime import PolicyRuntime, action
 from ..state.transition import Transition
 from ..store.schema import Row
 from ..units import EpisodeRef, FieldRef, TopicRef
+from . import tick_plan  # noqa: F401 - registers the runner of the ladder policies' plans
 from .common import field_ref
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Sequence
 
-from .. import history
+from .. import history, places
 from ..derived import said_key
 from ..errors import InvalidInput
 from ..model import Episode, Fact
@@ -30,6 +30,7 @@ from ..units import EntryRef, EpisodeRef, FieldRef, TopicRef, dumps, field_id
 from .common import entry_value, field_named
 from .forget import restore_field, restore_topic
 from .resolution import Directory
+from . import stale
 
 
 def ingest(t: Transition, facts: Sequence[Fact], first: int = 0) -> dict[str, Any]:
@@ -151,7 +152,7 @@ def ingest_with_episodes(t: Transition, facts: Sequence[Fact],
         if last is not None and timedelta(0) <= at - last["at"] <= CONVERSATION_GAP:
             follows = last["id"]
         row = t.new_episode(episode.text, at, episode.source, episode.actor, episode.speaker,
-                            follows)
+                            follows, place=places.columns(episode.place))
         last = row
         said[key] = row["id"]
         created.append(row["id"])
@@ -276,15 +277,22 @@ def _record(t: Transition, fid: str, fact: Fact) -> tuple[str, dict[str, Any]]:
     if where.target is not None:
         newer = valid_at > where.target["asserted_at"]  # before the observation moves it
         t.new_observation(where.target["id"], provenance, valid_at)
+        if fact.polarity == "+":  # an episode that denies a value is not replaced with it
+            stale.cite(t, fact.ref, where.target["id"])
         if fact.labels:  # a label says what the value is, whoever states it
             t.add_labels("Entry", where.target["id"], fact.labels)
             t.add_labels("Field", fid, fact.labels)
+        if fact.place is not None and where.target["place_lat"] is None:
+            # the first statement that says where keeps its place (one place per entry)
+            t.update("Entry", where.target["id"], **places.columns(fact.place))
         if where.target["status"] == "current":
             _judge_dispute(t, fid, where.target["id"], newer)
         return where.outcome, where.target
     successor = where.successor["id"] if where.successor is not None else None
     entry = t.new_entry(fid, value, valid_at, provenance, where.status, successor,
-                        labels=fact.labels)
+                        labels=fact.labels, place=places.columns(fact.place))
+    if fact.polarity == "+":
+        stale.cite(t, fact.ref, entry["id"])
     if where.replaces is not None:
         t.supersede(where.replaces, entry)
         field = t.field_row(fid)

@@ -36,9 +36,10 @@ ERASED = "[erased]"  # what a scrubbed copy says in place of an erased name or v
 # still in use. Every other stored string (ids, flag evidence, log parts) is a copy.
 OWN = {"Topic": ("title", "aliases", "annotations"),
        "Field": ("name", "summary", "annotations", "labels"),
-       "Entry": ("value", "source", "actor", "ref", "reason", "annotations", "labels"),
+       "Entry": ("value", "source", "actor", "ref", "reason", "annotations", "labels",
+                 "place_name"),
        "Observation": ("source", "actor", "ref"),
-       "Episode": ("text", "source", "actor", "speaker", "annotations"),
+       "Episode": ("text", "source", "actor", "speaker", "annotations", "place_name"),
        "Policy": ("name", "file", "source")}
 
 
@@ -55,6 +56,8 @@ def needles_of(content: Iterable[Any], source: str | None) -> set[str]:
                 found.add(item["field"].split("/", 1)[1])
             if "value" in item:
                 found.update(strings(_loads(item["value"])))
+            if item.get("place") and item["place"][2]:  # a place's name, as a value's text
+                found.add(item["place"][2])
             for key in ("fields", "entries"):
                 for child in item.get(key, ()):
                     walk(child)

@@ -11,8 +11,9 @@ A free-text query ranks units, fields and episodes, not whole topics (issue 10):
 (BM25 over search terms) and vector candidates are fused by reciprocal rank, with the query's
 lexical coverage and a small reciprocal-rank vote for salience; `k` counts units. A unit is eligible when its relevance
 (the query's idf-weighted lexical coverage and the embedding cosine, each weighted 0.5) is at
-least `relevance_floor`; a forgotten one (a hidden field or episode, a field of an archived
-topic) only at `recall_floor`, and then it is revived: that is cued recall. Topics joined to a
+least `relevance_floor`; a forgotten one only at `hidden_recall_floor` (a hidden field or
+episode) or `recall_floor` (a field of an archived topic), and then it is revived: that is cued
+recall. Topics joined to a
 ranked topic by an association edge come after the ranked units, as one hop of context.
 """
 from __future__ import annotations
@@ -27,13 +28,18 @@ import numpy as np
 from ..model import Candidate, EpisodeView, FieldView, FlagView, HistoryEntry, Observation, \
     Provenance, RetrieveResult, TopicView
 from ..history import as_of as value_as_of, is_candidate, is_retraction, order_key
+from ..places import place_of
 from ..reliability import evidence_states
 from ..runtime import topic_summary
 from ..state.transition import Transition
+from ..timecue import refers_to, without_cue
 from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
 from .common import field_evidence, field_named, provenance_of
 from .forget import restore_episode, restore_field, restore_topic
+from . import near as near_op
+from . import stale
 from .resolution import Directory
+from .spread import Hit, second_stage
 
 # Reciprocal-rank fusion: a unit at rank r (from 0) of a ranking adds weight / (RRF_K + r + 1)
 # (60: Cormack et al., 2009), plus COVERAGE_WEIGHT x its lexical coverage of the query (an
@@ -62,20 +68,11 @@ class Request:
     k: int
     all_fields: bool = False                            # fields="all": every visible field
     between: tuple[datetime, datetime] | None = None    # valid-time window of ranked units
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A ranked unit: its fused score, its relevance and, for a cued recall, the ladder level
-    it is recalled from."""
-    unit: str
-    score: float
-    relevance: float
-    recalled: str | None = None
+    near: tuple[float, float, float] | None = None      # (lat, lon, km): gem/operators/near.py
 
 
 def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResult]:
-    if req.query and req.topic is None:
+    if (req.query or req.near) and req.topic is None:
         return _search(t, req)
     if req.topic is not None:
         tid = Directory.of(t).lookup(req.topic)
@@ -124,10 +121,17 @@ def _access_topic(t: Transition, tid: str, fids: list[str], query: str | None) -
 
 def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResult]:
     """Unit-level free-text retrieval: rank, group by topic, recall, add context, access."""
-    assert req.query is not None
     t.committed.refresh_units(t.cache)
-    hits, truncated = rank_units(t, req.query, req.k, req.include_archived, req.between,
-                                 t.settings["relevance_floor"], t.settings["recall_floor"])
+    if req.query:
+        hits, truncated = rank_units(t, req.query, req.k, req.include_archived, req.between,
+                                     t.settings["relevance_floor"], t.settings["recall_floor"],
+                                     t.settings["hidden_recall_floor"], near=req.near,
+                                     structure=True)
+    else:
+        assert req.near is not None
+        found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived)
+        hits = [Hit(u, score, 0.0) for u, score in found]
+    hits = stale.order(t, hits, req.as_of, req.include_archived)
     fids = [h.unit for h in hits if unit_table(h.unit) == "Field"]
     eids = [h.unit for h in hits if unit_table(h.unit) == "Episode"]
     tids = list(dict.fromkeys(fid.split("/", 1)[0] for fid in fids))
@@ -194,26 +198,39 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
                 view = view.model_copy(update={"fields": {
                     name: f.model_copy(update={"context": True}) for name, f in view.fields.items()}})
             views.append(view)
-        return RetrieveResult(
+        result = RetrieveResult(
             transition=t.seq, query=req.query, as_of=req.as_of, topics=views,
-            episodes=[episode_view(t, eid, by_unit[eid]) for eid in episodes],
+            episodes=[episode_view(t, eid, by_unit[eid], req.as_of) for eid in episodes],
             truncated=truncated, between=req.between)
+        if req.near is not None:
+            result = near_op.with_distances(req.near, result)
+        return result
 
     return finish
 
 
 def rank_units(t: Transition, query: str, k: int, include_archived: bool,
                between: tuple[datetime, datetime] | None, floor: float,
-               recall_floor: float) -> tuple[list[Hit], bool]:
+               recall_floor: float, hidden_floor: float | None = None,
+               near: tuple[float, float, float] | None = None,
+               structure: bool = False) -> tuple[list[Hit], bool]:
     """The k best eligible units (fields and episodes), best first, and whether more were
-    eligible than k."""
+    eligible than k. A hidden unit needs `hidden_floor` (default: `recall_floor`), a field of
+    an archived topic `recall_floor`. `near`: only units within that radius
+    (gem/operators/near.py). `structure`: re-rank by the second stage
+    (gem/operators/spread.py)."""
     derived = t.committed
     pool = max(50, 10 * k)
     allowed: set[str] | None = None
     if between is not None:
         lo, hi = (b.timestamp() for b in between)
         allowed = {u for u, v in derived.unit_valid.items() if lo <= v <= hi}
-    lexical = derived.unit_lexical.search_covering(query, pool, max_df=0.5, ids=allowed)
+    if near is not None:
+        placed = near_op.within(t, near)
+        allowed = set(placed) if allowed is None else allowed & placed.keys()
+    # a time cue's words name a time, not what the evidence says: the second stage weighs it
+    words = without_cue(query, t.now) if structure else query
+    lexical = derived.unit_lexical.search_covering(words, pool, max_df=0.5, ids=allowed)
     qvec = t.services.embedder.embed([query])[0]
     dense: list[tuple[str, float]] = []
     if np.any(qvec) and len(derived.unit_vectors) and (allowed is None or allowed):
@@ -232,7 +249,9 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
         forgotten = "archived" if topic_status == "archived" else \
             status if status == "hidden" else None
         if forgotten is not None and not include_archived:
-            if relevance >= recall_floor:
+            needed = recall_floor if forgotten == "archived" or hidden_floor is None \
+                else hidden_floor
+            if relevance >= needed:
                 eligible.append((unit, relevance, forgotten))
         elif relevance >= floor:
             eligible.append((unit, relevance, None))
@@ -253,6 +272,12 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
 
     scored = [Hit(u, round(fused(u), 9), rel, recalled) for u, rel, recalled in eligible]
     scored.sort(key=lambda h: (-h.score, -salience[h.unit], h.unit))
+    if structure:
+        def admit(unit: str) -> bool:  # an active unit, inside the request's window
+            status, topic_status = derived.unit_status(unit)
+            return status == "active" and topic_status in (None, "active") and \
+                (allowed is None or unit in allowed)
+        scored = second_stage(t, query, scored, k, admit)
     return scored[:k], len(scored) > k
 
 
@@ -326,7 +351,7 @@ def history_entry(t: Transition, row: dict[str, Any]) -> HistoryEntry:
         observations=[Observation(provenance=provenance(o), valid_at=o["valid_at"],
                                   recorded_at=o["recorded_at"])
                       for o in t.observations(row["id"])],
-        labels=list(row["labels"] or []), reason=row["reason"])
+        labels=list(row["labels"] or []), reason=row["reason"], place=place_of(row))
 
 
 def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: bool = False,
@@ -353,7 +378,8 @@ def field_view(t: Transition, fid: str, as_of: datetime | None = None, history: 
         history=[history_entry(t, e) for e in shown] if (history or full_history) else None,
         labels=list(row["labels"] or []),
         retracted=current["reason"] or "" if current is not None and is_retraction(current)
-        else None)
+        else None,
+        place=place_of(current))
 
 
 def why_current(t: Transition, current: dict[str, Any], rivals: list[Candidate]) -> str:
@@ -431,13 +457,16 @@ def topic_view(t: Transition, tid: str, fids: list[str] | None = None, *, score:
         needs_review=open_flags(t, tid) if review else [], hidden_fields=hidden)
 
 
-def episode_view(t: Transition, eid: str, hit: Hit | None = None) -> EpisodeView:
+def episode_view(t: Transition, eid: str, hit: Hit | None = None,
+                 as_of: datetime | None = None) -> EpisodeView:
     row = t.get("Episode", eid)
     return EpisodeView(id=eid, text=row["text"], at=row["at"], speaker=row["speaker"],
                        source=row["source"], recorded_at=row["recorded_at"],
                        salience=t.salience_now(row), status=row["status"],
-                       follows=row["follows"], score=None if hit is None else hit.score,
-                       recalled=None if hit is None else hit.recalled)
+                       follows=row["follows"], refers_to=refers_to(row["text"], row["at"]),
+                       score=None if hit is None else hit.score,
+                       recalled=None if hit is None else hit.recalled, place=place_of(row),
+                       stale=stale.marks(t, row, as_of))
 
 
 def summary(t: Transition, tid: str) -> str:

@@ -65,6 +65,7 @@ def record(**fields: Type) -> Type:
 
 
 PROVENANCE = record(source=TEXT, actor=TEXT, ref=TEXT, confidence=NUMBER, polarity=TEXT)
+PLACE = record(lat=NUMBER, lon=NUMBER, name=TEXT)  # gem/places.py; null where none was given
 
 ENTITIES = frozenset({"Topic", "Field", "Entry", "Edge", "Unit", "Episode"})
 
@@ -184,6 +185,8 @@ RELATIONS: dict[str, RelationSig] = {
                     "every field of an active topic that is not hidden (active or compressed)"),
         RelationSig("active_topics", list_of(TOPIC), (), "every active topic in the memory"),
         RelationSig("active_episodes", list_of(EPISODE), (), "every active (not hidden) episode"),
+        RelationSig("said_before", list_of(EPISODE), ("episode",),
+                    "the latest episodes the event's episode's speaker said before it, newest first"),
         RelationSig("flagged_topics", list_of(TOPIC), (), "topics with pending revision flags"),
         RelationSig("interactions", NUMBER, (), "ingest and retrieve transitions of this scope so far (n)"),
         RelationSig("scope", TEXT, (), "the scope (tenant) the transition runs in"),
@@ -231,11 +234,13 @@ ATTRIBUTES: dict[str, dict[str, AttrSig]] = {
         AttrSig("status", TEXT), AttrSig("provenance", PROVENANCE),
         AttrSig("field", FIELD), AttrSig("topic", TOPIC),
         AttrSig("labels", list_of(TEXT), "the labels of the facts that stated it"),
+        AttrSig("place", PLACE, "where it was stated: {lat, lon, name}, or null"),
     ),
     "Episode": _attrs(
         AttrSig("id", TEXT), AttrSig("text", TEXT), AttrSig("speaker", TEXT),
         AttrSig("source", TEXT), AttrSig("at", TIME, "when it was said or observed"),
         AttrSig("recorded_at", TIME), *_UNIT_ATTRS,
+        AttrSig("place", PLACE, "where it was said: {lat, lon, name}, or null"),
     ),
     "Edge": _attrs(
         AttrSig("kind", TEXT), AttrSig("source", TOPIC), AttrSig("target", TOPIC), AttrSig("created_at", TIME),
@@ -277,8 +282,13 @@ FUNCTIONS: dict[str, FunctionSig] = {
         FunctionSig("lower", (TEXT,), TEXT, "the text in lower case", pure=True),
         FunctionSig("canon", (TEXT,), TEXT, "the canonical key of a name, as the store compares "
                     "names (gem.text.name_key)", pure=True),
+        FunctionSig("distance_km", (PLACE, NUMBER, NUMBER), NUMBER, "great-circle distance "
+                    "in km from a place to the point (lat, lon); null for no place", pure=True),
         FunctionSig("matches", (TEXT, TEXT), BOOL, "whether a regular expression (a string "
                     "literal, checked with the policy) matches anywhere in the text", pure=True),
+        FunctionSig("capture", (TEXT, TEXT), TEXT, "what the first group of a regular expression "
+                    "(a string literal, checked with the policy) captures at its first match in "
+                    "the text, or null", pure=True),
     )
 }
 
@@ -331,6 +341,8 @@ ACTIONS: dict[str, ActionSig] = {
                 "leave out of the ingest the fact that stated this entry, with a reason"),
         _action("clear_flags", (TOPIC, TEXT), "",
                 "mark the topic's open revision flags handled, with a reason"),
+        _action("mark_stale", (EPISODE, EPISODE), "",
+                "mark the first episode stale: the second, said later, contradicts it"),
     )
 }
 
@@ -448,9 +460,12 @@ SETTINGS: dict[str, SettingSig] = {
                    "embedding cosine, each weighted 0.5) below which a unit is not returned by a "
                    "text query, and so not reinforced", 0, 1),
         SettingSig("recall_floor", NUMBER, 0.3, "relevance (as for relevance_floor) at or above "
-                   "which a text query recalls a forgotten unit (a hidden field or episode, a "
-                   "field of an archived topic), returns it marked with its ladder level and "
-                   "revives it", 0, 1),
+                   "which a text query recalls a field of an archived topic, returns it marked "
+                   "with its ladder level and revives it", 0, 1),
+        SettingSig("hidden_recall_floor", NUMBER, 0.3, "relevance (as for relevance_floor) at or "
+                   "above which a text query recalls a hidden field or episode (faded from default "
+                   "context, its topic not put away), returns it marked hidden and revives it",
+                   0, 1),
         SettingSig("cascade_depth", NUMBER, 8, "how deep policy cascades may go in one transition", 1, None,
                    integer=True),
         SettingSig("active_bound", NUMBER, None,

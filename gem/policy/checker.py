@@ -13,6 +13,7 @@ hold against) never fail the check; they come back with the result.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -394,19 +395,35 @@ class _Typer:
                 hint = f"'{e.func}' is an action: actions go in DO"
             return self.report("gem_unknown_function", f"unknown function '{e.func}'", e.name_span, hint)
         self.arguments("function", e.func, sig.params, e.args, arg_types, e.name_span)
-        if e.func == "matches" and len(e.args) == 2 and C.assignable(arg_types[1], TEXT):
-            self.pattern(e.args[1])
+        if e.func in ("matches", "capture") and len(e.args) == 2 \
+                and C.assignable(arg_types[1], TEXT):
+            self.pattern(e.func, e.args[1])
+        if e.func == "distance_km" and len(e.args) == 3:
+            self.point(e.args[1], "latitude", 90.0)
+            self.point(e.args[2], "longitude", 180.0)
         return sig.result
 
-    def pattern(self, e: A.Expr) -> None:
-        """The regular expression of matches(): a string literal, compiled now, so a bad one is
-        refused with the policy instead of failing a transition."""
+    def point(self, e: A.Expr, what: str, bound: float) -> None:
+        """A coordinate of distance_km() that reads nothing is checked now: a point off the
+        globe would make the condition null on every transition, silently."""
+        if not _reads_nothing(e):
+            return
+        v = evaluate_constant(e)
+        if type(v) in (int, float) and not (math.isfinite(v) and -bound <= v <= bound):
+            self.report("gem_invalid_point", f"a {what} must be within [{-bound:g}, {bound:g}], "
+                        f"got {v!r}", e.span,
+                        "distance_km(place, lat, lon): latitude first, then longitude, in degrees")
+
+    def pattern(self, func: str, e: A.Expr) -> None:
+        """The regular expression of matches() or capture(): a string literal, compiled now, so
+        a bad one (or, for capture(), one without a group) is refused with the policy instead
+        of failing a transition."""
         if not (isinstance(e, A.Literal) and isinstance(e.value, str)):
-            self.report("gem_invalid_regex", "the pattern of matches() must be a string literal",
-                        e.span, 'write it in quotes: matches(field.name, "^pass")')
+            self.report("gem_invalid_regex", f"the pattern of {func}() must be a string literal",
+                        e.span, f'write it in quotes: {func}(field.name, "^pass")')
             return
         try:
-            re.compile(e.value)
+            compiled = re.compile(e.value)
         except re.error as exc:
             span = e.span
             line = source_line(self.ctx.sources.get(span.file, ""), span.line)
@@ -415,7 +432,11 @@ class _Typer:
                 col = span.col + 1 + exc.pos
                 span = A.Span(span.file, span.line, col, span.line, col + 1)
             self.report("gem_invalid_regex", f"invalid regular expression: {exc.msg}", span,
-                        "matches() takes a Python regular expression (module re)")
+                        f"{func}() takes a Python regular expression (module re)")
+            return
+        if func == "capture" and compiled.groups == 0:
+            self.report("gem_invalid_regex", "the pattern of capture() has no group to capture",
+                        e.span, 'put what to capture in parentheses: capture(episode.text, "in (\\w+)")')
 
     def arguments(self, kind: str, name: str, params, args, arg_types, name_span) -> None:
         what = f"{kind} '{name}'"

@@ -23,6 +23,7 @@ from .diagnostics import Diagnostic
 from .fmt import fmt_expr, fmt_policy
 from .parser import parse_all
 from .sources import Source, compose_sources, read_sources
+from .vectorise import TickPlan, plan_of
 
 
 # ---- compiled objects ----------------------------------------------------------------
@@ -59,6 +60,9 @@ class CompiledPolicy:
     _solve: Callable[[Env, PolicyRuntime], Iterator[Env]] | None = field(default=None, repr=False, compare=False)
     _calls: tuple[CompiledAction, ...] = field(default=(), repr=False, compare=False)
     _with: tuple[tuple[str, Fn], ...] = field(default=(), repr=False, compare=False)
+    # On a tick, a policy of the ladder's shape decides on the derived columns which units it
+    # moves (gem/policy/vectorise.py); None: it is evaluated per unit.
+    plan: TickPlan | None = field(default=None, repr=False, compare=False)
 
     @property
     def enabled(self) -> bool:
@@ -78,6 +82,11 @@ class CompiledPolicy:
         DO then runs once per binding of the EXISTS variables that reach it (once if
         there are none), each action call with the WITH record as evidence.
         """
+        run_plan = getattr(rt, "run_plan", None)  # a runtime without plans evaluates per unit
+        if self.plan is not None and run_plan is not None:
+            calls = run_plan(self, bindings)
+            if calls is not None:
+                return calls
         env = dict(bindings)
         solutions = list(self._solve(env, rt)) if self._solve is not None else [env]
         calls = 0
@@ -185,6 +194,7 @@ def _compile_policy(p: A.Policy, settings: dict[str, CompiledExpr]) -> CompiledP
         _solve=solve,
         _calls=calls,
         _with=with_,
+        plan=plan_of(p, comp),
     )
 
 

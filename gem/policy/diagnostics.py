@@ -46,6 +46,7 @@ CODES = (
     "gem_action_unavailable",
     "gem_no_policies",
     "gem_invalid_regex",
+    "gem_invalid_point",
 )
 
 # Warning codes: the set checks, but a correctness condition will reject transitions it governs.

@@ -17,12 +17,14 @@ foresee:
 """
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Callable, Iterator, Protocol
 
+from ..places import distance_km
 from ..text import name_key
 from . import ast as A
 from . import catalogue as C
@@ -42,6 +44,8 @@ class PolicyRuntime(Protocol):
       and evaluated by the policy itself.
     - act(action, args, evidence, policy, span): perform an action inside the current
       transition; `evidence` is the WITH record ({} without WITH).
+    - run_plan(policy, bindings): fire a policy that has a plan (gem/policy/vectorise.py)
+      set-at-a-time; the number of action calls made, or None to evaluate it per unit.
     """
 
     def attribute(self, obj: Any, name: str) -> Any: ...
@@ -51,6 +55,8 @@ class PolicyRuntime(Protocol):
     def function(self, name: str, args: list) -> Any: ...
 
     def act(self, action: str, args: list, evidence: dict, policy: str, span: A.Span) -> None: ...
+
+    def run_plan(self, policy: Any, bindings: dict) -> int | None: ...
 
 
 Env = dict
@@ -161,9 +167,21 @@ def _pure(name: str, args: list) -> Any:
             return args[0].lower() if isinstance(args[0], str) else None
         if name == "canon":
             return name_key(args[0]) if isinstance(args[0], str) else None
+        if name == "distance_km":
+            return _distance(*args)
     except TypeError:
         return None
     raise AssertionError(name)  # pragma: no cover
+
+
+def _distance(place: Any, lat: Any, lon: Any) -> float | None:
+    """`distance_km(place, lat, lon)`: null unless the place and the point are coordinates."""
+    if not isinstance(place, Mapping):
+        return None
+    numbers: list[Any] = [place.get("lat"), place.get("lon"), lat, lon]
+    if not all(type(x) in (int, float) and math.isfinite(x) for x in numbers):
+        return None
+    return distance_km(*numbers)
 
 
 class ExprCompiler:
@@ -212,7 +230,7 @@ class ExprCompiler:
         if isinstance(e, A.Call):
             args = tuple(self.expr(a, in_with) for a in e.args)
             name = e.func
-            if name == "matches":
+            if name in ("matches", "capture"):
                 return _matcher(e, args[0])
             if C.FUNCTIONS[name].pure:
                 return lambda env, rt: _pure(name, [f(env, rt) for f in args])
@@ -369,7 +387,8 @@ def _comparison(e: A.Compare) -> Callable[[Any, Any], bool]:
 
 
 def _matcher(e: A.Call, text: Fn) -> Fn:
-    """`matches(text, "regex")`: the checker proved the pattern a valid string literal."""
+    """`matches(text, "regex")`, `capture(text, "regex")`: the checker proved the pattern a
+    valid string literal (with a group, for capture)."""
     literal = e.args[1]
     assert isinstance(literal, A.Literal) and isinstance(literal.value, str)
     pattern = re.compile(literal.value)
@@ -378,7 +397,12 @@ def _matcher(e: A.Call, text: Fn) -> Fn:
         v = text(env, rt)
         return None if v is None else isinstance(v, str) and pattern.search(v) is not None
 
-    return matches
+    def capture(env: Env, rt: PolicyRuntime) -> Any:
+        v = text(env, rt)
+        found = pattern.search(v) if isinstance(v, str) else None
+        return None if found is None else found.group(1)
+
+    return matches if e.func == "matches" else capture
 
 
 def _salience_bound(var: str, where: A.Expr | None) -> A.Expr | None:

@@ -18,6 +18,7 @@ from . import catalogue as C
 from .checker import cascade_edges, describe_cycle, unbounded_cycles
 from .compose import ROLES, compose, governance
 from .fmt import fmt_expr
+from .vectorise import per_unit_because
 
 
 def explain(tree: A.PolicyFile | Sequence[A.PolicyFile]) -> str:
@@ -67,6 +68,15 @@ def explain(tree: A.PolicyFile | Sequence[A.PolicyFile]) -> str:
                     listeners = ", ".join(q.name for q in by_event.get(ev, [])) or "no policy"
                     lines.append(f"  {p.name}: {a} -> {ev} -> {listeners}")
     out.extend(lines or ["  (none)"])
+
+    ticks = [p for p in policies if "tick" in p.events]
+    if ticks:
+        out.append("")
+        out.append("Forgetting passes (tick): how each policy is evaluated:")
+        for p in ticks:
+            why = per_unit_because(p)
+            out.append(f"  {p.name}: " + ("vectorised, on the salience, status and labels columns"
+                                          if why is None else f"per unit ({why})"))
 
     out.append("")
     out.append("Loops:")

@@ -6,8 +6,9 @@ Instead every `gem mcp PATH` is a bridge to one `gem serve PATH`:
 
 - a live server for PATH (its endpoint file names a live pid that answers /v1/health)
   is used as it is;
-- otherwise the bridge starts one, detached (`gem serve PATH --port 0 --idle-exit N`,
-  its output appended to `PATH.gem-serve.log`), and waits until it is healthy. When two
+- otherwise the bridge starts one, detached (`gem serve PATH --port 0 --idle-exit N`, and
+  the model options `gem mcp` was given, `--extractor-model` and the like; its output appended
+  to `PATH.gem-serve.log`), and waits until it is healthy. When two
   bridges race, one server wins the server lock; the other exits with code 3 and its
   bridge uses the winner.
 
@@ -28,7 +29,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import anyio
 from mcp import Client
@@ -81,15 +82,16 @@ def _ready(path: str) -> Endpoint | None:
     return endpoint if body is not None and body.get("status") == "ok" else None
 
 
-def ensure_server(path: str, engine: str = "kuzu", idle_exit: float = 60.0) -> tuple[Endpoint, bool]:
-    """The endpoint of a healthy server for `path`, starting one if none runs.
-    Returns (endpoint, whether this call started it)."""
+def ensure_server(path: str, engine: str = "kuzu", idle_exit: float = 60.0,
+                  serve_args: Sequence[str] = ()) -> tuple[Endpoint, bool]:
+    """The endpoint of a healthy server for `path`, starting one (`gem serve` with
+    `serve_args` added) if none runs. Returns (endpoint, whether this call started it)."""
     path = os.path.abspath(path)
     endpoint = _ready(path)
     if endpoint is not None:
         return endpoint, False
     command = [sys.executable, "-m", "gem", "serve", path, "--port", "0", "--engine", engine,
-               "--idle-exit", str(idle_exit)]
+               "--idle-exit", str(idle_exit), *serve_args]
     with open(path + LOG_SUFFIX, "ab") as out:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                  start_new_session=True, close_fds=True)
@@ -177,19 +179,22 @@ async def _bridge(endpoint: Endpoint, key: str | None) -> None:
 
 
 def run_bridge(path: str, engine: str = "kuzu", idle_exit: float = 60.0,
-               key: str | None = None) -> int:
-    """Bridge stdio to the server of `path` (started if none runs); `key`: the API key a
-    server started with --keys needs (its scope is what the client sees)."""
+               key: str | None = None, serve_args: Sequence[str] = ()) -> int:
+    """Bridge stdio to the server of `path` (started with `serve_args` if none runs); `key`:
+    the API key a server started with --keys needs (its scope is what the client sees)."""
     if not os.path.exists(path):
         print(f"gem mcp: no database at {path!r} (create it with `gem init`)", file=sys.stderr)
         return 1
     try:
-        endpoint, started = ensure_server(path, engine, idle_exit)
+        endpoint, started = ensure_server(path, engine, idle_exit, serve_args)
     except BridgeError as exc:
         print(f"gem mcp: {exc}", file=sys.stderr)
         return 1
     print(f"gem mcp: bridging stdio to {endpoint.mcp_url} (server pid {endpoint.pid}"
           f"{', started now' if started else ''})", file=sys.stderr)
+    if serve_args and not started:
+        print(f"gem mcp: {' '.join(serve_args)}: not applied: the server already running "
+              f"for {path} keeps the options it was started with", file=sys.stderr)
     try:
         status, _ = _get(endpoint, "/v1/stats", timeout=30.0, headers=_auth(key))
     except (OSError, ValueError, http.client.HTTPException) as exc:

@@ -111,6 +111,9 @@ def build_mcp(service: Service) -> MCPServer:
         as_of: Annotated[datetime | None, Field(description="Answer as of this time.")] = None,
         between: Annotated[tuple[datetime, datetime] | None, Field(description=(
             "[start, end]: only values and episodes whose time lies in this window."))] = None,
+        near: Annotated[tuple[float, float, float] | None, Field(description=(
+            "[lat, lon, km]: only values and episodes stated within km of this point; "
+            "without a query, those nearest first."))] = None,
         k: Annotated[int, Field(ge=1, le=50, description=(
             "At most this many results (fields and episodes)."))] = 5,
         include_history: Annotated[bool, Field(description="Add each field's history.")] = False,
@@ -121,12 +124,13 @@ def build_mcp(service: Service) -> MCPServer:
         max_tokens: Annotated[int, Field(ge=16, description=(
             "The budget of format 'text', tokens counted as characters / 4."))] = 800,
     ) -> Annotated[CallToolResult, s.RecallResult]:
-        """Recall from memory by free-text query and/or topic title. Returns current
+        """Recall from memory by free-text query and/or topic title, or by place (near).
+        Returns current
         values with their source and time, fields that are contested (with every
         candidate), names of fields faded from view (ask for them by name), and flags
         saying a topic needs review. Recalling reinforces what it returns."""
         request = s.RetrieveRequest(query=query, topic=topic, fields=fields, as_of=as_of,
-                                    between=between, k=k,
+                                    between=between, near=near, k=k,
                                     history=include_history, include_archived=False,
                                     actor="mcp", format=format, max_tokens=max_tokens)
         result = await call("recall", ops.recall, request)

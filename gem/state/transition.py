@@ -59,6 +59,7 @@ class Committed(Protocol):
     touched_by: dict[str, Any]  # topic -> the log records that touched it
     paired_at: float | None     # the threshold it last compared them at
     said: dict[bytes, str] | None  # each episode's identity (said_key) -> its id; None: not built
+    places: Any         # PlaceGrid of placed units (gem/places.py); None: not built
 
     def topic_status(self, tid: str) -> str | None: ...
     def has_edges(self, tid: str) -> bool: ...
@@ -82,6 +83,9 @@ class Committed(Protocol):
     def episode_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
                           half_life: timedelta) -> list[str]: ...
     def unit_status(self, key: str) -> tuple[str | None, str | None]: ...
+    def unit_columns(self, table: str, ids: Sequence[str], now: datetime, half_life: timedelta,
+                     by_label: dict[str, timedelta | None] | None = None
+                     ) -> tuple[Any, list[str], list[tuple[str, ...]]]: ...
     def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float: ...
     def refresh_units(self, cache: CommittedCache) -> None: ...
     def summary(self, cache: CommittedCache, summarizer: Callable[[str, dict[str, Any]], str],
@@ -576,9 +580,10 @@ class Transition:
 
     def new_entry(self, fid: str, value: str, valid_at: datetime, provenance: Row, status: str,
                   superseded_by: str | None = None, labels: Sequence[str] = (),
-                  reason: str | None = None) -> Row:
+                  reason: str | None = None, place: Row | None = None) -> Row:
         """A new entry of field `fid` holding JSON `value`; `superseded_by` for one that
-        arrives already superseded. The field's labels take in the entry's."""
+        arrives already superseded. The field's labels take in the entry's. `place`: its
+        place columns (gem.places.columns)."""
         n = self.counters.next("entry")
         row = self.create("Entry", {
             "id": f"{self.prefix}e{n}", "seq": n, "tx": self.seq, "field_id": fid, "origin_field": fid,
@@ -586,7 +591,7 @@ class Transition:
             "recorded_at": self.now, "status": status, "superseded_by": superseded_by,
             "superseded_tx": self.seq if superseded_by else None,
             "active": True, "annotations": "{}", "labels": list(labels), "reason": reason,
-            **provenance}, parent=fid)
+            **provenance, **(place or {})}, parent=fid)
         self.touched.entries[row["id"]] = None
         if labels:
             self.add_labels("Field", fid, labels)
@@ -627,14 +632,15 @@ class Transition:
         return row
 
     def new_episode(self, text: str, at: datetime, source: str, actor: str,
-                    speaker: str | None, follows: str | None = None) -> Row:
+                    speaker: str | None, follows: str | None = None,
+                    place: Row | None = None) -> Row:
         n = self.counters.next("episode")
         row = self.create("Episode", {
             "id": f"{self.prefix}ep{n}", "seq": n, "tx": self.seq, "text": text, "at": at,
             "recorded_at": self.now, "source": source, "actor": actor, "speaker": speaker,
             "follows": follows,
             "strength": 0.0, "last_access": self.now, "status": "active", "scope": self.scope,
-            "annotations": "{}"})
+            "annotations": "{}", "cited_by": [], "contradicted_by": None, **(place or {})})
         self.touched.episodes[row["id"]] = None
         return row
 

@@ -647,6 +647,16 @@ def stream_episodes(tx: Tx, scope: str) -> Iterator[Row]:
         yield row if typed is None else typed(row)
 
 
+def latest_episodes_of(tx: Tx, scope: str, speaker: str, limit: int) -> list[str]:
+    """The ids of the `limit` latest episodes (by when they were said) one speaker said in a
+    scope, newest first. A scan of the scope's episodes: a policy asks only for an episode its
+    cheaper tests kept (gem/runtime.py, `said_before`)."""
+    return [str(row[0]) for row in tx.run(
+        "MATCH (n:Episode) WHERE n.scope = $scope AND n.speaker = $speaker "
+        f"RETURN n.id, n.at, n.seq ORDER BY n.at DESC, n.seq DESC LIMIT {int(limit)}",
+        {"scope": scope, "speaker": speaker})]
+
+
 def touches(tx: Tx) -> Iterator[tuple[int, list[str]]]:
     """(seq, units) of every log record not redacted, in order."""
     for seq, units in tx.stream("MATCH (x:Transition) WHERE x.salt <> '' RETURN x.seq, x.units "
@@ -737,6 +747,21 @@ def current_values(tx: Tx) -> list[tuple[str, str, str, str, Any]]:
     return [tuple(r) for r in tx.run(  # type: ignore[misc]
         "MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry) WHERE e.status = 'current' "
         "RETURN f.id, f.topic_id, f.name, e.value, e.valid_at")]
+
+
+def placed_units(tx: Tx, scope: str) -> list[tuple[str, float, float]]:
+    """(unit, lat, lon) of every field of any scope whose current entry has a place and of
+    every episode of `scope` that has one: what the place grid of a scope is built from
+    (gem/places.py; the caller keeps its scope's fields, whose ids carry the scope)."""
+    cols = ("field_id", "place_lat", "place_lon")
+    entries = _rows(tx, "Entry", cols, tx.run(
+        "MATCH (e:Entry) WHERE e.status = 'current' AND e.place_lat IS NOT NULL "
+        "RETURN e.field_id, e.place_lat, e.place_lon"))
+    episodes = _rows(tx, "Episode", ("id", "place_lat", "place_lon"), tx.run(
+        "MATCH (n:Episode) WHERE n.scope = $scope AND n.place_lat IS NOT NULL "
+        "RETURN n.id, n.place_lat, n.place_lon", {"scope": scope}))
+    return [(r["field_id"], r["place_lat"], r["place_lon"]) for r in entries] + \
+        [(r["id"], r["place_lat"], r["place_lon"]) for r in episodes]
 
 
 def scan_edges(tx: Tx, rel: str) -> list[tuple[str, str, Row]]:

@@ -80,6 +80,9 @@ class EntryRow(TypedDict):
     annotations: str
     labels: list[str]         # the labels of the facts that stated it (Fact.labels)
     reason: str | None        # why it was retracted (mem.retract), or what a retraction says
+    place_lat: float | None   # where the fact that stated it was (Fact.place; gem/places.py)
+    place_lon: float | None
+    place_name: str | None
 
 
 class ObservationRow(TypedDict):
@@ -127,6 +130,11 @@ class EpisodeRow(TypedDict):
     status: str               # active | hidden
     scope: str
     annotations: str
+    place_lat: float | None   # where it was said (Episode.place; gem/places.py)
+    place_lon: float | None
+    place_name: str | None
+    cited_by: list[str]       # entries whose facts cite it (ref), or whose value it corroborates
+    contradicted_by: str | None  # a later episode a policy judged to contradict it (mark_stale)
 
 
 class PolicyRow(TypedDict):

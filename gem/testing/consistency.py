@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..derived import DerivedState
+from ..derived import DerivedState, scope_of
 from ..store import queries
 
 
@@ -42,6 +42,24 @@ def cache_disagreements(mem: Any) -> list[str]:
     return wrong
 
 
+def citation_disagreements(mem: Any) -> list[str]:
+    """Episodes whose `cited_by` is not what a scan of every entry and observation gives: the
+    positive entries that cite them (`ref`) and the entries positive observations citing them
+    corroborate (gem/operators/stale.py derives staleness from it)."""
+    engine = mem._engine
+    want: dict[str, set[str]] = {}
+    with engine.store.reading() as tx:
+        episodes = {r["id"]: set(r["cited_by"] or ()) for r in queries.stream_rows(tx, "Episode")}
+        for e in queries.stream_rows(tx, "Entry"):
+            if e["ref"] in episodes and e["polarity"] == "+":
+                want.setdefault(e["ref"], set()).add(e["id"])
+        for o in queries.stream_rows(tx, "Observation"):
+            if o["ref"] in episodes and o["polarity"] == "+":
+                want.setdefault(o["ref"], set()).add(o["entry_id"])
+    return [f"episode {eid}: cited_by {sorted(have)}, cited by {sorted(want.get(eid, set()))}"
+            for eid, have in sorted(episodes.items()) if have != want.get(eid, set())]
+
+
 def derived_disagreements(mem: Any) -> list[str]:
     engine = mem._engine
     with engine.store.lock:
@@ -52,7 +70,24 @@ def derived_disagreements(mem: Any) -> list[str]:
         rebuilt.refresh(engine.cache, engine.services.summarizer)
         rebuilt.refresh_units(engine.cache)
         have, want = derived.fingerprint(), rebuilt.fingerprint()
-    return differences(have, want)
+        grids = placed_disagreements(engine.store, derived)
+    return differences(have, want) + grids
+
+
+def placed_disagreements(store: Any, derived: DerivedState) -> list[str]:
+    """A scope's place grid, once built (not saved, so a rebuild has none), must hold exactly
+    the placed units a scan of the database finds."""
+    out = []
+    for name, scope in derived.scopes.items():
+        if scope.places is None:
+            continue
+        with store.reading() as tx:
+            found = queries.placed_units(tx, name)
+        want = {u: (lat, lon) for u, lat, lon in found if scope_of(u) == name}
+        have = dict(scope.places.points)
+        if have != want:
+            out += differences(have, want, f"/places/{name}")
+    return out
 
 
 def differences(have: Any, want: Any, path: str = "", limit: int = 5) -> list[str]:

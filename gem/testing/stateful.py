@@ -31,13 +31,18 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import gem
-from gem.testing.consistency import cache_disagreements, derived_disagreements
+from gem.places import distance_km
+from gem.testing.consistency import cache_disagreements, citation_disagreements, \
+    derived_disagreements
 
 TOPICS = ("Alpha Project", "Beta Launch", "Gamma Budget", "Delta Team")
 FIELDS = ("deadline", "owner", "status")
 CANONICAL = {t.lower(): t for t in TOPICS}
 VALUES = st.sampled_from(["March 15", "April 20", "May 1", "Alice", "Bob", "green", "red", 7, 11])
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+# Where episodes are said: two near each other, one farther, two across the antimeridian.
+PLACES = ((38.7223, -9.1393), (38.8029, -9.3817), (41.1579, -8.6291), (0.0, 179.99),
+          (0.0, -179.99))
 EPISODES = ("Alpha Project deadline moved to May 1", "Bob owns the Beta Launch now",
             "the Gamma Budget status is red", "lunch at the deli on Friday")
 
@@ -76,6 +81,8 @@ class Model:
     labels: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # a field's: every fact's
     order: int = 0
     episodes: dict[str, tuple[str, datetime]] = field(default_factory=dict)  # id -> (text, at)
+    places: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # id -> place
+    cited: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # episodes a field's facts cite
 
     def candidates(self, key: tuple[str, str], when: datetime | None = None) -> list[ModelEntry]:
         return [e for e in self.histories.get(key, []) if e.positive
@@ -324,18 +331,23 @@ class GemMachine(RuleBasedStateMachine):
                     assert self.model.current((view.title, name), when) is None
 
     @rule(text=st.sampled_from(EPISODES), back=st.integers(0, 3),
-          with_fact=st.booleans())
-    def record_episode(self, text, back, with_fact):
+          with_fact=st.booleans(), where=st.one_of(st.none(), st.sampled_from(PLACES)))
+    def record_episode(self, text, back, with_fact, where):
         self.steps += 1
         at = self.now - timedelta(days=back)
-        items: list[Any] = [gem.Episode(text, at=at, source="chat", speaker="Ana")]
-        note(f"episode {text!r} at {at.isoformat()} (with a fact: {with_fact})")
+        items: list[Any] = [gem.Episode(text, at=at, source="chat", speaker="Ana", place=where)]
+        # the fact cites the latest episode recorded before (its `ref`), as a caller may
+        cited = max(self.model.episodes, key=lambda e: int(e[2:])) \
+            if with_fact and self.model.episodes else None
+        note(f"episode {text!r} at {at.isoformat()} in {where} (with a fact: {with_fact}, "
+             f"citing {cited})")
         before = {k: [replace(e, stated=list(e.stated)) for e in v]
                   for k, v in self.model.histories.items()}
         order, outcome = self.model.order, None
         if with_fact:
             outcome = self.model.record(("Delta Team", "status"), text, at, True)
-            items.append(gem.Fact("Delta Team", "status", text, at=at, source="episode"))
+            items.append(gem.Fact("Delta Team", "status", text, at=at, source="episode",
+                                  place=where, ref=cited))
         must_reject_c3 = outcome == "updated" and not self.propagating and any(
             a == "Delta Team" for a, _ in self.model.extension)
         try:
@@ -345,6 +357,8 @@ class GemMachine(RuleBasedStateMachine):
             self.model.histories, self.model.order = before, order
             return
         assert not must_reject_c3
+        if cited is not None:
+            self.model.cited.setdefault(("Delta Team", "status"), set()).add(cited)
         # the same text, source, speaker and time is the same episode: stored once
         known = next((eid for eid, said in self.model.episodes.items() if said == (text, at)), None)
         if known is not None:
@@ -353,6 +367,7 @@ class GemMachine(RuleBasedStateMachine):
             (eid,) = result.episode_ids
             assert eid not in self.model.episodes and result.known_episode_ids == []
             self.model.episodes[eid] = (text, at)
+            self.model.places[eid] = where  # an episode said again keeps its first place
         if outcome == "updated":
             self.model.flagged |= {b for a, b in self.model.extension if a == "Delta Team"}
 
@@ -374,6 +389,31 @@ class GemMachine(RuleBasedStateMachine):
             assert (e.text, e.at) == (text, at) and e.status == "active"
             if between is not None:
                 assert between[0] <= e.at <= between[1]
+
+    @rule(where=st.sampled_from(PLACES), km=st.sampled_from([1.0, 30.0, 3000.0]),
+          k=st.integers(1, 6))
+    def retrieve_near(self, where, km, k):
+        """near= without a query: what is within the radius, nearest first, and nothing else
+        (the grid is built by the first such read; the derived invariant then checks it against
+        the database after every step)."""
+        self.steps += 1
+        result = self.mem.retrieve(near=(*where, km), k=k, include_archived=True)
+        fields = [(t.title, n, f) for t in result.topics if t.context_of is None
+                  for n, f in t.fields.items()]
+        note(f"retrieve near {where} {km} km k={k} -> {[(t, n) for t, n, _ in fields]}, "
+             f"{[e.id for e in result.episodes]}, truncated={result.truncated}")
+        assert len(fields) + len(result.episodes) <= k
+        self._check_retrieval(result)
+        for _, _, f in fields:
+            assert f.place is not None and f.distance_km is not None and f.distance_km <= km
+        expected = {eid for eid, p in self.model.places.items()
+                    if p is not None and distance_km(*where, *p) <= km}
+        got = [e.id for e in result.episodes]
+        assert set(got) <= expected, f"near returned {set(got) - expected}, not within {km} km"
+        if not result.truncated:
+            assert set(got) == expected, f"near left out {expected - set(got)}"
+        distances = [e.distance_km for e in result.episodes]
+        assert distances == sorted(distances)  # nearest first (fields and episodes interleave)
 
     # ------------------------------------------------------------------ structure and maintenance
     @rule(a=st.sampled_from(TOPICS), b=st.sampled_from(TOPICS),
@@ -418,6 +458,8 @@ class GemMachine(RuleBasedStateMachine):
         receipt = self.mem.erase(topic, fld, reason="machine")
         del self.model.histories[(topic, fld)]
         self.model.labels.pop((topic, fld), None)  # its labels went with its entries
+        for eid in self.model.cited.pop((topic, fld), set()):  # what its facts cite goes too
+            self.model.episodes.pop(eid, None)
         assert self.mem.inspect(topic, fld) is None
         assert self.mem.verify_erasure(receipt).ok
 
@@ -522,6 +564,12 @@ class GemMachine(RuleBasedStateMachine):
     @invariant()
     def c6_retrieval_raised_salience(self):
         assert not self.c6_failures, self.c6_failures
+
+    @invariant()
+    def episodes_know_the_facts_that_cite_them(self):
+        """`Episode.cited_by` (from which staleness is derived) lists exactly the entries whose
+        facts cite the episode (`ref`) or whose value an observation citing it corroborates."""
+        assert citation_disagreements(self.mem) == []
 
     @invariant()
     def what_is_kept_in_memory_agrees_with_the_database(self):

@@ -195,9 +195,25 @@ def test_a_name_compared_with_a_literal_that_is_not_canonical_warns_what_it_matc
                 if w.code == "gem_name_not_canonical"]
 
 
+def test_a_point_off_the_globe_is_refused_at_check_time():
+    assert check_error('POLICY p ON field_created WHEN distance_km(entry.place, 12, -181) < 5 '
+                       'DO contest(field)') == (
+        "c.policy:1:61: gem_invalid_point: a longitude must be within [-180, 180], got -181\n"
+        "POLICY p ON field_created WHEN distance_km(entry.place, 12, -181) < 5 DO contest(field)\n"
+        "                                                            ^^^^\n"
+        "hint: distance_km(place, lat, lon): latitude first, then longitude, in degrees")
+    assert "gem_invalid_point: a latitude" in check_error(
+        'POLICY p ON field_created WHEN distance_km(entry.place, 90 + 1, 0) < 5 DO contest(field)')
+    # a coordinate the policy reads is checked when it runs (null off the globe), not here
+    ok('POLICY p ON field_created WHEN distance_km(entry.place, entry.place.lat, 0) < 5 '
+       'DO contest(field)')
+    assert "gem_type" in check_error(
+        'POLICY p ON field_created WHEN distance_km(entry.place, "north", 0) < 5 DO contest(field)')
+
+
 def test_every_code_is_listed_and_tested_somewhere():
     tested = set(EXACT) | {"gem_action_unavailable"} | set(COMPOSITION_EXACT) | {"gem_no_policies"}
-    tested |= {"gem_invalid_regex"}
+    tested |= {"gem_invalid_regex", "gem_invalid_point"}
     syntax = {"gem_syntax", "gem_missing_do", "gem_with_before_do", "gem_unclosed_paren"}  # test_policy_parse
     reader = {"gem_not_utf8"}  # test_policy_sources
     assert tested | syntax | reader == set(CODES)
@@ -507,7 +523,7 @@ def test_disabling_twice_and_redefining_a_disabled_policy():
     again = parse("POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)", "b.policy")
     assert str(pytest.raises(PolicyCheckError, check, [DEFAULT, first, again]).value) == (
         "b.policy:1:8: gem_duplicate_policy: policy 'hide-faded-fields' is already defined at "
-        "default.policy:46:8 (disabled at a.policy:1:16)\n"
+        "default.policy:52:8 (disabled at a.policy:1:16)\n"
         "POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)\n"
         "       ^^^^^^^^^^^^^^^^^\n"
         "hint: to define it anew, write OVERRIDE POLICY hide-faded-fields"
@@ -536,7 +552,7 @@ def test_a_disable_of_no_close_name_lists_the_policies_in_force():
     assert composed_error("DISABLE POLICY forgetting").endswith(
         "hint: the policies in force are: archive-faded-topics, compress-faded-fields, contest-unreliable-conflict, "
         "hide-faded-episodes, hide-faded-fields, propagate-on-change, reinforce-episodes, reinforce-on-ingest, "
-        "reinforce-on-retrieval")
+        "reinforce-on-retrieval, stale-when-moved")
     assert check_error("DISABLE POLICY forgetting\n" + _READS).endswith(
         "gem_nothing_to_disable: no earlier file defines policy 'forgetting'\n"
         "DISABLE POLICY forgetting\n"
