@@ -273,10 +273,22 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
     scored = [Hit(u, round(fused(u), 9), rel, recalled) for u, rel, recalled in eligible]
     scored.sort(key=lambda h: (-h.score, -salience[h.unit], h.unit))
     if structure:
-        def admit(unit: str) -> bool:  # an active unit, inside the request's window
+        # A unit reached through a turn the query matched is cued by it: a hidden one comes
+        # back (and is revived) when the relevance passed on to it reaches the floor a hidden
+        # unit needs, as if the query had matched it; archived topics stay for the query alone.
+        hidden_needed = recall_floor if hidden_floor is None else hidden_floor
+
+        def admit(unit: str, relevance: float) -> tuple[bool, str | None]:
+            if allowed is not None and unit not in allowed:
+                return False, None
             status, topic_status = derived.unit_status(unit)
-            return status == "active" and topic_status in (None, "active") and \
-                (allowed is None or unit in allowed)
+            if topic_status not in (None, "active"):
+                return False, None
+            if status == "active":
+                return True, None
+            if status == "hidden" and not include_archived and relevance >= hidden_needed:
+                return True, "hidden"
+            return status == "hidden" and include_archived, None
         scored = second_stage(t, query, scored, k, admit)
     return scored[:k], len(scored) > k
 
