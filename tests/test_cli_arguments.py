@@ -76,6 +76,8 @@ def _value(action: argparse.Action) -> list[str]:
         one = str(list(action.choices)[-1])  # the last choice: never the default here
     elif getattr(action.type, "__name__", "") == "_time":
         one = "2026-03-01T00:00:00+00:00"
+    elif action.metavar == "LAT,LON,KM":
+        one = "38.7,-9.1,3"
     elif action.type not in (None, str):
         one = "3"  # valid for every numeric option
     else:

@@ -105,3 +105,20 @@ def test_a_returned_turn_carries_when_it_was_said_and_the_day_it_refers_to(mem):
     (e,) = mem.retrieve("When did Jon get mentored?", k=1).episodes
     assert e.at == said
     assert e.refers_to == (said - timedelta(days=1)).replace(hour=0, minute=0, second=0)
+
+
+def test_a_hidden_reply_is_recalled_through_the_turn_the_query_matches_and_revived(mem, clock):
+    """Forgetting must not cost the second stage what it finds: a hidden turn reached from a
+    turn the query matches strongly is cued by it, returned marked `recalled`, and revived, as
+    a hidden turn the query matched itself would be."""
+    offsite_conversation(mem)
+    clock.advance(days=120)
+    mem.maintain()
+    (hidden,) = mem.episodes(text="tram depot", status="hidden").episodes
+    r = mem.retrieve("Where is the team offsite held?", k=3)
+    reply = next(e for e in r.episodes if e.source == "chat:2")
+    assert reply.recalled == "hidden"
+    assert mem.episodes(text="tram depot", status="hidden").episodes == []
+    (revived,) = mem.episodes(text="tram depot").episodes
+    assert revived.status == "active" and revived.salience > hidden.salience
+    assert mem.audit(full=True).ok

@@ -83,10 +83,13 @@ def test_no_stale_episode_is_ranked_above_the_fact_that_superseded_it(lives):
 
 def test_the_fact_comes_with_a_stale_episode_the_query_ranked_alone(lives):
     berlin_then_munich(lives, munich_as_episode=False)
-    r = lives.retrieve("Berlin", k=1)  # only the episode says Berlin
+    r = lives.retrieve("Berlin", k=2)  # only the episode says Berlin
     (berlin,) = r.episodes
     assert berlin.stale and r.value("Alex", "city") == "Munich"
     assert berlin.score < r.topics[0].fields["city"].score
+    # k holds: with room for one unit, the current value is it, and more were relevant
+    r = lives.retrieve("Berlin", k=1)
+    assert r.episodes == [] and r.value("Alex", "city") == "Munich" and r.truncated
 
 
 def test_a_retracted_fact_leaves_its_episode_stale_with_no_value(lives, clock):

@@ -187,6 +187,8 @@ def test_an_import_never_replaces_a_memory(tmp_path):
     target = str(tmp_path / "held.db")
     with gem.open(target, engine=ENGINE) as mem:
         mem.ingest(gem.Fact("Mine", "x", 1))
+    # as it was closed: closing records where the salience written behind stands
+    with gem.open(target, engine=ENGINE, create=False) as mem:
         before = snapshot(mem)
     with pytest.raises(gem.InvalidInput, match="already holds a memory"):
         gem.import_jsonl(out, target, engine=ENGINE)

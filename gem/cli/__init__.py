@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import __version__
-from . import commands, install
+from . import commands, install, reads, serving, transfer, writes
 from .demo import SimulatedClock, demo
 
 __all__ = ["main", "demo", "SimulatedClock", "COMMANDS"]
@@ -39,34 +39,34 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
 COMMANDS: list[Command] = [
     Command("demo", "tell the paper's Figure 1 story end to end", _demo_arguments,
             lambda a: demo(path=a.path, engine=a.engine)),
-    Command("init", "create a database", commands.init_arguments, commands.init),
+    Command("init", "create a database", writes.init_arguments, writes.init),
     Command("ingest", "ingest facts from a JSONL file (one fact per line) or stdin",
-            commands.ingest_arguments, commands.ingest),
+            writes.ingest_arguments, writes.ingest),
     Command("query", "retrieve by text and/or topic (a transition: reinforces what it returns)",
-            commands.query_arguments, commands.query),
+            reads.query_arguments, reads.query),
     Command("inspect", "show a topic or one field as stored (changes nothing)",
-            commands.inspect_arguments, commands.inspect),
-    Command("history", "a field's full value history", commands.history_arguments, commands.history),
+            reads.inspect_arguments, reads.inspect),
+    Command("history", "a field's full value history", reads.history_arguments, reads.history),
     Command("explain", "the evidence behind a field's value and its reliability",
-            commands.explain_arguments, commands.explain),
-    Command("review", "topics with open revision flags", commands.review_arguments, commands.review),
+            reads.explain_arguments, reads.explain),
+    Command("review", "topics with open revision flags", reads.review_arguments, reads.review),
     Command("audit", "check C1-C6 and the log's hash chain (exit 1 on violations)",
-            commands.audit_arguments, commands.audit),
-    Command("stats", "sizes of the state", commands.stats_arguments, commands.stats),
-    Command("log", "the transition log", commands.log_arguments, commands.log),
-    Command("link", "add an edge between two topics", commands.link_arguments, commands.link),
-    Command("restore", "undo the forgetting of a topic or field", commands.restore_arguments,
-            commands.restore),
-    Command("maintain", "run forget + revise on a database", commands.maintain_arguments,
-            commands.maintain),
+            reads.audit_arguments, reads.audit),
+    Command("stats", "sizes of the state", reads.stats_arguments, reads.stats),
+    Command("log", "the transition log", reads.log_arguments, reads.log),
+    Command("link", "add an edge between two topics", writes.link_arguments, writes.link),
+    Command("restore", "undo the forgetting of a topic or field", writes.restore_arguments,
+            writes.restore),
+    Command("maintain", "run forget + revise on a database", writes.maintain_arguments,
+            writes.maintain),
     Command("export", "write a whole database as JSON Lines (lossless: rows, edges, policies, log)",
-            commands.export_arguments, commands.export),
+            transfer.export_arguments, transfer.export),
     Command("import", "load a `gem export` file into a new database (audited before it appears)",
-            commands.import_arguments, commands.import_),
+            transfer.import_arguments, transfer.import_),
     Command("serve", "serve a database over HTTP (/v1) and MCP (/mcp)",
-            commands.serve_arguments, commands.serve),
+            serving.serve_arguments, serving.serve),
     Command("mcp", "MCP over stdio for desktop clients (bridged to `gem serve`)",
-            commands.mcp_arguments, commands.mcp),
+            serving.mcp_arguments, serving.mcp),
     # `gem mcp install ...` (main routes it here: `gem mcp PATH` takes any PATH)
     Command("mcp install", "add gem to a desktop client's MCP configuration (or print it)",
             install.install_arguments, install.install),

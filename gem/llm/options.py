@@ -1,4 +1,4 @@
-"""`gem serve`'s options that back the memory's hooks with a model (gem/cli/commands.py):
+"""`gem serve`'s options that back the memory's hooks with a model (gem/cli/serving.py):
 `--extractor-model M --llm-base-url URL` and the like, which `gem mcp` also takes and hands to
 the server it starts; the API key comes from the environment
 (OPENAI_API_KEY), never from the command line, where other users of the machine can read it."""

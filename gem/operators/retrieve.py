@@ -131,7 +131,11 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
         assert req.near is not None
         found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived)
         hits = [Hit(u, score, 0.0) for u, score in found]
-    hits = stale.order(t, hits, req.as_of, req.include_archived)
+    # what replaced a stale episode joins it only inside the request's window, and k holds
+    hits = stale.order(t, hits, req.as_of, req.include_archived,
+                       window_units(t, req.between, req.near))
+    truncated = truncated or len(hits) > req.k
+    hits = hits[:req.k]
     fids = [h.unit for h in hits if unit_table(h.unit) == "Field"]
     eids = [h.unit for h in hits if unit_table(h.unit) == "Episode"]
     tids = list(dict.fromkeys(fid.split("/", 1)[0] for fid in fids))
@@ -209,6 +213,19 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
     return finish
 
 
+def window_units(t: Transition, between: tuple[datetime, datetime] | None,
+                 near: tuple[float, float, float] | None) -> set[str] | None:
+    """The units inside the request's time window and radius (None: no window, every unit)."""
+    allowed: set[str] | None = None
+    if between is not None:
+        lo, hi = (b.timestamp() for b in between)
+        allowed = {u for u, v in t.committed.unit_valid.items() if lo <= v <= hi}
+    if near is not None:
+        placed = near_op.within(t, near)
+        allowed = set(placed) if allowed is None else allowed & placed.keys()
+    return allowed
+
+
 def rank_units(t: Transition, query: str, k: int, include_archived: bool,
                between: tuple[datetime, datetime] | None, floor: float,
                recall_floor: float, hidden_floor: float | None = None,
@@ -221,13 +238,7 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
     (gem/operators/spread.py)."""
     derived = t.committed
     pool = max(50, 10 * k)
-    allowed: set[str] | None = None
-    if between is not None:
-        lo, hi = (b.timestamp() for b in between)
-        allowed = {u for u, v in derived.unit_valid.items() if lo <= v <= hi}
-    if near is not None:
-        placed = near_op.within(t, near)
-        allowed = set(placed) if allowed is None else allowed & placed.keys()
+    allowed = window_units(t, between, near)
     # a time cue's words name a time, not what the evidence says: the second stage weighs it
     words = without_cue(query, t.now) if structure else query
     lexical = derived.unit_lexical.search_covering(words, pool, max_df=0.5, ids=allowed)
@@ -273,10 +284,22 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
     scored = [Hit(u, round(fused(u), 9), rel, recalled) for u, rel, recalled in eligible]
     scored.sort(key=lambda h: (-h.score, -salience[h.unit], h.unit))
     if structure:
-        def admit(unit: str) -> bool:  # an active unit, inside the request's window
+        # A unit reached through a turn the query matched is cued by it: a hidden one comes
+        # back (and is revived) when the relevance passed on to it reaches the floor a hidden
+        # unit needs, as if the query had matched it; archived topics stay for the query alone.
+        hidden_needed = recall_floor if hidden_floor is None else hidden_floor
+
+        def admit(unit: str, relevance: float) -> tuple[bool, str | None]:
+            if allowed is not None and unit not in allowed:
+                return False, None
             status, topic_status = derived.unit_status(unit)
-            return status == "active" and topic_status in (None, "active") and \
-                (allowed is None or unit in allowed)
+            if topic_status not in (None, "active"):
+                return False, None
+            if status == "active":
+                return True, None
+            if status == "hidden" and not include_archived and relevance >= hidden_needed:
+                return True, "hidden"
+            return status == "hidden" and include_archived, None
         scored = second_stage(t, query, scored, k, admit)
     return scored[:k], len(scored) > k
 

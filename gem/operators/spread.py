@@ -63,10 +63,11 @@ class Hit:
 
 
 def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
-                 admit: Callable[[str], bool]) -> list[Hit]:
+                 admit: Callable[[str, float], tuple[bool, str | None]]) -> list[Hit]:
     """`first`, best first, re-scored and extended by the structure; best first. `admit`
-    says whether a unit the first stage did not rank may be added (active, inside the
-    request's window)."""
+    says whether a unit the first stage did not rank may be added, given the relevance passed
+    on to it (inside the request's window; active, or hidden and cued strongly enough), and the
+    ladder level it is then recalled from (None: active)."""
     if not first:
         return []
     pool = list(first[:max(POOL, 3 * k)])
@@ -79,13 +80,18 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
     # answers (who said it matters among the turns about the thing asked, not on its own)
     answers = {s.unit: s.relevance for s in pool}
     via: dict[str, str] = {}
+    recalled: dict[str, str | None] = {}
 
     def reach(unit: str, decay: float, seed: Hit, how: str) -> None:
         amount = decay * seed.score
-        if unit not in by_unit and not (amount > score.get(unit, 0.0) and admit(unit)):
-            return
         if unit not in by_unit:
+            if amount <= score.get(unit, 0.0):
+                return
+            ok, level = admit(unit, decay * seed.relevance)
+            if not ok:
+                return
             via[unit] = how
+            recalled[unit] = level
         score[unit] = max(score.get(unit, 0.0), amount)
         answers[unit] = max(answers.get(unit, 0.0), decay * seed.relevance)
 
@@ -128,7 +134,7 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
         score[unit] += bonus * answers[unit] / best
 
     out = [replace(by_unit[u], score=round(score[u], 9)) if u in by_unit
-           else Hit(u, round(score[u], 9), 0.0, None, via[u]) for u in units]
+           else Hit(u, round(score[u], 9), 0.0, recalled[u], via[u]) for u in units]
     out.sort(key=lambda s: (-s.score, s.unit))
     return out
 

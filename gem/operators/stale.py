@@ -119,11 +119,12 @@ def marks(t: Transition, row: dict[str, Any], as_of: datetime | None = None) -> 
 
 
 def order(t: Transition, hits: Sequence[Any], as_of: datetime | None,
-          include_archived: bool) -> list[Any]:
+          include_archived: bool, allowed: set[str] | None = None) -> list[Any]:
     """The ranked units with each stale episode placed just below what replaced what it said
     (the facts, or the later episode that contradicts it); one the query did not rank comes
     with the episode, at its score, so the reader sees the current value beside the
-    out-of-date one. `hits` are retrieve.Hit."""
+    out-of-date one, if it lies in `allowed` (the request's window; None: anywhere). `hits`
+    are retrieve.Hit."""
     by_unit = {h.unit: h for h in hits}
     episodes = [h.unit for h in hits if is_episode(h.unit)]
     prefetch(t, episodes)
@@ -138,7 +139,8 @@ def order(t: Transition, hits: Sequence[Any], as_of: datetime | None,
         above = []
         for unit in newer:
             if unit not in out:
-                if not _visible(t, unit, include_archived):
+                if not _visible(t, unit, include_archived) or \
+                        (allowed is not None and unit not in allowed):
                     continue
                 out[unit] = type(hit)(unit, hit.score, hit.relevance)
             above.append(out[unit].score)
