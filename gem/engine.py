@@ -330,6 +330,11 @@ class Engine:
             self.shared.governance = governance
             self.store.shared_state = self.shared
             raise
+        try:
+            self.derived.scope(t.scope).derive_step(self.cache, self.derived.made_stale)
+        except Exception:  # the embedder failed before any index changed: the units stay
+            log.warning("gem: deriving search documents after transition %s failed; the next "
+                        "free-text retrieval derives them", t.seq, exc_info=True)
 
     def _overtaken(self) -> bool:
         """Whether another process committed after the log position this process follows

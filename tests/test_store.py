@@ -211,6 +211,22 @@ def test_the_engine_checkpoints_its_log_at_gems_threshold_unless_the_pool_is_siz
 
 
 @EMBEDDED
+@pytest.mark.parametrize("asked, opened", [(None, "default"), (32 << 20, 32 << 20)])
+def test_the_engine_gets_a_desktop_sized_buffer_pool_unless_the_caller_sizes_it(tmp_path, asked,
+                                                                                 opened):
+    """The engines' own default pool is 80% of the RAM, and it keeps every page it read: a
+    10k-topic memory held ~1 GB of pages. gem opens the engine with its own default."""
+    from gem.store.graph import DEFAULT_BUFFER_POOL
+    options = {} if asked is None else {"buffer_pool_size": asked}
+    with gem.open(tmp_path / "db", engine=ENGINE, **options) as mem:
+        mem.ingest(gem.Fact("Website Redesign", "owner", "team"))
+        used = mem._engine.store.opened_with["buffer_pool_size"]
+        assert mem.inspect("Website Redesign", "owner").value == "team"
+    assert used == (DEFAULT_BUFFER_POOL if opened == "default" else opened)
+    assert DEFAULT_BUFFER_POOL <= 1 << 30
+
+
+@EMBEDDED
 @pytest.mark.parametrize("options, problem", [
     ({"max_db_size": 3 << 29}, "power of 2"),
     ({"max_db_size": 0}, "positive number of bytes"),

@@ -198,24 +198,25 @@ def test_salience_is_written_behind_and_replayed_from_the_log(tmp_path, clock):
         assert again.inspect("A", "x").salience == after
 
 
-def test_a_memory_larger_than_the_row_cache_keeps_the_newer_half_and_agrees_with_the_database(
+def test_a_memory_larger_than_the_row_cache_keeps_the_newer_half_within_its_byte_budget(
         tmp_path, clock):
     from gem.testing.consistency import cache_disagreements
     with gem.open(memory_location(tmp_path), clock=clock, engine=ENGINE) as mem:
         cache = mem._engine.cache
-        cache.limit = 60
+        cache.budget = 60_000
         evictions = 0
         before, previous = 0, set()
         for i in range(12):
             mem.ingest([gem.Fact(f"Topic {i}", f"f{j}", f"v{i}.{j}") for j in range(3)])
-            rows = sum(len(r) for r in cache.rows.values())
-            assert rows <= cache.limit
-            if rows < before:  # evicted: the older half went, the previous commit's rows stayed
+            assert cache.nbytes == cache.measured()  # the count kept is the count made again
+            assert cache.nbytes <= cache.budget
+            if cache.nbytes < before:  # evicted: the older half went, the last commit's stayed
                 evictions += 1
                 assert previous and previous <= set(cache.rows["Field"])
-            before, previous = rows, set(list(cache.rows["Field"])[-3:])
+            before, previous = cache.nbytes, set(list(cache.rows["Field"])[-3:])
         assert evictions >= 1
         assert mem.inspect("Topic 0", "f0").value == "v0.0"  # dropped, read again
+        assert cache.nbytes == cache.measured()
         assert cache_disagreements(mem) == []
 
 

@@ -64,6 +64,7 @@ class _Shared:
     owner: OwnerFile | None = None  # None for a temporary database (no other process knows it)
     # The engine's log file as of the last commit (device, inode), to see it created anew.
     wal: tuple[int, int] | None = None
+    options: dict[str, int] = field(default_factory=dict)  # what the `Database` was opened with
 
 
 _registry: dict[tuple[str, str], _Shared] = {}
@@ -187,13 +188,21 @@ _COPY = ("import shutil, sys, os\n"
 # one leaves unwritten.
 CHECKPOINT_THRESHOLD = {"ladybug": 64 << 20}
 
+# The engine's buffer pool when the caller sizes none. The engines' own default is 80% of the
+# machine's RAM, and the pool keeps every page it ever read: a memory that ingested 10k topics
+# held ~1 GB of database pages it rarely reads again. Pages the pool drops stay in the OS's
+# page cache, so reading one again costs a copy, not a disk read (bench/footprint.py measures
+# what this setting costs batches and retrievals).
+DEFAULT_BUFFER_POOL = 256 << 20
+
 
 class GraphStore:
     """A handle on one database path; many handles in a process share one `Database`.
 
     `buffer_pool_size` and `max_db_size` (bytes) go to the engine's `Database`: each database
     reserves `max_db_size` of address space (8 TiB by default on kuzu 0.11.3, so the 16th
-    database of a process fails to map) and, by default, a buffer pool of 80% of the RAM.
+    database of a process fails to map) and a buffer pool of `DEFAULT_BUFFER_POOL` unless
+    the caller sizes it (the engine's own default is 80% of the RAM).
     They apply when this process opens the path first; later handles share that `Database`.
     """
 
@@ -222,7 +231,7 @@ class GraphStore:
                     if owner is not None:
                         owner.release()
                     raise
-                shared = _Shared(module, database, owner=owner)
+                shared = _Shared(module, database, owner=owner, options=self._options)
                 _registry[self._key] = shared
             shared.users += 1
         self._shared = shared
@@ -239,8 +248,11 @@ class GraphStore:
         options = {name: int(value) for name, value in (
             ("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size))
             if value is not None}
-        if buffer_pool_size is None and self.engine in CHECKPOINT_THRESHOLD:
-            options["checkpoint_threshold"] = CHECKPOINT_THRESHOLD[self.engine]
+        if buffer_pool_size is None:
+            options["buffer_pool_size"] = DEFAULT_BUFFER_POOL
+            if self.engine in CHECKPOINT_THRESHOLD:
+                options["checkpoint_threshold"] = CHECKPOINT_THRESHOLD[self.engine]
+        self._options = options
         try:
             return module.Database(self.path, **options)
         except RuntimeError as exc:
@@ -251,6 +263,11 @@ class GraphStore:
     @property
     def lock(self) -> threading.RLock:
         return self._shared.lock
+
+    @property
+    def opened_with(self) -> dict[str, int]:
+        """The options the engine's `Database` was opened with (its buffer pool, ...)."""
+        return dict(self._shared.options)
 
     @property
     def head_file(self) -> OwnerFile | None:

@@ -1,0 +1,233 @@
+"""Where a memory's RSS goes: row cache, derived state per component, the engine.
+
+    python bench/footprint.py [--sizes 10000,30000] [--fields 10] [--engine kuzu]
+                              [--buffer-pool-mb N]
+
+One child process per size grows a memory (batch ingest, as bench/scale.py does), updates
+some of it, runs structured and free-text retrieves (the first free-text one timed apart:
+it derives every unit's search document), and then measures: the process's RSS now, the
+bytes of Python objects and numpy arrays each part of gem holds (walked with
+sys.getsizeof, arrays by nbytes, shared objects counted once, in the order listed), what
+glibc's allocator holds, and what is left: the engine's buffer pool, its other memory and
+the interpreter. Free-text p50/p95 and recall@10 of the unit vector index against an
+exact scan are printed too. A benchmark, not a test: nothing asserts a time.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+MB = 1 << 20
+WORDS = ("alpha", "budget", "launch", "design", "review", "hiring", "roadmap", "pricing", "audit",
+         "migration", "onboarding", "security", "analytics", "support", "research", "partner")
+
+
+def rss_now() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def malloc_held() -> float:
+    """Bytes glibc's malloc hands out now (arenas in use + mmapped chunks), in MB."""
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
+                                                    "hblkhd", "usmblks", "fsmblks", "uordblks",
+                                                    "fordblks", "keepcost")]
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = MallInfo2
+    m = libc.mallinfo2()
+    return (m.uordblks + m.hblkhd) / MB
+
+
+def trim() -> None:
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+class Sizer:
+    """Deep size of objects, each object counted once across calls."""
+
+    def __init__(self) -> None:
+        import numpy as np
+        self.np = np
+        self.seen: set[int] = set()
+
+    def __call__(self, *objs) -> float:
+        np = self.np
+        total = 0
+        stack = list(objs)
+        while stack:
+            o = stack.pop()
+            if id(o) in self.seen or o is None or isinstance(o, (bool, type)):
+                continue
+            self.seen.add(id(o))
+            if isinstance(o, np.ndarray):
+                base = o
+                while isinstance(base.base, np.ndarray):
+                    base = base.base
+                if id(base) in self.seen and base is not o:
+                    continue
+                self.seen.add(id(base))
+                total += base.nbytes if base.base is None else 0  # views of a buffer: below
+                if base.base is not None and id(base.base) not in self.seen:
+                    self.seen.add(id(base.base))
+                    total += sys.getsizeof(base.base)
+                continue
+            total += sys.getsizeof(o)
+            if isinstance(o, dict):
+                stack.extend(o.keys())
+                stack.extend(o.values())
+            elif isinstance(o, (list, tuple, set, frozenset)):
+                stack.extend(o)
+            elif hasattr(o, "__dict__") and not callable(o):
+                stack.append(vars(o))
+            elif hasattr(o, "__slots__"):
+                stack.extend(getattr(o, s) for s in o.__slots__ if hasattr(o, s))
+        return total / MB
+
+
+def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
+    import numpy as np
+
+    import gem
+    from common import Clock
+
+    rng = random.Random(7)
+    out: dict = {"topics": n}
+    base_rss = rss_now()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "gov.db")
+        kwargs = {} if buffer_pool_mb is None else {"buffer_pool_size": buffer_pool_mb * MB}
+        mem = gem.open(path, clock=Clock(), engine=engine, **kwargs)
+        batch_topics = max(1, 2000 // fields)
+        topics = 0
+        t0 = time.perf_counter()
+        while topics < n:
+            size = min(batch_topics, n - topics)
+            mem.ingest([gem.Fact(f"Topic {topics + i} {WORDS[(topics + i) % len(WORDS)]}",
+                                 f"field {j}",
+                                 f"value {topics + i}.{j} {WORDS[(i * 7 + j) % len(WORDS)]}")
+                        for i in range(size) for j in range(fields)])
+            topics += size
+        for _ in range(5):
+            pairs = rng.sample(range(topics * fields), 2000)
+            mem.ingest([gem.Fact(f"Topic {p // fields} {WORDS[p // fields % len(WORDS)]}",
+                                 f"field {p % fields}", f"updated {rng.random():.6f}")
+                        for p in pairs])
+        out["grow_s"] = time.perf_counter() - t0
+        out["facts"] = n * fields + 10_000
+        for t in (rng.randrange(topics) for _ in range(200)):
+            mem.retrieve(topic=f"Topic {t} {WORDS[t % len(WORDS)]}", fields=["field 2"])
+        t0 = time.perf_counter()
+        mem.retrieve("value 3 stale summaries refresh")
+        out["first_text_ms"] = (time.perf_counter() - t0) * 1000
+        times = []
+        for t in (rng.randrange(topics) for _ in range(220)):
+            t0 = time.perf_counter()
+            mem.retrieve(f"value {t}.2 {WORDS[t % len(WORDS)]}", k=5)
+            times.append(time.perf_counter() - t0)
+        times = sorted(times[20:])
+        out["text_p50_ms"] = times[len(times) // 2] * 1000
+        out["text_p95_ms"] = times[int(len(times) * 0.95)] * 1000
+
+        shared = mem._engine.shared
+        derived = shared.derived
+        vec = derived.scope("default").unit_vectors
+        queries = [f"value {t}.{rng.randrange(fields)} {WORDS[t % len(WORDS)]}"
+                   for t in (rng.randrange(topics) for _ in range(100))]
+        qv = derived.embedder.embed(queries)
+        hits = total = 0
+        for q in qv:
+            got = {d for d, _ in vec.search(q, 10)}
+            exact = vec.search(q, None)
+            if not exact:
+                continue
+            kth = exact[min(9, len(exact) - 1)][1]
+            hits += sum(1 for d in got if dict(exact)[d] >= kth)
+            total += min(10, len(exact))
+        out["unit_recall10"] = hits / max(1, total)
+
+        trim()
+        out["rss_mb"] = rss_now()
+        out["base_rss_mb"] = base_rss
+        out["malloc_mb"] = malloc_held()
+        size = Sizer()
+        cache = shared.cache
+        parts: dict[str, float] = {}
+        parts["row cache"] = size(cache.rows, cache.children, cache.edges)
+        for name, s in derived.scopes.items():
+            units = s._units
+            parts["unit vectors (+sketches)"] = size(units.vectors) if units else 0.0
+            parts["unit lexical"] = size(units.lexical) if units else 0.0
+            parts["unit docs + valid"] = size(units.docs, units.valid) if units else 0.0
+            parts["topic summaries + lexical + vectors"] = size(s.summaries, s.lexical, s.vectors)
+            parts["names + title vectors"] = size(s.names, s.title_vectors)
+            parts["salience tables"] = size(s.topics, s.fields, s.episodes)
+            parts["fields_by_topic, labels, touched_by, ..."] = size(
+                s._fields_by_topic, s.field_labels, s.touched_by, s.edge_holders, s.stale,
+                s.stale_units, s.unpaired, s.open_flags, s.said, s.counters)
+        parts["pending salience"] = size(derived.pending_salience)
+        parts["embedder cache"] = size(derived.embedder)
+        python_total = sum(parts.values())
+        out["parts"] = parts
+        out["rest_mb"] = out["rss_mb"] - python_total
+        # What dropping the row cache gives back to the system (it refills on demand).
+        before = rss_now()
+        cache.clear()
+        trim()
+        out["row_cache_rss_drop_mb"] = before - rss_now()
+        mem.close()
+        del np
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", default="10000,30000")
+    p.add_argument("--fields", type=int, default=10)
+    p.add_argument("--engine", default="kuzu")
+    p.add_argument("--buffer-pool-mb", type=int, default=None)
+    p.add_argument("--child", action="store_true")
+    args = p.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.child:
+        print(json.dumps(child(sizes[0], args.fields, args.engine, args.buffer_pool_mb)))
+        return
+    results = []
+    for n in sizes:
+        cmd = [sys.executable, __file__, "--child", "--sizes", str(n), "--fields",
+               str(args.fields), "--engine", args.engine]
+        if args.buffer_pool_mb is not None:
+            cmd += ["--buffer-pool-mb", str(args.buffer_pool_mb)]
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        if done.returncode != 0:
+            sys.exit(done.stderr)
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    labels = list(results[0]["parts"])
+    print(f"{'MB':<44}" + "".join(f"{r['topics']:>12,}" for r in results))
+    for label in labels:
+        print(f"{label:<44}" + "".join(f"{r['parts'][label]:>12.1f}" for r in results))
+    for key in ("rest_mb", "rss_mb", "malloc_mb", "base_rss_mb", "row_cache_rss_drop_mb",
+                "first_text_ms", "text_p50_ms", "text_p95_ms", "unit_recall10", "grow_s"):
+        print(f"{key:<44}" + "".join(f"{r[key]:>12.2f}" for r in results))
+
+
+if __name__ == "__main__":
+    main()
