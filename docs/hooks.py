@@ -21,8 +21,9 @@ from typing import Any, Iterator
 
 from mkdocs.structure.files import File, Files
 
+from gem.dashboard.apidocs import body_schema, limits_of, schema_type
+
 ROOT = Path(__file__).resolve().parents[1]
-REF = "#/components/schemas/"
 METHODS = ("get", "post", "put", "patch", "delete")
 
 
@@ -111,37 +112,12 @@ def _cell(text: Any) -> str:
 
 
 def _type(schema: dict[str, Any]) -> str:
-    if "$ref" in schema:
-        name = schema["$ref"].removeprefix(REF)
-        return f"[`{name}`](#schema-{name.lower()})"
-    for combined in ("anyOf", "oneOf", "allOf"):
-        if combined in schema:
-            return " or ".join(_type(s) for s in schema[combined])
-    if "const" in schema:
-        return f"`{schema['const']!r}`"
-    if "enum" in schema:
-        return " or ".join(f"`{v!r}`" for v in schema["enum"])
-    kind = schema.get("type")
-    if kind == "array":
-        return f"list of {_type(schema.get('items', {}))}"
-    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
-        return f"object of {_type(schema['additionalProperties'])}"
-    return f"`{kind or 'any'}`"
+    return schema_type(schema, lambda word: f"`{word}`",
+                       lambda name: f"[`{name}`](#schema-{name.lower()})", " or ")
 
 
 def _limits(schema: dict[str, Any]) -> str:
-    said = [f"{word} {schema[key]}" for key, word in (
-        ("minimum", "≥"), ("maximum", "≤"), ("minLength", "length ≥"), ("maxLength", "length ≤"),
-        ("minItems", "items ≥"), ("maxItems", "items ≤")) if key in schema]
-    if "default" in schema:
-        said.append(f"default `{schema['default']!r}`")
-    return _cell(", ".join(said))
-
-
-def _body(content: dict[str, Any]) -> dict[str, Any] | None:
-    for media in content.values():
-        return media.get("schema")
-    return None
+    return _cell(limits_of(schema, lambda text: f"`{text}`"))
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
@@ -160,10 +136,10 @@ def _operation(path: str, method: str, op: dict[str, Any]) -> str:
              "yes" if p.get("required") else "", _limits(p.get("schema", {}))]
             for p in op["parameters"]]))
     if op.get("requestBody"):
-        out.append(f"Body (JSON): {_type(_body(op['requestBody'].get('content', {})) or {})}\n")
+        out.append(f"Body (JSON): {_type(body_schema(op['requestBody'].get('content', {})) or {})}\n")
     out.append(_table(["status", "meaning", "body"], [
         [f"`{code}`", _cell(r.get("description", "")),
-         _type(answered) if (answered := _body(r.get("content") or {})) else ""]
+         _type(answered) if (answered := body_schema(r.get("content") or {})) else ""]
         for code, r in sorted(op.get("responses", {}).items())]))
     return "\n".join(out)
 

@@ -7,7 +7,7 @@ it has no script and references nothing off the server.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .html import card, esc, page, table
 
@@ -19,36 +19,52 @@ def _anchor(name: str) -> str:
     return "schema-" + name
 
 
+def schema_type(schema: dict[str, Any], code: Callable[[str], str], link: Callable[[str], str],
+                alternatives: str) -> str:
+    """A schema as a short type, in the markup the callers give: `code` for literal words,
+    `link` for a component's name, `alternatives` between the choices of anyOf/oneOf/allOf or
+    an enum. The served /docs (HTML) and the docs site's HTTP reference (Markdown) share it."""
+    def of(s: dict[str, Any]) -> str:
+        if "$ref" in s:
+            return link(s["$ref"].removeprefix(REF))
+        for combined in ("anyOf", "oneOf", "allOf"):
+            if combined in s:
+                return alternatives.join(of(c) for c in s[combined])
+        if "const" in s:
+            return code(repr(s["const"]))
+        if "enum" in s:
+            return alternatives.join(code(repr(v)) for v in s["enum"])
+        kind = s.get("type")
+        if kind == "array":
+            return f"list of {of(s.get('items', {}))}"
+        if kind == "object" and isinstance(s.get("additionalProperties"), dict):
+            return f"object of {of(s['additionalProperties'])}"
+        return code(kind or "any")
+    return of(schema)
+
+
 def type_of(schema: dict[str, Any]) -> str:
     """A schema as a short HTML type: names of components link to their definition."""
-    if "$ref" in schema:
-        name = schema["$ref"].removeprefix(REF)
-        return f'<a href="#{esc(_anchor(name))}"><code>{esc(name)}</code></a>'
-    for combined in ("anyOf", "oneOf", "allOf"):
-        if combined in schema:
-            return " | ".join(type_of(s) for s in schema[combined])
-    if "const" in schema:
-        return f"<code>{esc(repr(schema['const']))}</code>"
-    if "enum" in schema:
-        return " | ".join(f"<code>{esc(repr(v))}</code>" for v in schema["enum"])
-    kind = schema.get("type")
-    if kind == "array":
-        return f"list of {type_of(schema.get('items', {}))}"
-    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
-        return f"object of {type_of(schema['additionalProperties'])}"
-    return f"<code>{esc(kind or 'any')}</code>"
+    return schema_type(schema, lambda w: f"<code>{esc(w)}</code>",
+                       lambda n: f'<a href="#{esc(_anchor(n))}"><code>{esc(n)}</code></a>', " | ")
 
 
-def _limits(schema: dict[str, Any]) -> str:
+def limits_of(schema: dict[str, Any], default: Callable[[str], str]) -> str:
+    """A schema's bounds and default in words (`default` marks up the default's repr)."""
     said = [f"{word} {schema[key]}" for key, word in (
         ("minimum", "≥"), ("maximum", "≤"), ("minLength", "length ≥"), ("maxLength", "length ≤"),
         ("minItems", "items ≥"), ("maxItems", "items ≤")) if key in schema]
     if "default" in schema:
-        said.append(f"default {schema['default']!r}")
-    return esc(", ".join(said))
+        said.append(f"default {default(repr(schema['default']))}")
+    return ", ".join(said)
 
 
-def _body_schema(content: dict[str, Any]) -> dict[str, Any] | None:
+def _limits(schema: dict[str, Any]) -> str:
+    return esc(limits_of(schema, lambda text: text))
+
+
+def body_schema(content: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema of a request or response body (its one media type's)."""
     for media in content.values():
         return media.get("schema")
     return None
@@ -63,11 +79,11 @@ def _operation(path: str, method: str, op: dict[str, Any]) -> str:
              "yes" if p.get("required") else "", _limits(p.get("schema", {}))] for p in params]))
     body = op.get("requestBody")
     if body:
-        schema = _body_schema(body.get("content", {})) or {}
+        schema = body_schema(body.get("content", {})) or {}
         parts.append(f"<p>Body (JSON): {type_of(schema)}</p>")
     rows = []
     for code, response in sorted(op.get("responses", {}).items()):
-        answered = _body_schema(response.get("content") or {})
+        answered = body_schema(response.get("content") or {})
         rows.append([f"<code>{esc(code)}</code>", esc(response.get("description", "")),
                      type_of(answered) if answered else ""])
     parts.append(table(["status", "meaning", "body"], rows))
@@ -103,4 +119,4 @@ def api_docs(spec: dict[str, Any]) -> str:
     return page(f"{info.get('title', 'API')} API", body, active="/docs")
 
 
-__all__ = ["api_docs", "type_of"]
+__all__ = ["api_docs", "body_schema", "limits_of", "schema_type", "type_of"]
