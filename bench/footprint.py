@@ -126,7 +126,7 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
                         for i in range(size) for j in range(fields)])
             topics += size
         for _ in range(5):
-            pairs = rng.sample(range(topics * fields), 2000)
+            pairs = rng.sample(range(topics * fields), min(2000, topics * fields))
             mem.ingest([gem.Fact(f"Topic {p // fields} {WORDS[p // fields % len(WORDS)]}",
                                  f"field {p % fields}", f"updated {rng.random():.6f}")
                         for p in pairs])

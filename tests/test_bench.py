@@ -22,6 +22,7 @@ RUNS = {
     "maintenance.py": ["--sizes", "200"],
     "index.py": ["--sizes", "300", "--queries", "20"],
     "places.py": ["--sizes", "300", "--queries", "10", "--memory", "50"],
+    "footprint.py": ["--sizes", "60", "--fields", "2"],
     "vectors.py": ["--sizes", "500", "--queries", "10", "--reps", "1", "--snapshot-docs", "500",
                    "--pair-sizes", "500"],
     "ingest_retrieve.py": ["--quick", "--engines", "kuzu"],
