@@ -98,22 +98,22 @@ def play(mem, clock: Clock, steps) -> list:
         elif kind == "wait":
             clock.now += timedelta(days=[1, 30, 7, 60][b]) if a % 2 else timedelta(hours=a * 97 + b)
         else:
-            report = mem.forget()
-            record = mem.transitions(since=report["transition"] - 1)[-1]
-            passes.append((report["level_ids"], record["units"], record["policies"],
-                           record["detail"], record["writes"], record["salience"]))
-    report = mem.forget()
-    record = mem.transitions(since=report["transition"] - 1)[-1]
-    passes.append((report["level_ids"], record["units"], record["policies"], record["detail"],
-                   record["writes"], record["salience"]))
+            passes.append(forget_pass(mem))
+    passes.append(forget_pass(mem))
     return passes
 
 
-@settings(max_examples=int(os.environ.get("GEM_VECTORISED_EXAMPLES", "25")), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(scenarios())
-def test_a_plan_moves_exactly_what_per_unit_evaluation_moves(scenario):
-    text, steps = scenario
+def forget_pass(mem) -> tuple:
+    """A forgetting pass: what it reports moving, and its log record's parts."""
+    report = mem.forget()
+    record = mem.transitions(since=report["transition"] - 1)[-1]
+    return (report["level_ids"], record["units"], record["policies"], record["detail"],
+            record["writes"], record["salience"])
+
+
+def both_ways(text: str, steps, check=lambda mem: None) -> list:
+    """`steps` played on two memories under the policies `text`: one running the plans, one
+    evaluating every policy per unit. `check(mem)` runs on each as it opens."""
     results = []
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "rules.policy")
@@ -124,14 +124,26 @@ def test_a_plan_moves_exactly_what_per_unit_evaluation_moves(scenario):
             mem = gem.open(os.path.join(d, mode.replace(" ", "_")), policies=[path], clock=clock,
                            engine=ENGINE)
             try:
-                planned = [p.name for p in mem.policies if p.plan is not None]
-                assert planned == [p.name for p in mem.policies if p.name[1:].isdigit()]
+                check(mem)
                 if mode == "per unit":
                     per_unit(mem)
                 results.append(play(mem, clock, steps))
                 assert mem.audit(full=True).ok
             finally:
                 mem.close()
+    return results
+
+
+@settings(max_examples=int(os.environ.get("GEM_VECTORISED_EXAMPLES", "25")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(scenarios())
+def test_a_plan_moves_exactly_what_per_unit_evaluation_moves(scenario):
+    text, steps = scenario
+
+    def every_generated_policy_has_a_plan(mem) -> None:
+        planned = [p.name for p in mem.policies if p.plan is not None]
+        assert planned == [p.name for p in mem.policies if p.name[1:].isdigit()]
+    results = both_ways(text, steps, every_generated_policy_has_a_plan)
     assert results[0] == results[1]
 
 
@@ -168,21 +180,7 @@ def test_units_on_a_bound_and_units_the_pass_changed_are_decided_as_per_unit():
         "AND x.salience < 1\nDO hide(x)\n"
     steps = [("ingest", a, b, ()) for a in range(0, 6, 2) for b in range(3)] + \
         [("wait", 1, 1, ()), ("retrieve", 2, 0, ())]
-    results = []
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "rules.policy")
-        with open(path, "w") as f:
-            f.write(text)
-        for mode in ("plan", "per unit"):
-            clock = Clock()
-            mem = gem.open(os.path.join(d, mode.replace(" ", "_")), policies=[path], clock=clock,
-                           engine=ENGINE)
-            try:
-                if mode == "per unit":
-                    per_unit(mem)
-                results.append(play(mem, clock, steps))
-            finally:
-                mem.close()
+    results = both_ways(text, steps)
     assert results[0][0][0]  # the pass moved units
     assert results[0] == results[1]
 
