@@ -460,6 +460,7 @@ class GemMachine(RuleBasedStateMachine):
         self.model.labels.pop((topic, fld), None)  # its labels went with its entries
         for eid in self.model.cited.pop((topic, fld), set()):  # what its facts cite goes too
             self.model.episodes.pop(eid, None)
+            self.model.places.pop(eid, None)
         assert self.mem.inspect(topic, fld) is None
         assert self.mem.verify_erasure(receipt).ok
 
