@@ -122,18 +122,17 @@ def _access_topic(t: Transition, tid: str, fids: list[str], query: str | None) -
 def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResult]:
     """Unit-level free-text retrieval: rank, group by topic, recall, add context, access."""
     t.committed.refresh_units(t.cache)
+    window = window_units(t, req.between, req.near)
     if req.query:
-        hits, truncated = rank_units(t, req.query, req.k, req.include_archived, req.between,
+        hits, truncated = rank_units(t, req.query, req.k, req.include_archived, window,
                                      t.settings["relevance_floor"], t.settings["recall_floor"],
-                                     t.settings["hidden_recall_floor"], near=req.near,
-                                     structure=True)
+                                     t.settings["hidden_recall_floor"], structure=True)
     else:
         assert req.near is not None
         found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived)
         hits = [Hit(u, score, 0.0) for u, score in found]
     # what replaced a stale episode joins it only inside the request's window, and k holds
-    hits = stale.order(t, hits, req.as_of, req.include_archived,
-                       window_units(t, req.between, req.near))
+    hits = stale.order(t, hits, req.as_of, req.include_archived, window)
     truncated = truncated or len(hits) > req.k
     hits = hits[:req.k]
     fids = [h.unit for h in hits if unit_table(h.unit) == "Field"]
@@ -227,18 +226,15 @@ def window_units(t: Transition, between: tuple[datetime, datetime] | None,
 
 
 def rank_units(t: Transition, query: str, k: int, include_archived: bool,
-               between: tuple[datetime, datetime] | None, floor: float,
+               allowed: set[str] | None, floor: float,
                recall_floor: float, hidden_floor: float | None = None,
-               near: tuple[float, float, float] | None = None,
                structure: bool = False) -> tuple[list[Hit], bool]:
     """The k best eligible units (fields and episodes), best first, and whether more were
-    eligible than k. A hidden unit needs `hidden_floor` (default: `recall_floor`), a field of
-    an archived topic `recall_floor`. `near`: only units within that radius
-    (gem/operators/near.py). `structure`: re-rank by the second stage
-    (gem/operators/spread.py)."""
+    eligible than k. `allowed`: the request's window (`window_units`; None: every unit). A
+    hidden unit needs `hidden_floor` (default: `recall_floor`), a field of an archived topic
+    `recall_floor`. `structure`: re-rank by the second stage (gem/operators/spread.py)."""
     derived = t.committed
     pool = max(50, 10 * k)
-    allowed = window_units(t, between, near)
     # a time cue's words name a time, not what the evidence says: the second stage weighs it
     words = without_cue(query, t.now) if structure else query
     lexical = derived.unit_lexical.search_covering(words, pool, max_df=0.5, ids=allowed)
