@@ -7,9 +7,9 @@
                                    counters, field labels, unit documents and valid times
         tables-<scope>-<gen>.npz   salience columns of every topic, field and episode of a scope,
                                    the log records that touched each topic
-        lexical-<scope>-<gen>.snap the BM25 index over a scope's summaries    (gem/index.py)
-        vectors-<scope>-<gen>.snap the vector index over a scope's summaries  (gem/index.py)
-        titles-<scope>-<gen>.snap  the title vectors the resolver matches     (gem/index.py)
+        lexical-<scope>-<gen>.snap the BM25 index over a scope's summaries    (gem/index/lexical.py)
+        vectors-<scope>-<gen>.snap the vector index over a scope's summaries  (gem/index/vector.py)
+        titles-<scope>-<gen>.snap  the title vectors the resolver matches     (gem/index/vector.py)
         units-<scope>-<gen>.snap   the BM25 index over a scope's units (fields, episodes)
         unitvec-<scope>-<gen>.snap the vector index over a scope's units
         unitdocs-<scope>-<gen>.snap  the units' documents and valid times

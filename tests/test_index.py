@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gem.errors import InvalidInput
-from gem.index import LexicalIndex, VectorIndex, _ranked
+from gem.index import LexicalIndex, VectorIndex
+from gem.index.common import ranked as _ranked
 
 # ---------------------------------------------------------------- BM25
 

@@ -322,7 +322,7 @@ def test_a_failed_write_leaves_the_previous_snapshot_and_no_temp_file(tmp_path, 
     def crash(*args):
         raise OSError("disk gone")
 
-    monkeypatch.setattr(gem.index.os, "replace", crash)
+    monkeypatch.setattr(gem.index.snapfile.os, "replace", crash)
     with pytest.raises(OSError, match="disk gone"):
         ix.save(lex_path, {"seq": 2})
     assert lex_path.read_bytes() == before
@@ -334,8 +334,8 @@ def test_a_failed_write_leaves_the_previous_snapshot_and_no_temp_file(tmp_path, 
 def test_the_file_is_fsynced_before_it_replaces_the_old_one(tmp_path, monkeypatch):
     events = []
     real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(gem.index.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd)))
-    monkeypatch.setattr(gem.index.os, "replace",
+    monkeypatch.setattr(gem.index.snapfile.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd)))
+    monkeypatch.setattr(gem.index.snapfile.os, "replace",
                         lambda a, b: (events.append("replace"), real_replace(a, b)))
     VectorIndex(3).save(tmp_path / "v.snap", {})
     assert events[:2] == ["fsync", "replace"]

@@ -66,12 +66,12 @@ def test_search_many_equals_one_search_per_query(contents, queries, k, block_row
     want = [ix.search(q, k) for q in queries]
     assert ix.search_many(np.array(queries), k) == want
     # Tiny blocks: the running k-th best must carry across many blocks.
-    saved = gem.index._PRODUCT_ELEMENTS
-    gem.index._PRODUCT_ELEMENTS = block_rows
+    saved = gem.index.vector._PRODUCT_ELEMENTS
+    gem.index.vector._PRODUCT_ELEMENTS = block_rows
     try:
         assert ix.search_many(np.array(queries), k) == want
     finally:
-        gem.index._PRODUCT_ELEMENTS = saved
+        gem.index.vector._PRODUCT_ELEMENTS = saved
 
 
 def brute_pairs(model, threshold):
@@ -150,7 +150,7 @@ def check_sketches(ix):
     sk = ix._sketches
     n = len(ix)
     want = ix._m[:n].astype(np.float64) @ sk.axes.astype(np.float64)
-    # rounded to half precision (gem/index.py _Sketches.set), so saved as float16 exactly
+    # rounded to half precision (gem/index/vector.py _Sketches.set), so saved as float16 exactly
     np.testing.assert_allclose(sk.rows[:n], want, rtol=2.0 ** -11, atol=1e-5)
     assert np.array_equal(sk.rows[:n].astype(np.float16).astype(np.float32), sk.rows[:n])
 

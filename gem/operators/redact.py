@@ -248,7 +248,7 @@ def _texts(value: Any) -> Iterator[str]:
 
 
 def _snap_strings(path: str) -> list[str]:
-    """The strings of an index snapshot file (gem/index.py): its meta and string tables."""
+    """The strings of an index snapshot file (gem/index/snapfile.py): its meta and string tables."""
     with open(path, "rb") as f:
         head = f.read(16)
         kind = json.loads(f.read(int.from_bytes(head[12:16], "little")))["kind"]

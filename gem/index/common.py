@@ -1,0 +1,62 @@
+"""What both indexes share: argument checks and the ranking of scored rows."""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from gem.errors import InvalidInput
+
+
+def check_doc_id(doc_id: str) -> None:
+    if not isinstance(doc_id, str):
+        raise InvalidInput(f"document id must be a str, got {type(doc_id).__name__}")
+
+
+def check_k(k: int | None) -> None:
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+        raise InvalidInput(f"k must be a non-negative int or None, got {k!r}")
+
+
+def ranked(
+    scores: np.ndarray, rows: np.ndarray, id_of_row: list[str], k: int | None
+) -> list[tuple[str, float]]:
+    """(id, score) for the best k of scores[j] (belonging to rows[j]), by score desc then id.
+
+    Selection and ordering are done in numpy; only the k winners (plus any rows tied with the
+    k-th score, which are needed to break ties by id correctly) become Python objects, and
+    Python only sorts the ids inside each run of equal scores.
+    """
+    n = scores.shape[0]
+    if n == 0 or k == 0:
+        return []
+    tail: list[tuple[str, float]] = []
+    if k is not None and k < n:
+        kth = np.partition(scores, n - k)[n - k]
+        above = np.flatnonzero(scores > kth)
+        if n - above.shape[0] > 4 * k:
+            # Many rows tie at the k-th score (BM25 gives every document with the same term
+            # counts and length the same score): only the smallest ids among them are kept,
+            # without sorting them all.
+            tied = np.flatnonzero(scores == kth)
+            tail = [(doc, float(kth)) for doc in heapq.nsmallest(
+                k - above.shape[0], map(id_of_row.__getitem__, rows[tied].tolist()))]
+            keep = above
+        else:
+            keep = np.flatnonzero(scores >= kth)
+        scores, rows = scores[keep], rows[keep]
+    order = np.argsort(-scores, kind="stable")
+    s = scores[order]
+    ids = list(map(id_of_row.__getitem__, rows[order].tolist()))
+    if s.shape[0] > 1:
+        same = s[1:] == s[:-1]
+        if same.any():
+            starts = np.flatnonzero(np.concatenate(([True], ~same)))
+            ends = np.append(starts[1:], s.shape[0])
+            for a, b in zip(starts.tolist(), ends.tolist()):
+                if b - a > 1:
+                    ids[a:b] = sorted(ids[a:b])
+    out = list(zip(ids, s.tolist())) + tail
+    return out if k is None else out[:k]
+
+

@@ -1,0 +1,169 @@
+"""The snapshot file format of gem's derived indexes: a preamble, a JSON header, raw arrays, a CRC."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gem.errors import InvalidInput, SnapshotError
+
+# ---------------------------------------------------------------------- snapshot files
+#
+# One file per index: a fixed preamble, a JSON header, then raw little-endian arrays, each
+# starting on a 64-byte boundary, then a CRC-32 of everything before it.
+#
+#   b"GEMSNAP\0" | u32 format version | u32 header length | header | pad | arrays | pad | u32 crc
+#
+# Only plain numeric arrays and JSON are read back: no pickle, so a file beside a database
+# can be corrupted but cannot run code. The CRC is for torn and damaged files, not for
+# tampering (the database, not the snapshot, is what gem trusts).
+
+_MAGIC = b"GEMSNAP\0"
+_FORMAT_VERSION = 1
+_ALIGN = 64
+_DTYPES = {"<f2", "<f4", "<f8", "<i4", "<i8", "|u1", "<u2"}  # the only element types a snapshot holds
+
+
+def _pad(n: int) -> int:
+    return -n % _ALIGN
+
+
+def _check_stamp(stamp: object) -> dict[str, Any]:
+    if not isinstance(stamp, Mapping) or not all(isinstance(k, str) for k in stamp):
+        raise InvalidInput("a snapshot stamp must be a dict with str keys")
+    stamp = dict(stamp)
+    try:
+        json.dumps(stamp, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidInput(f"a snapshot stamp must be plain JSON: {e}") from e
+    return stamp
+
+
+def write_snapshot_file(path: str | os.PathLike, kind: str, stamp: Mapping[str, Any],
+                        meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Write the file atomically: a temp file beside it, fsync'ed, then renamed over it."""
+    stamp = _check_stamp(stamp)
+    layout = []
+    offset = 0
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        dt = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
+        arrays[name] = a.astype(dt, copy=False)
+        if arrays[name].dtype.str not in _DTYPES:
+            raise AssertionError(f"snapshot array {name} has dtype {a.dtype}")
+        layout.append({"name": name, "dtype": arrays[name].dtype.str, "shape": list(a.shape),
+                       "offset": offset, "nbytes": a.nbytes})
+        offset += a.nbytes + _pad(a.nbytes)
+    header = json.dumps({"kind": kind, "stamp": stamp, "meta": meta, "arrays": layout},
+                        ensure_ascii=True, allow_nan=False).encode("ascii")
+    preamble = _MAGIC + _FORMAT_VERSION.to_bytes(4, "little") + len(header).to_bytes(4, "little")
+    head = preamble + header
+    head += b"\0" * _pad(len(head))
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    crc = zlib.crc32(head)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(head)
+            for a in arrays.values():
+                data = a.reshape(-1).tobytes() if a.size else b""
+                f.write(data)
+                crc = zlib.crc32(data, crc)
+                pad = b"\0" * _pad(a.nbytes)
+                f.write(pad)
+                crc = zlib.crc32(pad, crc)
+            f.write(crc.to_bytes(4, "little"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    try:  # make the rename itself durable (POSIX; directories cannot be opened on Windows)
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_snapshot_file(path: str | os.PathLike, kind: str
+                       ) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
+    """(stamp, meta, arrays) of a snapshot of this kind; SnapshotError if it is not one.
+
+    The arrays are writable views of one buffer holding the file's bytes (an index can adopt
+    its largest arrays instead of copying them: at 1M unit vectors, 1.4 GB).
+    """
+    try:
+        with open(path, "rb") as f:
+            data = bytearray(os.fstat(f.fileno()).st_size)
+            if f.readinto(data) != len(data):
+                raise OSError("the file shrank while it was read")
+    except OSError as e:
+        raise SnapshotError(f"cannot read snapshot {str(path)!r}: {e}") from e
+    where = f"snapshot {str(path)!r}"
+    if len(data) < 20 or data[:8] != _MAGIC:
+        raise SnapshotError(f"{where} is not a gem index snapshot")
+    version = int.from_bytes(data[8:12], "little")
+    if version != _FORMAT_VERSION:
+        raise SnapshotError(f"{where} has format version {version}, this gem reads "
+                            f"{_FORMAT_VERSION}")
+    if zlib.crc32(memoryview(data)[:-4]) != int.from_bytes(data[-4:], "little"):
+        raise SnapshotError(f"{where} is truncated or corrupted (checksum mismatch)")
+    header_len = int.from_bytes(data[12:16], "little")
+    try:
+        header = json.loads(data[16 : 16 + header_len].decode("ascii"))
+        if header["kind"] != kind:
+            raise SnapshotError(f"{where} holds a {header['kind']} index, not a {kind} index")
+        base = 16 + header_len + _pad(16 + header_len)
+        arrays = {}
+        for a in header["arrays"]:
+            if a["dtype"] not in _DTYPES:
+                raise ValueError(f"dtype {a['dtype']!r}")
+            dt = np.dtype(a["dtype"])
+            shape = tuple(int(d) for d in a["shape"])
+            count = math.prod(shape)
+            start = base + int(a["offset"])
+            if count * dt.itemsize != a["nbytes"] or start + a["nbytes"] > len(data) - 4:
+                raise ValueError(f"array {a['name']!r} does not fit the file")
+            arrays[a["name"]] = np.frombuffer(data, dtype=dt, count=count,
+                                              offset=start).reshape(shape)
+        return header["stamp"], header["meta"], arrays
+    except SnapshotError:
+        raise
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        raise SnapshotError(f"{where} has a malformed header: {e}") from e
+
+
+def encode_strings(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """One UTF-8 blob and the strings' start offsets in characters (n + 1 of them)."""
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    # surrogatepass: ids are arbitrary str, and a lone surrogate must round-trip too.
+    blob = "".join(strings).encode("utf-8", "surrogatepass")
+    return np.frombuffer(blob, dtype=np.uint8), offsets
+
+
+def _decode_strings(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
+    text = blob.tobytes().decode("utf-8", "surrogatepass")
+    bounds = offsets.tolist()
+    if len(text) != bounds[-1]:
+        raise ValueError("string table does not match its offsets")
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def snapshot_strings(arrays: dict[str, np.ndarray], name: str) -> list[str]:
+    try:
+        return _decode_strings(arrays[f"{name}_utf8"], arrays[f"{name}_offsets"])
+    except (KeyError, ValueError, UnicodeDecodeError) as e:
+        raise SnapshotError(f"snapshot string table {name!r} is malformed: {e}") from e
+
