@@ -9,7 +9,7 @@ every stored row's hash and compare it with what the last transition that wrote 
 and a part can be redacted (erasure) while the chain still verifies: the commitment stays, the
 content and the salt go, and the erasure's tombstone names the redacted record.
 
-Salience columns are not part of a row's hash: they are written behind (gem/derived.py); the
+Salience columns are not part of a row's hash: they are written behind (gem/derived/); the
 log's salience part is what they are checked against.
 """
 from __future__ import annotations

@@ -375,7 +375,7 @@ class Engine:
                                             available_actions=available_actions()))
 
     def write_behind(self, *, stamp: bool = False) -> None:
-        """Bring the stored salience columns up to date with the log (see gem/derived.py).
+        """Bring the stored salience columns up to date with the log (see gem/derived/).
         `stamp`: also when nothing is pending, so that the stored log position is the head's
         (an export carries it, and its import must not replay what is already written). On a
         store other processes write, only while the log's head is still this process's (a

@@ -193,7 +193,7 @@ def runs_of(fired: list[Any]) -> list[dict[str, Any]]:
 
 def salience_changes(t: Transition) -> dict[str, list[Any]]:
     """unit -> [strength, last access] for every unit whose salience this transition changed
-    (the log is where salience is written first; see gem/derived.py)."""
+    (the log is where salience is written first; see gem/derived/)."""
     changed = dict(t.salience)
     for table in ("Topic", "Field", "Episode"):  # a unit's salience history starts with its creation
         changed.update((key, table) for key in t.created[table])

@@ -251,7 +251,7 @@ def test_an_export_moves_a_database_to_the_other_engine(rich, tmp_path):
 
 
 def test_a_memory_exported_while_open_imports_as_the_same_database(tmp_path):
-    """Salience is written behind (gem/derived.py): an export taken from a memory that was
+    """Salience is written behind (gem/derived/): an export taken from a memory that was
     never closed must still carry every unit's salience and the log position it reflects."""
     clock = StoryClock()
     out, copy = str(tmp_path / "open.jsonl"), str(tmp_path / "copy.db")

@@ -2,7 +2,7 @@
 ladder status over time. Read-only: they run inside `Engine.read` (no transition is
 committed, nothing is reinforced) and change nothing but what caches hold.
 
-Listings read the derived state's columns (gem/derived.py), so listing 10k topics is a few
+Listings read the derived state's columns (gem/derived/), so listing 10k topics is a few
 vectorised passes, not a read per topic; neighbourhoods walk the row cache's edge lists; the
 histories read the log records that mention a topic (their `salience` column is where every
 salience change is written first).

@@ -58,7 +58,7 @@ def list_bytes(key: str, items: list[Any]) -> int:
 
 class CommittedCache:
     """`patch(table, row)` brings a row read from the database up to date with what is not
-    stored yet (salience written behind, gem/derived.py)."""
+    stored yet (salience written behind, gem/derived/)."""
 
     def __init__(self, store: GraphStore, budget: int = DEFAULT_BUDGET,
                  patch: Callable[[str, Row], Row] = _as_stored) -> None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..embed import Embedder
     from ..resolve import Resolver
 
-# Salience columns are written behind (gem/derived.py): a transition's log record carries them.
+# Salience columns are written behind (gem/derived/): a transition's log record carries them.
 SALIENCE = frozenset({"strength", "last_access"})
 SALIENT = frozenset({"Topic", "Field", "Episode"})
 # Topic properties the derived indexes (names, title vectors, status) are built from.
@@ -42,7 +42,7 @@ EDGE_RELS = tuple(EDGE_TABLES.values())
 
 
 class Committed(Protocol):
-    """What a transition reads of the committed derived state (gem/derived.py): names, and
+    """What a transition reads of the committed derived state (gem/derived/): names, and
     the global views no key lookup can answer. The transition adds its own changes on top."""
 
     names: Any          # NameDirectory
@@ -494,7 +494,7 @@ class Transition:
         if key in self.created[table]:
             pass  # written whole by the flush
         elif table in SALIENT and props.keys() & SALIENCE:
-            # Salience is written behind: the log record carries it (gem/derived.py).
+            # Salience is written behind: the log record carries it (gem/derived/).
             self.salience[key] = table
             rest = {k: v for k, v in props.items() if k not in SALIENCE}
             if rest:

@@ -6,7 +6,7 @@ Relationships are declared below the tables.
 
 What is stored is the state itself, nothing derivable: topic summaries and embeddings are
 derived (by the summariser and the embedder, from titles and current values) and live in
-gem's derived snapshot beside the database (gem/derived.py). Before that change every update
+gem's derived snapshot beside the database (gem/derived/). Before that change every update
 rewrote the topic's 1.4 KB base64 embedding and its summary, ~9.7 KB per fact on Kuzu.
 
 `tx` on entries, flags and edges is the sequence number of the transition that made them:

@@ -157,7 +157,7 @@ class GemMachine(RuleBasedStateMachine):
                             engine=self.engine, policies=self.policy_sets[True],
                             defaults=self.defaults, reviser=self._reviser)
         # Salience is written behind every few transitions, so the machine sees both the
-        # columns catching up and reads patched from the log (gem/derived.py).
+        # columns catching up and reads patched from the log (gem/derived/).
         self.mem._engine.derived.WRITE_BEHIND_TRANSITIONS = 5
         self.c6_failures: list[str] = []
         self.c5_rejections = 0

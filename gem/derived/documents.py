@@ -1,0 +1,144 @@
+"""The documents derived state indexes (summaries, unit documents), and where its snapshot lives."""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Sequence
+
+
+from ..history import is_retraction
+from ..store import queries
+from ..store.schema import Row
+from ..text import value_text
+from ..units import unit_table
+from .tables import DEFAULT_SCOPE, NameDirectory, Summarizer, seconds
+
+if TYPE_CHECKING:
+    from ..state.cache import CommittedCache
+    from ..state.transition import Transition
+
+
+def unmoved(tx: Any, last: Row | None) -> bool:
+    """Whether the log's head is still `last` (no later record; its hash unchanged)."""
+    seq = 0 if last is None else last["seq"]
+    return queries.record_hash(tx, seq + 1) is None and \
+        (last is None or queries.record_hash(tx, seq) == last["hash"])
+
+
+def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summarizer) -> dict[str, str]:
+    """Summaries of committed topics: the title and each visible field's current value."""
+    cache.load_rows("Topic", tids)
+    cache.load_children("HAS_FIELD", tids)
+    fids = [f for t in tids for f in cache.children["HAS_FIELD"][t]]
+    cache.load_children("HAS_ENTRY", fids)
+    out = {}
+    for tid in tids:
+        row = cache.rows["Topic"][tid]
+        if row is None:
+            continue
+        values = {}
+        for fid in cache.children["HAS_FIELD"][tid]:
+            f = cache.rows["Field"][fid]
+            if f is None or f["status"] == "hidden":
+                continue
+            for eid in reversed(cache.children["HAS_ENTRY"][fid]):
+                e = cache.rows["Entry"][eid]
+                if e is not None and e["status"] == "current":
+                    if not is_retraction(e):  # a retracted value says nothing any more
+                        values[f["name"]] = json.loads(e["value"])
+                    break
+        out[tid] = summarizer(row["title"], values)
+    return out
+
+
+def units_rewritten(t: "Transition") -> list[str]:
+    """The fields whose search document a committed transition may have changed: new fields,
+    fields that gained or changed entries (a compression, which only moves older entries out
+    of the active history, changes no document), and every field a revision touched (a merge
+    moves entries away). A ladder step alone changes none: status is read at query time, so a
+    forgetting pass does not make the next query re-embed what it attenuated."""
+    out = dict.fromkeys(t.created["Field"])
+    for table in ("created", "updated"):
+        for eid, props in getattr(t, table)["Entry"].items():
+            if table == "updated" and set(props) <= {"active"}:
+                continue
+            row = t.rows["Entry"].get(eid)
+            if row is not None:
+                out[row["field_id"]] = None
+    if t.op == "revise":
+        out.update(dict.fromkeys(t.touched.fields))
+    return list(out)
+
+
+# Above this many stale units, their documents come from one scan of every current value
+# (seconds at 1M entries) rather than reads by key (about 0.5 ms a unit on kuzu, cold).
+SCAN_ABOVE = 20_000
+
+
+def unit_documents(cache: "CommittedCache", names: NameDirectory, units: Sequence[str],
+                   scan: bool | None = None) -> dict[str, tuple[str, float]]:
+    """unit -> (its searchable document, its valid time in seconds) for committed fields with a
+    current value (the topic's names, the field's name, the value) and episodes (speaker and
+    text). Units without a current value, or gone, are left out. `scan`: read the fields'
+    current values in one scan instead of by key (default: when there are many)."""
+    fids = [u for u in units if unit_table(u) == "Field"]
+    eids = [u for u in units if unit_table(u) == "Episode"]
+    out: dict[str, tuple[str, float]] = {}
+    if scan if scan is not None else len(fids) > SCAN_ABOVE:
+        out.update(_scanned_field_documents(cache, names, fids))
+        fids = []
+    cache.load_rows("Field", fids)
+    cache.load_children("HAS_ENTRY", fids)
+    cache.load_rows("Episode", eids)
+    # an episode is read in the context of the one it follows (gem/operators/ingest.py)
+    cache.load_rows("Episode", [r["follows"] for r in (cache.rows["Episode"][e] for e in eids)
+                                if r is not None and r["follows"]])
+    for fid in fids:
+        f = cache.rows["Field"][fid]
+        if f is None:
+            continue
+        current = None
+        for eid in reversed(cache.children["HAS_ENTRY"][fid]):
+            e = cache.rows["Entry"][eid]
+            if e is not None and e["status"] == "current":
+                current = e
+                break
+        if current is None:
+            continue
+        out[fid] = _field_document(names, f["topic_id"], f["name"], current["value"],
+                                   current["valid_at"])
+    for eid in eids:
+        row = cache.rows["Episode"][eid]
+        if row is None:
+            continue
+        text = f"{row['speaker']}: {row['text']}" if row["speaker"] else row["text"]
+        before = cache.rows["Episode"].get(row["follows"]) if row["follows"] else None
+        if before is not None:
+            text += " " + before["text"]
+        out[eid] = (text, seconds(row["at"]))
+    return out
+
+
+def _field_document(names: NameDirectory, tid: str, name: str, value: str,
+                    valid_at: Any) -> tuple[str, float]:
+    text = " ".join([*names.names_of.get(tid, []), name, value_text(json.loads(value))])
+    return text, seconds(valid_at)
+
+
+def _scanned_field_documents(cache: "CommittedCache", names: NameDirectory,
+                             fids: Sequence[str]) -> dict[str, tuple[str, float]]:
+    wanted = set(fids)
+    with cache.store.reading() as tx:
+        found = queries.current_values(tx)
+    return {fid: _field_document(names, tid, name, value, valid_at)
+            for fid, tid, name, value, valid_at in found if fid in wanted}
+
+
+def scope_of(unit: str) -> str:
+    """The scope a unit belongs to, from its id: "t1", "t1/deadline", "e5" are in "default";
+    "acme:t1", "acme:t1/deadline", "acme:e5" are in "acme" (scope names hold no ":" or "/")."""
+    head = unit.split("/", 1)[0]
+    return head.split(":", 1)[0] if ":" in head else DEFAULT_SCOPE
+
+
+def snapshot_dir(db_path: str) -> str:
+    return db_path + ".gem-derived"

@@ -1,0 +1,533 @@
+"""ScopeState: one scope's derived state (names, summaries, unit indexes, salience, places)."""
+from __future__ import annotations
+
+import itertools
+import math
+from array import array
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import SnapshotError
+from ..index import LexicalIndex, VectorIndex
+from ..places import PlaceGrid, unit_places
+from ..store.schema import Row
+from ..units import unit_table
+from .documents import SCAN_ABOVE, summaries_of, unit_documents, units_rewritten
+from .tables import (EPISODE_STATUS, FIELD_STATUS, SALIENCE_SLACK, TOPIC_STATUS, NameDirectory, SalienceTable,
+                     SavedUnits, Summarizer, UnitIndexes, said_key, seconds)
+
+if TYPE_CHECKING:
+    from ..embed import Embedder
+    from ..state.cache import CommittedCache
+    from ..state.transition import Transition
+
+
+class ScopeState:
+    """What gem derives from the units of one scope. Nothing here depends on another scope, so
+    what a tenant sees (rankings, document frequencies, title matches, ids, salience, C5) is
+    the same whatever other tenants do."""
+
+    def __init__(self, name: str, embedder: "Embedder") -> None:
+        self.name = name
+        self.embedder = embedder
+        self.counters: dict[str, int] = {}  # id sequences and interactions of this scope
+        self.names = NameDirectory()
+        # The resolver needs the exact nearest title (a match decides where a fact goes).
+        self.title_vectors = VectorIndex(embedder.dim, approximate_above=None)
+        self.lexical = LexicalIndex()
+        self.vectors = VectorIndex(embedder.dim)
+        self.summaries: dict[str, str] = {}
+        self.stale: dict[str, None] = {}  # topics whose summary and index entries are out of date
+        self.topics = SalienceTable(TOPIC_STATUS)
+        self.fields = SalienceTable(FIELD_STATUS)
+        self.episodes = SalienceTable(EPISODE_STATUS)
+        # The unit indexes (fields and episodes), their documents and valid times; units in
+        # `stale_units` are re-derived by the next reader (`refresh_units`).
+        self._units: UnitIndexes | None = UnitIndexes(embedder)
+        # The files that hold the unit layer as it is (None once it changed since they were
+        # written or read). A loaded snapshot leaves the layer on disk until something reads it:
+        # at 100k topics it is 1M documents and vectors, most of a snapshot's bytes and of the
+        # time to open one, and most opens never search units.
+        self.saved_units: SavedUnits | None = None
+        self.stale_units: dict[str, None] = {}
+        # topic -> its fields in creation order: derived from the field table's ids when first
+        # asked for (topic status changes, C5's bound, erasure), not saved (19 of the 27 MB of a
+        # 100k-topic snapshot's state file) nor kept up to date until then
+        self._fields_by_topic: dict[str, list[str]] | None = {}
+        # Labels of the fields that have any (field id -> labels), and for each label the rows
+        # of the field table that carry it: a label's half-life applies to all of them at once.
+        self.field_labels: dict[str, tuple[str, ...]] = {}
+        self._label_rows: dict[str, np.ndarray] | None = None
+        self.open_flags: dict[str, int] = {}
+        # What each episode said, where, by whom and when (`said_key`) -> its id: an ingest
+        # stores an episode it repeats only once. Built by one scan of the scope's episodes
+        # when an ingest first needs it (not saved), then kept by `_put_episode`; an erasure
+        # drops it (rare). A hit is checked against the episode's row, so a stale one is
+        # harmless.
+        self.said: dict[bytes, str] | None = None
+        # The placed units by geohash (gem/places.py): built by one scan when a `near=` query
+        # first needs it (not saved), then kept by `refresh_units` and `_forget_unit`.
+        self.places: PlaceGrid | None = None
+        self._active_fields: int | None = None
+        # Duplicate detection compares only titles that changed since its last pass, unless its
+        # threshold changed (gem/operators/revise.py).
+        self.unpaired: dict[str, None] = {}
+        self.paired_at: float | None = None
+        # topic -> the log records that touched it (an erasure redacts them)
+        self.touched_by: dict[str, array] = {}
+        # The topics with any typed edge: a transition reads the edges of no other topic (most
+        # have none; reading that they have none cost two statements). Found by one scan of
+        # the edges when the state is loaded or rebuilt, not saved.
+        self.edge_holders: set[str] = set()
+
+    # ------------------------------------------------------------------ the unit layer
+    def units(self) -> "UnitIndexes":
+        """The unit layer, read from the snapshot's files when first asked for; if they are
+        unusable, an empty one with every unit stale, which the next reader derives again from
+        the database (as a rebuild does)."""
+        if self._units is None:
+            assert self.saved_units is not None
+            try:
+                self._units = self.saved_units.load(self.embedder)
+            except SnapshotError:
+                self._units = UnitIndexes(self.embedder)
+                self.saved_units = None
+                self.stale_units.update(dict.fromkeys(
+                    u for table in (self.fields, self.episodes) for u in table.ids if u))
+        return self._units
+
+    def changed_units(self) -> "UnitIndexes":
+        """The unit layer, about to change: the files that held it no longer do."""
+        units = self.units()
+        self.saved_units = None
+        return units
+
+    @property
+    def units_loaded(self) -> bool:
+        return self._units is not None
+
+    @property
+    def unit_lexical(self) -> LexicalIndex:
+        return self.units().lexical
+
+    @property
+    def unit_vectors(self) -> VectorIndex:
+        return self.units().vectors
+
+    @property
+    def unit_docs(self) -> dict[str, str]:
+        return self.units().docs
+
+    @property
+    def unit_valid(self) -> dict[str, float]:
+        return self.units().valid
+
+    # ------------------------------------------------------------------ the Committed view
+    def topic_status(self, tid: str) -> str | None:
+        return self.topics.status_of(tid)
+
+    def has_edges(self, tid: str) -> bool:
+        return tid in self.edge_holders
+
+    def has_open_flags(self, tid: str) -> bool:
+        return self.open_flags.get(tid, 0) > 0
+
+    def field_status(self, fid: str) -> str | None:
+        return self.fields.status_of(fid)
+
+    def fields_of(self, tid: str) -> list[str]:
+        return self.fields_by_topic.get(tid, [])
+
+    def summary_stale(self, tid: str) -> bool:
+        """Whether the topic's summary (and its index entries) wait for a refresh."""
+        return tid in self.stale
+
+    @property
+    def fields_by_topic(self) -> dict[str, list[str]]:
+        if self._fields_by_topic is None:
+            grouped: dict[str, list[str]] = {}
+            for fid in self.fields.ids:  # rows in the order fields were first put
+                if fid:  # "": an erased field's row
+                    grouped.setdefault(fid.split("/", 1)[0], []).append(fid)
+            self._fields_by_topic = grouped
+        return self._fields_by_topic
+
+    def derive_fields_by_topic(self) -> None:
+        """Group the fields by topic from the field table when next asked (a loaded table)."""
+        self._fields_by_topic = None
+
+    def _topic_active(self) -> np.ndarray:
+        """For each field row: is its topic active?"""
+        n = len(self.fields)
+        owner = self.fields.owner[:n]
+        active = np.zeros(n, dtype=bool)
+        known = owner >= 0
+        active[known] = self.topics.status[owner[known]] == 0
+        return active
+
+    def field_half_lives(self, half_life: timedelta,
+                         by_label: dict[str, timedelta | None] | None) -> np.ndarray | None:
+        """Each field row's half-life in seconds (inf: it does not fade) under the setting
+        `label_half_life`, one vectorised step per label it names (gem/salience.py has the
+        rule); None when no field's half-life differs from `half_life`."""
+        if not by_label or not self.field_labels:
+            return None
+        if self._label_rows is None:
+            rows: dict[str, list[int]] = {}
+            for fid, labels in self.field_labels.items():
+                for label in labels:
+                    rows.setdefault(label, []).append(self.fields.row_of[fid])
+            self._label_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
+        n = len(self.fields)
+        shortest = np.full(n, np.inf)
+        kept = np.zeros(n, dtype=bool)
+        for label, duration in by_label.items():
+            rows_of = self._label_rows.get(label)
+            if rows_of is None:
+                continue
+            if duration is None:
+                kept[rows_of] = True
+            else:
+                shortest[rows_of] = np.minimum(shortest[rows_of], duration.total_seconds())
+        return np.where(np.isfinite(shortest), shortest,
+                        np.where(kept, np.inf, half_life.total_seconds()))
+
+    def field_salience(self, now: datetime, half_life: timedelta,
+                       by_label: dict[str, timedelta | None] | None = None) -> np.ndarray:
+        return self.fields.salience(now, half_life, self.field_half_lives(half_life, by_label))
+
+    def field_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
+                        half_life: timedelta,
+                        by_label: dict[str, timedelta | None] | None = None) -> list[str]:
+        keep = self.fields.mask(statuses) & self._topic_active()
+        if below is not None:
+            keep &= self.field_salience(now, half_life, by_label) < below + SALIENCE_SLACK
+        return [self.fields.ids[i] for i in np.flatnonzero(keep).tolist()]
+
+    def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
+                        half_life: timedelta) -> list[str]:
+        keep = self.topics.mask(statuses)
+        if below is not None:
+            keep &= self.topics.salience(now, half_life) < below + SALIENCE_SLACK
+        return [self.topics.ids[i] for i in np.flatnonzero(keep).tolist()]
+
+    def active_field_count(self) -> int:
+        if self._active_fields is None:
+            self._active_fields = int(np.count_nonzero(self.fields.mask(("active",))
+                                                       & self._topic_active()))
+        return self._active_fields
+
+    def flagged_topics(self) -> list[str]:
+        return [tid for tid, n in self.open_flags.items() if n > 0]
+
+    def episode_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
+                          half_life: timedelta) -> list[str]:
+        keep = self.episodes.mask(statuses)
+        if below is not None:
+            keep &= self.episodes.salience(now, half_life) < below + SALIENCE_SLACK
+        return [self.episodes.ids[i] for i in np.flatnonzero(keep).tolist()]
+
+    def unit_columns(self, table: str, ids: Sequence[str], now: datetime, half_life: timedelta,
+                     by_label: dict[str, timedelta | None] | None = None
+                     ) -> tuple[np.ndarray, list[str], list[tuple[str, ...]]]:
+        """Committed salience now, status and labels of `ids` (all of `table`'s), for the
+        tick plans (gem/operators/tick_plan.py)."""
+        units = {"Topic": self.topics, "Field": self.fields, "Episode": self.episodes}[table]
+        rows = np.fromiter((units.row_of[k] for k in ids), dtype=np.int64, count=len(ids))
+        s = self.field_salience(now, half_life, by_label) if table == "Field" else \
+            units.salience(now, half_life)
+        names = units.names
+        labels = [self.field_labels.get(k, ()) for k in ids] if table == "Field" else []
+        return s[rows], [names[c] for c in units.status[rows].tolist()], labels
+
+    def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float:
+        """A field's or an episode's committed salience now (0 if unknown)."""
+        table = self.episodes if unit_table(key) == "Episode" else self.fields
+        row = table.row_of.get(key)
+        if row is None:
+            return 0.0
+        age = seconds(now) - float(table.last[row])
+        age = 0.0 if math.isnan(age) else max(age, 0.0)
+        return -math.expm1(-max(float(table.strength[row]), 0.0)) * \
+            2.0 ** (-age / half_life.total_seconds())
+
+    def unit_status(self, key: str) -> tuple[str | None, str | None]:
+        """(the unit's ladder status, its topic's status; None for an episode)."""
+        if unit_table(key) == "Episode":
+            return self.episodes.status_of(key), None
+        return self.fields.status_of(key), self.topics.status_of(key.split("/", 1)[0])
+
+    def least_relevant_fields(self, n: int, exclude: set[str], now: datetime,
+                              half_life: timedelta,
+                              by_label: dict[str, timedelta | None] | None = None
+                              ) -> list[tuple[float, str]]:
+        """The n active fields of active topics with the lowest relevance (the mean of field
+        and topic salience), skipping `exclude`, as (relevance, field id)."""
+        if n <= 0 or not len(self.fields):
+            return []
+        keep = self.fields.mask(("active",)) & self._topic_active()
+        for fid in exclude:
+            row = self.fields.row_of.get(fid)
+            if row is not None:
+                keep[row] = False
+        rows = np.flatnonzero(keep)
+        if rows.shape[0] == 0:
+            return []
+        nf = len(self.fields)
+        fs = self.field_salience(now, half_life, by_label)[rows]
+        ts = self.topics.salience(now, half_life)[self.fields.owner[:nf][rows]]
+        relevance = (fs + ts) / 2
+        if rows.shape[0] > n:
+            cut = np.partition(relevance, n - 1)[n - 1]
+            pick = np.flatnonzero(relevance <= cut)
+        else:
+            pick = np.arange(rows.shape[0])
+        found = sorted((float(relevance[i]), self.fields.ids[int(rows[i])]) for i in pick.tolist())
+        return found[:n]
+
+    def most_salient_topics(self, k: int, now: datetime, half_life: timedelta,
+                            statuses: Sequence[str]) -> list[str]:
+        s = self.topics.salience(now, half_life)
+        rows = np.flatnonzero(self.topics.mask(statuses))
+        if rows.shape[0] == 0:
+            return []
+        order = sorted(rows.tolist(), key=lambda r: (-s[r], self.topics.ids[r]))
+        return [self.topics.ids[r] for r in order[:k]]
+
+    # ------------------------------------------------------------------ units
+    def _put_topic(self, row: Row) -> None:
+        self.topics.put(row["id"], row["strength"], row["last_access"], row["status"])
+
+    def _put_field(self, row: Row) -> None:
+        owner = self.topics.row_of.get(row["topic_id"], -1)
+        self.fields.put(row["id"], row["strength"], row["last_access"], row["status"], owner)
+        labels = tuple(row.get("labels") or ())
+        if labels != self.field_labels.get(row["id"], ()):
+            if labels:
+                self.field_labels[row["id"]] = labels
+            else:
+                del self.field_labels[row["id"]]
+            self._label_rows = None
+        if self._fields_by_topic is not None:
+            fids = self._fields_by_topic.setdefault(row["topic_id"], [])
+            if row["id"] not in fids:
+                fids.append(row["id"])
+
+    def _put_episode(self, row: Row) -> None:
+        self.episodes.put(row["id"], row["strength"], row["last_access"], row["status"])
+        if self.said is not None:
+            self.said[said_key(row["text"], row["source"], row["speaker"], row["at"])] = row["id"]
+
+    def _put_names(self, rows: Sequence[Row], vectors: dict[str, np.ndarray]) -> None:
+        retitled = [r for r in rows if self.names.title_of.get(r["id"]) != r["title"]]
+        missing = [r for r in retitled if r["id"] not in vectors]
+        if missing:
+            embedded = self.embedder.embed([r["title"] for r in missing])
+            vectors = {**vectors, **{r["id"]: v for r, v in zip(missing, embedded)}}
+        for r in rows:
+            self.names.set(r["id"], r["title"], list(r["aliases"] or []))
+        for r in retitled:
+            self.unpaired[r["id"]] = None
+            vec = vectors[r["id"]]
+            if np.any(vec):
+                self.title_vectors.upsert(r["id"], vec)
+            else:
+                self.title_vectors.remove(r["id"])
+
+    def take(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None) -> None:
+        """Take in what a committed transition of this scope changed."""
+        def changed(table: str) -> dict[str, Row]:
+            keys = [*t.updated[table], *(k for k, kind in t.salience.items() if kind == table)]
+            out: dict[str, Row] = {k: t.rows[table][k] for k in keys}  # type: ignore[misc]
+            out.update(t.created[table])
+            return out
+
+        topics = changed("Topic")
+        for row in topics.values():
+            self._put_topic(row)
+        for row in changed("Field").values():
+            self._put_field(row)
+        for row in changed("Episode").values():
+            self._put_episode(row)
+        self.stale_units.update(dict.fromkeys(t.created["Episode"]))
+        # an episode whose context (`follows`) an erasure removed reads differently
+        self.stale_units.update(dict.fromkeys(k for k, props in t.updated["Episode"].items()
+                                              if "follows" in props))
+        self.stale_units.update(dict.fromkeys(units_rewritten(t)))
+        for tid in t.touched.reindex:  # a new title or alias changes every field's document
+            self.stale_units.update(dict.fromkeys(self.fields_of(tid)))
+        renamed = [topics[k] for k in t.touched.reindex if k in topics]
+        self._put_names([r for r in renamed if r is not None], title_vectors or {})
+        for tid in t.children["FLAGS"]:
+            self.open_flags[tid] = sum(1 for g in t.open_flags(tid))
+        for tid, edges in t.edges.items():  # every topic whose edges it read or changed
+            if edges:
+                self.edge_holders.add(tid)
+            else:
+                self.edge_holders.discard(tid)
+        for tid in t.touched.content:
+            self.stale[tid] = None
+        if t.tombstone:  # records an erasure redacted touch nothing any more
+            gone = set(t.tombstone["redacted"])
+            for tid, seqs in list(self.touched_by.items()):
+                if gone.intersection(seqs):
+                    self.touched_by[tid] = array("q", [s for s in seqs if s not in gone])
+        for tid in {unit.split("/", 1)[0] for unit in (*t.touched.topics, *t.touched.fields,
+                                                       *t.touched.episodes)}:
+            self.touched_by.setdefault(tid, array("q")).append(t.seq)
+        self.forget_units(t.deleted["Topic"], t.deleted["Field"], t.deleted["Episode"])
+        self._active_fields = None
+        self.counters = dict(vars(t.counters))
+
+    def forget_units(self, topics: Iterable[str], fields: Iterable[str],
+                     episodes: Iterable[str] = ()) -> None:
+        """Remove erased topics, fields and episodes from everything derived (their index
+        entries, names, summaries, salience, flags, and the record of what touched them)."""
+        for eid in episodes:
+            self.said = None
+            self.episodes.remove(eid)
+            self._forget_unit(eid)
+            self.touched_by.pop(eid, None)
+        for fid in fields:
+            self._forget_field(fid)
+            tid = fid.split("/", 1)[0]
+            if fid in self.fields_by_topic.get(tid, ()):
+                self.fields_by_topic[tid].remove(fid)
+        for tid in topics:
+            self.topics.remove(tid)
+            for fid in self.fields_by_topic.pop(tid, []):
+                self._forget_field(fid)
+            self.names.drop(tid)
+            self.title_vectors.remove(tid)
+            self.lexical.remove(tid)
+            self.vectors.remove(tid)
+            for mapping in (self.summaries, self.stale, self.open_flags, self.unpaired,
+                            self.touched_by):
+                mapping.pop(tid, None)  # type: ignore[attr-defined]
+            self.edge_holders.discard(tid)
+
+    def _forget_unit(self, unit: str) -> None:
+        """A field or an episode leaves the unit indexes."""
+        self.stale_units.pop(unit, None)
+        if self.places is not None:
+            self.places.remove(unit)
+        units = self.units()
+        if unit in units.docs or unit in units.lexical or unit in units.vectors:
+            units = self.changed_units()
+            units.lexical.remove(unit)
+            units.vectors.remove(unit)
+            units.docs.pop(unit, None)
+            units.valid.pop(unit, None)
+
+    def _forget_field(self, fid: str) -> None:
+        self.fields.remove(fid)
+        self._forget_unit(fid)
+        if self.field_labels.pop(fid, None) is not None:
+            self._label_rows = None
+
+    # ------------------------------------------------------------------ summaries, lazily
+    def refresh(self, cache: "CommittedCache", summarizer: Summarizer,
+                only: Iterable[str] | None = None) -> None:
+        """Recompute stale summaries (all, or those of `only`) from committed state, and their
+        lexical and vector index entries, in one embedder call."""
+        stale = list(self.stale) if only is None else [t for t in only if t in self.stale]
+        if not stale:
+            return
+        texts = summaries_of(cache, stale, summarizer)
+        vectors = self.embedder.embed([texts[t] for t in stale])
+        for tid, vec in zip(stale, vectors):
+            text = texts[tid]
+            self.summaries[tid] = text
+            names = self.names.names_of.get(tid, [])
+            self.lexical.upsert(tid, " ".join([*names, text]))
+            if np.any(vec):
+                self.vectors.upsert(tid, vec)
+            else:
+                self.vectors.remove(tid)
+            del self.stale[tid]
+
+    def refresh_units(self, cache: "CommittedCache", limit: int | None = None) -> None:
+        """Re-derive the stale units' documents, valid times and index entries from committed
+        state (all of them, or the `limit` oldest), in one embedder call."""
+        self.units()  # unusable files make every unit stale
+        if not self.stale_units:
+            return
+        units = self.changed_units()
+        stale = list(self.stale_units) if limit is None else \
+            list(itertools.islice(self.stale_units, limit))
+        docs = unit_documents(cache, self.names, stale)
+        keep = [u for u in stale if u in docs]
+        vectors = self.embedder.embed([docs[u][0] for u in keep]) if keep else \
+            np.zeros((0, self.embedder.dim), dtype=np.float32)
+        for unit in stale:
+            if unit not in docs:  # no current value (or gone): nothing to find it by
+                units.lexical.remove(unit)
+                units.vectors.remove(unit)
+                units.docs.pop(unit, None)
+                units.valid.pop(unit, None)
+        for unit in keep:
+            text, valid = docs[unit]
+            units.docs[unit] = text
+            units.valid[unit] = valid
+            units.lexical.upsert(unit, text)
+        nonzero = np.any(vectors, axis=1) if keep else np.zeros(0, dtype=bool)
+        for unit in (u for u, has in zip(keep, nonzero.tolist()) if not has):
+            units.vectors.remove(unit)
+        if nonzero.any():  # one bulk upsert: a rebuild refreshes every unit at once
+            units.vectors.upsert_many([u for u, has in zip(keep, nonzero.tolist()) if has],
+                                      vectors[nonzero])
+        if self.places is not None and len(stale) > SCAN_ABOVE:
+            self.places = None  # too many to read by key: its own scan rebuilds it
+        elif self.places is not None:
+            self.places.update(unit_places(cache, stale))
+        for unit in stale:
+            del self.stale_units[unit]
+
+    # Stale units derived after a commit beyond those the commit itself made stale: a backlog
+    # (a rebuild makes every unit stale) drains without any one commit paying for all of it.
+    UNIT_STEP = 256
+
+    def derive_step(self, cache: "CommittedCache", made: int) -> None:
+        """After a commit that made `made` units stale: derive them and a bounded step of
+        the older ones, while the commit's rows are in the row cache. A free-text query after a
+        bulk load then finds nothing left to derive (it derived 1M documents, ~50 s, before).
+        Not while the unit layer is still in the snapshot's files: a process that writes and
+        never searches does not read it, and the first reader derives what is stale."""
+        if self.stale_units and self.units_loaded:
+            self.refresh_units(cache, made + self.UNIT_STEP)
+
+    def summary(self, cache: "CommittedCache", summarizer: Summarizer, tid: str) -> str:
+        self.refresh(cache, summarizer, [tid])
+        return self.summaries.get(tid, self.names.title_of.get(tid, ""))
+
+    # ------------------------------------------------------------------ comparison
+    def fingerprint(self) -> dict[str, Any]:
+        """Everything this state holds, in a canonical form (by key, not by insertion order),
+        so two states compare equal exactly when they would answer every question alike."""
+        def table(t: SalienceTable) -> dict[str, tuple[float, float, str, str | None]]:
+            return {key: (float(t.strength[i]), float(t.last[i]), t.names[int(t.status[i])],
+                          self.topics.ids[int(t.owner[i])] if t.owner[i] >= 0 else None)
+                    for i, key in enumerate(t.ids) if key}
+
+        def vectors(index: VectorIndex) -> dict[str, bytes]:
+            return {key: index.get(key).tobytes() for key in index}  # type: ignore[union-attr]
+
+        return {
+            "counters": dict(self.counters),
+            "names": sorted(self.names.by_name.items()), "keys": sorted(self.names.by_key.items()),
+            "titles": sorted(self.names.title_of.items()),
+            "title_vectors": vectors(self.title_vectors), "vectors": vectors(self.vectors),
+            "lexical": sorted(self.lexical), "summaries": dict(sorted(self.summaries.items())),
+            "stale": sorted(self.stale), "topics": table(self.topics), "fields": table(self.fields),
+            "fields_by_topic": {k: sorted(v) for k, v in sorted(self.fields_by_topic.items()) if v},
+            "field_labels": dict(sorted(self.field_labels.items())),
+            "open_flags": {k: v for k, v in sorted(self.open_flags.items()) if v},
+            "episodes": table(self.episodes), "unit_docs": dict(sorted(self.unit_docs.items())),
+            "unit_valid": dict(sorted(self.unit_valid.items())),
+            "unit_lexical": sorted(self.unit_lexical), "unit_vectors": vectors(self.unit_vectors),
+            "stale_units": sorted(self.stale_units),
+            "touched_by": {k: list(v) for k, v in sorted(self.touched_by.items()) if v},
+            "edge_holders": sorted(self.edge_holders),
+        }

@@ -1,0 +1,254 @@
+"""The tables derived state keeps per scope: salience columns, the name directory, unit indexes."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
+
+import numpy as np
+
+from ..errors import SnapshotError
+from ..index import LexicalIndex, VectorIndex
+from ..text import name_key, value_text
+
+if TYPE_CHECKING:
+    from ..embed import Embedder
+
+
+Summarizer = Callable[[str, dict[str, Any]], str]
+Progress = Callable[[str, int, int], None]
+GENESIS = "0" * 64
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+DEFAULT_SCOPE = "default"
+TOPIC_STATUS = ("active", "archived")
+FIELD_STATUS = ("active", "compressed", "hidden")
+EPISODE_STATUS = ("active", "hidden")
+
+
+def default_summary(title: str, values: dict[str, Any]) -> str:
+    """A deterministic summary: the title and the current value of each visible field."""
+    parts = [f"{name}: {value_text(value)}" for name, value in sorted(values.items())]
+    return title + (" — " + "; ".join(parts) if parts else "")
+
+
+def seconds(when: datetime | None) -> float:
+    return math.nan if when is None else (when - _EPOCH).total_seconds()
+
+
+class SalienceTable:
+    """(strength, last access, status) of every unit of one kind, as numpy columns.
+
+    `row_of` (unit id -> row) is built from `ids` when it is first asked for: a loaded
+    snapshot's table of 1M fields takes 0.25 s to put into a dict (one cache miss per
+    insert), a quarter of an open at 100k topics, and a process that only reads topics
+    never needs it."""
+
+    def __init__(self, statuses: Sequence[str]) -> None:
+        self.codes = {s: i for i, s in enumerate(statuses)}
+        self.names = tuple(statuses)
+        self.ids: list[str] = []
+        self._row_of: dict[str, int] | None = {}
+        self.strength = np.zeros(64)
+        self.last = np.zeros(64)
+        self.status = np.zeros(64, dtype=np.int8)
+        self.owner = np.full(64, -1, dtype=np.int64)  # a field's topic row in the topic table
+
+    @property
+    def row_of(self) -> dict[str, int]:
+        if self._row_of is None:
+            ids = self.ids
+            row_of = dict(zip(ids, range(len(ids))))
+            row_of.pop("", None)  # the rows of erased units stay, empty (`remove`)
+            if len(row_of) != len(ids) - ids.count(""):
+                raise SnapshotError("the snapshot's salience table holds an id twice")
+            self._row_of = row_of
+        return self._row_of
+
+    def adopt(self, ids: list[str]) -> None:
+        """Take `ids` as the rows' ids (a loaded snapshot's), building `row_of` when needed."""
+        self.ids = ids
+        self._row_of = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _grow(self) -> None:
+        n = self.strength.shape[0] * 2
+        for name in ("strength", "last", "status", "owner"):
+            old = getattr(self, name)
+            new = np.full(n, -1 if name == "owner" else 0, dtype=old.dtype)
+            new[:old.shape[0]] = old
+            setattr(self, name, new)
+
+    def put(self, key: str, strength: float | None, last: datetime | None, status: str,
+            owner: int = -1) -> None:
+        row = self.row_of.get(key)
+        if row is None:
+            row = len(self.ids)
+            if row >= self.strength.shape[0]:
+                self._grow()
+            self.ids.append(key)
+            self.row_of[key] = row
+        self.strength[row] = strength or 0.0
+        self.last[row] = seconds(last)
+        self.status[row] = self.codes[status]
+        self.owner[row] = owner
+
+    def status_of(self, key: str) -> str | None:
+        row = self.row_of.get(key)
+        return None if row is None else self.names[int(self.status[row])]
+
+    def remove(self, key: str) -> None:
+        """Forget a unit (erasure). Its row stays, empty and matched by no status, so the rows
+        of the others (and fields' owner rows) do not move."""
+        row = self.row_of.pop(key, None)
+        if row is not None:
+            self.ids[row] = ""
+            self.status[row] = len(self.names)
+
+    def salience(self, now: datetime, half_life: timedelta,
+                 per_row: np.ndarray | None = None) -> np.ndarray:
+        """Salience now of every row: s = 1 - exp(-x), decayed by 2^(-age / half_life), with
+        `per_row` half-lives in seconds where given (inf: no decay)."""
+        n = len(self.ids)
+        s = -np.expm1(-np.maximum(self.strength[:n], 0.0))
+        age = np.maximum(seconds(now) - self.last[:n], 0.0)
+        age = np.where(np.isnan(age), 0.0, age)
+        return s * np.exp2(-age / (half_life.total_seconds() if per_row is None else per_row))
+
+    def live(self) -> np.ndarray:
+        """Which rows hold a unit: not those an erasure emptied (`remove`)."""
+        return self.status[:len(self.ids)] < len(self.names)
+
+    def mask(self, statuses: Iterable[str]) -> np.ndarray:
+        codes = [self.codes[s] for s in statuses]
+        return np.isin(self.status[:len(self.ids)], codes)
+
+
+# The selections by salience (field_ids_where, ...) promise a superset of the units whose
+# salience now is under the bound as the transition computes it, one unit at a time
+# (gem/salience.py), and numpy computes the same decay with other operations: a unit within a
+# few ulps of the bound could otherwise be left out. The policy's WHERE decides the rest.
+SALIENCE_SLACK = 1e-12
+
+
+def topic_seq(tid: str) -> int:
+    """A topic's creation order in its scope, from its id ("t<seq>", after the scope's prefix)."""
+    digits = tid.rsplit(":", 1)[-1][1:]
+    return int(digits) if digits.isdigit() else -1
+
+
+class NameDirectory:
+    """Titles and aliases -> the topics that hold them, by exact name and by canonical key
+    (gem.text.name_key). A name may have several holders: a merged-away topic keeps its title,
+    which its survivor holds as an alias. Holders are kept in creation order; which one a lookup
+    finds is decided by the reader (`choose`), who knows the topics' statuses."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, list[str]] = {}
+        self.by_key: dict[str, list[str]] = {}
+        self.names_of: dict[str, list[str]] = {}
+        self.title_of: dict[str, str] = {}
+
+    @staticmethod
+    def _drop(index: dict[str, list[str]], key: str, tid: str) -> None:
+        holders = index.get(key)
+        if holders and tid in holders:
+            holders.remove(tid)
+            if not holders:
+                del index[key]
+
+    @staticmethod
+    def _add(index: dict[str, list[str]], key: str, tid: str) -> None:
+        holders = index.setdefault(key, [])
+        if tid not in holders:
+            holders.append(tid)
+            holders.sort(key=topic_seq)
+
+    @classmethod
+    def of(cls, names_of: dict[str, list[str]],
+           keys_of: dict[str, list[str]] | None = None) -> "NameDirectory":
+        """The directory of topics' names (title first), built at once: what `set` for each
+        does, without re-sorting holder lists one name at a time. `keys_of`: each topic's
+        names' keys (gem.text.name_key), in the same order, when they are known."""
+        directory = cls()
+        by_name, by_key = directory.by_name, directory.by_key
+        for tid, names in names_of.items():
+            directory.names_of[tid] = names
+            directory.title_of[tid] = names[0]
+            keys = keys_of[tid] if keys_of is not None else [name_key(n) for n in names]
+            if len(keys) != len(names):
+                raise ValueError(f"topic {tid!r} has {len(names)} names but {len(keys)} keys")
+            for name, key in zip(names, keys):
+                # get-then-insert: setdefault would build an empty list for every name
+                holders = by_name.get(name)
+                if holders is None:
+                    by_name[name] = [tid]
+                elif tid not in holders:
+                    holders.append(tid)
+                holders = by_key.get(key)
+                if holders is None:
+                    by_key[key] = [tid]
+                elif tid not in holders:
+                    holders.append(tid)
+        for index in (by_name, by_key):
+            for holders in index.values():
+                if len(holders) > 1:
+                    holders.sort(key=topic_seq)
+        return directory
+
+    def drop(self, tid: str) -> None:
+        """Forget every name of `tid` (it is renamed, or erased)."""
+        for name in self.names_of.pop(tid, ()):
+            self._drop(self.by_name, name, tid)
+            self._drop(self.by_key, name_key(name), tid)
+        self.title_of.pop(tid, None)
+
+    def set(self, tid: str, title: str, aliases: Sequence[str]) -> None:
+        self.drop(tid)
+        self.names_of[tid] = [title, *aliases]
+        for name in self.names_of[tid]:
+            self._add(self.by_name, name, tid)
+            self._add(self.by_key, name_key(name), tid)
+        self.title_of[tid] = title
+
+    def holders(self, name: str) -> list[str]:
+        return self.by_name.get(name, [])
+
+    def key_holders(self, key: str) -> list[str]:
+        return self.by_key.get(key, [])
+
+
+def choose(holders: Iterable[str], status: Callable[[str], str | None]) -> str | None:
+    """The topic a name finds among its holders: an active one before an archived one (the
+    survivor of a merge, not the copy it archived), then the oldest."""
+    found = [(status(tid) != "active", topic_seq(tid), tid) for tid in holders
+             if status(tid) is not None]
+    return min(found)[2] if found else None
+
+
+class UnitIndexes:
+    """The unit layer of a scope: a field's or an episode's search document, its entries in the
+    lexical and vector indexes, and its valid time (for `between`)."""
+
+    def __init__(self, embedder: "Embedder") -> None:
+        # k1 = 0.9, b = 0.4 (Anserini's defaults for short passages): one turn or one value is
+        # a short document; measured on LoCoMo turns, any@10 0.655 -> 0.672 over k1 1.2, b 0.75.
+        self.lexical = LexicalIndex(0.9, 0.4, analyzer="search")
+        self.vectors = VectorIndex(embedder.dim)
+        self.docs: dict[str, str] = {}
+        self.valid: dict[str, float] = {}
+
+
+class SavedUnits(Protocol):
+    """A scope's unit layer in snapshot files (gem/snapshot.py)."""
+
+    def load(self, embedder: "Embedder") -> UnitIndexes: ...
+
+
+def said_key(text: str, source: str, speaker: str | None, at: datetime) -> bytes:
+    """What makes an episode the one it is: what was said, where, by whom and when."""
+    said = json.dumps([text, source, speaker, at.astimezone(timezone.utc).isoformat()])
+    return hashlib.blake2b(said.encode("utf-8"), digest_size=16).digest()
