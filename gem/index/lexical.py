@@ -281,6 +281,23 @@ class LexicalIndex:
             out.append((doc_id, score, covered / total if total > 0 else 0.0))
         return out
 
+    def sharing_rare_terms(self, doc_id: str, terms: int, max_df: int) -> list[tuple[str, int]]:
+        """The other documents holding any of `doc_id`'s `terms` rarest terms (each in 2 to
+        `max_df` documents), with how many of those terms each holds, most first, then by id.
+        Costs the postings of those few rare terms, never a pass over the index."""
+        if doc_id not in self._row_of:
+            return []
+        dfs = sorted((df, term) for term in self._terms_of_doc(doc_id)
+                     if 2 <= (df := self._df(term)) <= max_df)
+        shared: dict[int, int] = {}
+        own = self._row_of[doc_id]
+        for _, term in dfs[:terms]:
+            for row in self._term_postings(term)[0].tolist():
+                if row != own:
+                    shared[row] = shared.get(row, 0) + 1
+        found = [(self._id_of_row[row], n) for row, n in shared.items()]
+        return sorted(found, key=lambda x: (-x[1], x[0]))
+
     def _terms_of_doc(self, doc_id: str) -> set[str] | tuple[str, ...]:
         row = self._row_of[doc_id]
         counted = self._terms_of_row[row]

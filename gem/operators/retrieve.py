@@ -36,6 +36,7 @@ from ..timecue import refers_to, without_cue
 from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
 from .common import field_evidence, field_named, provenance_of
 from .forget import restore_episode, restore_field, restore_topic
+from . import associate  # noqa: F401 - registers reinforce_associated
 from . import near as near_op
 from . import stale
 from .resolution import Directory

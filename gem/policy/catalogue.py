@@ -334,6 +334,9 @@ ACTIONS: dict[str, ActionSig] = {
         _action("reinforce", (UNIT, NUMBER), "",
                 "raise salience: strength x += amount, s = 1 - exp(-x), i.e. "
                 "s <- s + (1 - exp(-amount)) * (1 - s)"),
+        _action("reinforce_associated", (union(FIELD, EPISODE), NUMBER), "",
+                "reinforce, by amount, the few visible fields and episodes that share the "
+                "unit's rarest terms (associative reinforcement)"),
         _action("set_salience", (UNIT, NUMBER), "", "set salience"),
         _action("annotate", (union(UNIT, ENTRY), TEXT, VALUE), "", "attach a key/value note"),
         _action("reject", (TEXT,), "", "abort the whole transition with this message", aborts=True),
@@ -466,6 +469,9 @@ SETTINGS: dict[str, SettingSig] = {
                    "above which a text query recalls a hidden field or episode (faded from default "
                    "context, its topic not put away), returns it marked hidden and revives it",
                    0, 1),
+        SettingSig("associative_factor", NUMBER, 0, "share of reinforce_amount that the "
+                   "fields and episodes sharing a retrieved unit's rarest terms gain "
+                   "(reinforce_associated); 0 turns associative reinforcement off", 0, 1),
         SettingSig("cascade_depth", NUMBER, 8, "how deep policy cascades may go in one transition", 1, None,
                    integer=True),
         SettingSig("active_bound", NUMBER, None,
