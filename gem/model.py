@@ -422,7 +422,7 @@ class EpisodeView(BaseModel):
     source: str
     recorded_at: datetime
     salience: float
-    status: Literal["active", "hidden"]
+    status: Literal["active", "compressed", "hidden"]
     follows: str | None = None        # the episode said just before it (read as its context)
     refers_to: datetime | None = None  # the day its own words name ("yesterday"), read against `at`
     score: float | None = None

@@ -9,8 +9,8 @@ only what was returned). The default policy gives it `associative_factor * reinf
 
 Bounded and cheap: the postings of at most ASSOCIATE_TERMS of the unit's rarest terms (each in
 2 to ASSOCIATE_MAX_DF units) are read, at most ASSOCIATES units gain, each once per
-transition. Only visible units gain (an active or compressed field of an active topic, an
-active episode): reinforcing what the ladder put away would not bring it back, and a cue
+transition. Only visible units gain (active or compressed, and a field of an active
+topic): reinforcing what the ladder put away would not bring it back, and a cue
 does that (cued recall). Units the transition itself read are reinforced by the read.
 """
 from __future__ import annotations
@@ -38,8 +38,7 @@ def associates(t: Transition, unit: str) -> list[str]:
         if other in read:
             continue
         status, topic_status = derived.unit_status(other)
-        visible = status == "active" if topic_status is None else \
-            status in ("active", "compressed") and topic_status == "active"
+        visible = status in ("active", "compressed") and topic_status in (None, "active")
         if visible:
             out.append(other)
             if len(out) == ASSOCIATES:

@@ -292,8 +292,8 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
             status, topic_status = derived.unit_status(unit)
             if topic_status not in (None, "active"):
                 return False, None
-            if status == "active":
-                return True, None
+            if status == "active" or status == "compressed" and topic_status is None:
+                return True, None  # a compressed episode is in default retrieval
             if status == "hidden" and not include_archived and relevance >= hidden_needed:
                 return True, "hidden"
             return status == "hidden" and include_archived, None
