@@ -297,3 +297,28 @@ def test_http_and_mcp_recall_show_a_stale_episode_with_no_internal_id(tmp_path):
         assert not re.search(r'"ep\d+"', json.dumps(found))
     finally:
         stop(server)
+
+
+def test_berlin_munich_berlin_marks_the_first_berlin_only_while_munich_is_current(mem):
+    berlin = _said(mem, "I live in Berlin.", BERLIN_AT)
+    munich = _said(mem, "I moved to Munich.", MUNICH_AT, source="chat:2")
+    back_at = MUNICH_AT + timedelta(days=1)
+    back = _said(mem, "I moved to Berlin.", back_at, source="chat:3")
+    listed = {e.id: e for e in mem.episodes().episodes}
+    assert listed[berlin].stale == [] and listed[back].stale == []
+    assert [m.episode for m in listed[munich].stale] == [back]
+    # as of a time when Munich was current, the first Berlin episode was out of date
+    r = mem.retrieve("I live in Berlin moved Munich", k=5, as_of=MUNICH_AT + timedelta(hours=1))
+    marks = {e.id: [m.episode for m in e.stale] for e in r.episodes}
+    assert marks[berlin] == [munich] and marks[munich] == []
+    r = mem.retrieve("I live in Berlin moved Munich", k=5)
+    marks = {e.id: [m.episode for m in e.stale] for e in r.episodes}
+    assert marks[berlin] == [] and marks[munich] == [back]
+
+
+def test_berlin_munich_hamburg_keeps_the_first_berlin_stale(mem):
+    berlin = _said(mem, "I live in Berlin.", BERLIN_AT)
+    _said(mem, "I moved to Munich.", MUNICH_AT, source="chat:2")
+    hamburg = _said(mem, "I moved to Hamburg.", MUNICH_AT + timedelta(days=1), source="chat:3")
+    listed = {e.id: e for e in mem.episodes().episodes}
+    assert [m.episode for m in listed[berlin].stale] == [hamburg]

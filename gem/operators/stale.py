@@ -93,13 +93,21 @@ def replaced(t: Transition, row: dict[str, Any], as_of: datetime | None = None
     return list(out.items())
 
 
-def _contradicting(t: Transition, row: dict[str, Any], as_of: datetime | None
-                   ) -> dict[str, Any] | None:
+def _contradicting(t: Transition, row: dict[str, Any], as_of: datetime | None,
+                   depth: int = 0) -> dict[str, Any] | None:
     """The later episode a policy judged to contradict `row`, if it still exists (and was said
-    by `as_of`)."""
+    by `as_of`) and is not itself out of date: a mark holds only while what marked it is
+    current. Berlin, then Munich, then Berlin again: the first Berlin episode is stale while
+    Munich is current (as of a time between the second and the third), and no longer once
+    Munich is contradicted. A policy that marks every earlier episode saying something else
+    (the default `stale-when-moved` does, among the speaker's latest 100) then gives the
+    right answer with one step: Berlin, Munich, Hamburg marks the first Berlin episode by
+    Hamburg (a later mark replaces an earlier one), which is current."""
     later = row.get("contradicted_by")
     found = t.row("Episode", later) if later and own_episode(t, later) else None
-    return found if found is not None and (as_of is None or found["at"] <= as_of) else None
+    if found is None or (as_of is not None and found["at"] > as_of):
+        return None
+    return found if depth or _contradicting(t, found, as_of, 1) is None else None
 
 
 def marks(t: Transition, row: dict[str, Any], as_of: datetime | None = None) -> list[StaleMark]:
