@@ -32,9 +32,9 @@ from ..places import place_of
 from ..reliability import evidence_states
 from ..runtime import topic_summary
 from ..state.transition import Transition
-from ..timecue import refers_to, without_cue
+from ..timecue import without_cue
 from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
-from .common import field_evidence, field_named, provenance_of
+from .common import field_evidence, field_named, provenance_of, refers_to
 from .forget import restore_episode, restore_field, restore_topic
 from . import associate  # noqa: F401 - registers reinforce_associated
 from . import near as near_op
@@ -483,7 +483,7 @@ def episode_view(t: Transition, eid: str, hit: Hit | None = None,
     return EpisodeView(id=eid, text=row["text"], at=row["at"], speaker=row["speaker"],
                        source=row["source"], recorded_at=row["recorded_at"],
                        salience=t.salience_now(row), status=row["status"],
-                       follows=row["follows"], refers_to=refers_to(row["text"], row["at"]),
+                       follows=row["follows"], refers_to=refers_to(t, row),
                        score=None if hit is None else hit.score,
                        recalled=None if hit is None else hit.recalled, place=place_of(row),
                        stale=stale.marks(t, row, as_of))
