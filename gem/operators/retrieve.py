@@ -123,14 +123,15 @@ def _access_topic(t: Transition, tid: str, fids: list[str], query: str | None) -
 def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResult]:
     """Unit-level free-text retrieval: rank, group by topic, recall, add context, access."""
     t.committed.refresh_units(t.cache)
-    window = window_units(t, req.between, req.near)
+    window = window_units(t, req.between, req.near, req.as_of)
     if req.query:
         hits, truncated = rank_units(t, req.query, req.k, req.include_archived, window,
                                      t.settings["relevance_floor"], t.settings["recall_floor"],
                                      t.settings["hidden_recall_floor"], structure=True)
     else:
         assert req.near is not None
-        found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived)
+        found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived,
+                                           req.as_of)
         hits = [Hit(u, score, 0.0) for u, score in found]
     # what replaced a stale episode joins it only inside the request's window, and k holds
     hits = stale.order(t, hits, req.as_of, req.include_archived, window)
@@ -214,14 +215,15 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
 
 
 def window_units(t: Transition, between: tuple[datetime, datetime] | None,
-                 near: tuple[float, float, float] | None) -> set[str] | None:
+                 near: tuple[float, float, float] | None,
+                 as_of: datetime | None = None) -> set[str] | None:
     """The units inside the request's time window and radius (None: no window, every unit)."""
     allowed: set[str] | None = None
     if between is not None:
         lo, hi = (b.timestamp() for b in between)
         allowed = {u for u, v in t.committed.unit_valid.items() if lo <= v <= hi}
     if near is not None:
-        placed = near_op.within(t, near)
+        placed = near_op.within(t, near, as_of)
         allowed = set(placed) if allowed is None else allowed & placed.keys()
     return allowed
 

@@ -764,6 +764,13 @@ def placed_units(tx: Tx, scope: str) -> list[tuple[str, float, float]]:
         [(r["id"], r["place_lat"], r["place_lon"]) for r in episodes]
 
 
+def placed_entries(tx: Tx) -> list[tuple[str, float, float]]:
+    """(field id, lat, lon) of every entry of any scope that has a place, current or not: the
+    fields a `near=` read as of an earlier time may find (gem/operators/near.py)."""
+    return [(r[0], r[1], r[2]) for r in tx.run(
+        "MATCH (e:Entry) WHERE e.place_lat IS NOT NULL RETURN e.field_id, e.place_lat, e.place_lon")]
+
+
 def scan_edges(tx: Tx, rel: str) -> list[tuple[str, str, Row]]:
     cols = RELS[rel].columns
     rows = tx.run(f"MATCH (a:Topic)-[r:{rel}]->(b:Topic) RETURN a.id, b.id, {_returns('r', cols)}"
