@@ -11,7 +11,8 @@ from conftest import ENGINE, T0, memory_location
 import gem
 from gem.api import ops, prompt
 from gem.api import schemas as s
-from gem.testing.consistency import cache_disagreements, derived_disagreements
+from gem.testing.consistency import cache_disagreements, citation_disagreements, \
+    derived_disagreements
 
 BERLIN_AT = T0 - timedelta(days=30)
 MUNICH_AT = T0 - timedelta(days=2)
@@ -322,3 +323,33 @@ def test_berlin_munich_hamburg_keeps_the_first_berlin_stale(mem):
     hamburg = _said(mem, "I moved to Hamburg.", MUNICH_AT + timedelta(days=1), source="chat:3")
     listed = {e.id: e for e in mem.episodes().episodes}
     assert [m.episode for m in listed[berlin].stale] == [hamburg]
+
+
+def test_an_episode_recorded_before_cited_by_existed_is_marked_stale_too(db_path, clock):
+    """A database written before `Episode.cited_by`: the column comes back null ("not known")
+    at open, and what cites its episodes is read from the entries."""
+    from gem.store import open_store
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=where_they_live) as mem:
+        mem.ingest(gem.Episode("I live in Berlin.", at=BERLIN_AT, source="chat:1", speaker="Alex"))
+    if ENGINE == "falkordb":
+        pytest.skip("FalkorDB has no columns to drop")
+    store = open_store(db_path, ENGINE)
+    with store.transaction() as tx:  # what a database written before cited_by looks like
+        tx.run("ALTER TABLE Episode DROP cited_by")
+    store.close()
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=where_they_live) as mem:
+        # (the log here attests the list the column held: the audit holds again once a
+        # transition writes it, below; a database of that gem never attested one)
+        (berlin,) = mem.episodes().episodes
+        assert berlin.stale == []
+        mem.ingest(gem.Fact("Alex", "city", "Munich", at=MUNICH_AT, source="profile"))
+        r = mem.retrieve("where does Alex live, Berlin?")
+        (mark,) = _by_text(r)["I live in Berlin."].stale
+        assert (mark.field, mark.value) == ("city", "Munich")
+        # a fact citing it again writes the whole list: the first citation is kept
+        mem.ingest(gem.Episode("I live in Berlin.", at=BERLIN_AT, source="chat:1", speaker="Alex"))
+        mem.ingest(gem.Fact("Alex", "home", "Berlin", at=BERLIN_AT, source="chat:1",
+                            ref=berlin.id))
+        (berlin,) = [e for e in mem.episodes().episodes if e.id == berlin.id]
+        assert [m.value for m in berlin.stale] == ["Munich"]
+        assert citation_disagreements(mem) == [] and mem.audit(full=True).ok
