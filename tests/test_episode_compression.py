@@ -1,6 +1,6 @@
 """The forgetting ladder compresses a faded conversation turn into its searchable summary
 (its distinct content words, derived, in the unit index) instead of hiding its words: an
-ordinary cue still finds it; hiding comes only after it faded much further."""
+ordinary cue still finds it and revives it; hiding comes only after it faded much further."""
 from __future__ import annotations
 
 import os
@@ -50,7 +50,7 @@ def test_a_compressed_turn_is_searched_by_its_summary(mem, clock):
     assert derived_disagreements(mem) == []
 
 
-def test_a_cue_finds_a_compressed_turn_at_the_ordinary_floor(mem, clock, tmp_path):
+def test_a_cue_finds_a_compressed_turn_at_the_ordinary_floor_and_revives_it(mem, clock, tmp_path):
     # hidden units could not be recalled at all: only compression keeps the turn findable
     strict = tmp_path / "strict.policy"
     strict.write_text("OVERRIDE SET hidden_recall_floor = 1\n")
@@ -60,8 +60,12 @@ def test_a_cue_finds_a_compressed_turn_at_the_ordinary_floor(mem, clock, tmp_pat
     mem.maintain()
     r = mem.retrieve("Roman pottery at the excavation", k=3)
     (found,) = [e for e in r.episodes if e.source == "chat:1"]
-    assert found.recalled is None and found.status == "compressed"
+    assert found.recalled == "compressed" and found.status == "active"
     assert found.text == TURN                       # what it said is kept whole
+    assert status(mem, "Ferrogate") == "active"
+    mem.retrieve("weather remark", k=1)             # its words are back in the index
+    eid = mem.episodes(text="Ferrogate").episodes[0].id
+    assert mem._engine.derived.scope("default").unit_docs[eid].startswith(f"Ana: {TURN}")
     assert derived_disagreements(mem) == [] and mem.audit(full=True).ok
 
 

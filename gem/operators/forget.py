@@ -4,7 +4,7 @@
               the active history (active=false) but stay recoverable with provenance; an
               episode is searched by its summary (its distinct content words,
               gem/derived/documents.py) instead of all its words, and stays in default
-              retrieval (what it said is kept whole, and shown when it is returned)
+              retrieval: what it said is kept whole, and a query that finds it revives it
     hide      a field leaves default retrieval
     archive   a topic leaves default retrieval; explicit lookup and restore still work
 

@@ -263,8 +263,9 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
                 else hidden_floor
             if relevance >= needed:
                 eligible.append((unit, relevance, forgotten))
-        elif relevance >= floor:
-            eligible.append((unit, relevance, None))
+        elif relevance >= floor:  # a compressed episode its summary matched is revived
+            eligible.append((unit, relevance, "compressed" if status == "compressed"
+                             and topic_status is None else None))
     if not eligible:
         return [], False
     salience = {u: derived.unit_salience(u, t.now, t.half_life) for u, _, _ in eligible}
@@ -294,8 +295,10 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
             status, topic_status = derived.unit_status(unit)
             if topic_status not in (None, "active"):
                 return False, None
-            if status == "active" or status == "compressed" and topic_status is None:
-                return True, None  # a compressed episode is in default retrieval
+            if status == "active":
+                return True, None
+            if status == "compressed" and topic_status is None:  # an episode, revived
+                return True, "compressed"
             if status == "hidden" and not include_archived and relevance >= hidden_needed:
                 return True, "hidden"
             return status == "hidden" and include_archived, None
