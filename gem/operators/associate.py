@@ -1,17 +1,21 @@
 """Associative reinforcement: what a read reinforces lends a smaller share to its associates.
 
-A retrieval reinforces what it returns (C6). The episodes and fields that share the returned
-unit's salient words (its rarest terms in the unit index) are likely to be asked about next,
-and so should not fade as fast: the policy action `reinforce_associated(unit, amount)` adds
-`amount` to their strength, inside the same transition (logged with it, and C6 still reads
+A retrieval reinforces what it returns (C6). The episodes that share the returned unit's (a
+field's or an episode's) salient words, its rarest terms in the unit index, are likely to be
+asked about next, and so should not fade as fast: the policy action
+`reinforce_associated(unit, amount)` adds `amount` to their strength, inside the same transition (logged with it, and C6 still reads
 only what was returned). The default policy gives it `associative_factor * reinforce_amount`;
 `SET associative_factor = 0` turns it off.
 
 Bounded and cheap: the postings of at most ASSOCIATE_TERMS of the unit's rarest terms (each in
 2 to ASSOCIATE_MAX_DF units) are read, at most ASSOCIATES units gain, each once per
-transition. Only visible units gain (active or compressed, and a field of an active
-topic): reinforcing what the ladder put away would not bring it back, and a cue
-does that (cued recall). Units the transition itself read are reinforced by the read.
+transition. Only visible episodes gain (active or compressed): reinforcing what the ladder put
+away would not bring it back, and a cue does that (cued recall). Episodes the transition
+itself read are reinforced by the read. Fields do not gain: a field's document holds its
+topic's names and its own name, so the fields sharing its rarest terms are mostly its siblings
+and the same field of other topics, an association by name that the topic's own reinforcement
+already covers (it would keep a topic's unread fields from fading and so change which fields
+C5 and the ladder attenuate).
 """
 from __future__ import annotations
 
@@ -27,19 +31,17 @@ ASSOCIATES = 5           # at most this many units gain per reinforced unit
 
 
 def associates(t: Transition, unit: str) -> list[str]:
-    """The visible units sharing `unit`'s rarest terms, those sharing the most first (at most
-    ASSOCIATES), leaving out what this transition read."""
+    """The visible episodes sharing `unit`'s rarest terms, those sharing the most first (at
+    most ASSOCIATES), leaving out what this transition read."""
     derived = t.committed
     derived.refresh_units(t.cache)
     read = {key for _, key in t.touched.accessed}
     out = []
     for other, _ in derived.unit_lexical.sharing_rare_terms(unit, ASSOCIATE_TERMS,
                                                              ASSOCIATE_MAX_DF):
-        if other in read:
+        if other in read or unit_table(other) != "Episode":
             continue
-        status, topic_status = derived.unit_status(other)
-        visible = status in ("active", "compressed") and topic_status in (None, "active")
-        if visible:
+        if derived.unit_status(other)[0] in ("active", "compressed"):
             out.append(other)
             if len(out) == ASSOCIATES:
                 break

@@ -339,7 +339,7 @@ ACTIONS: dict[str, ActionSig] = {
                 "raise salience: strength x += amount, s = 1 - exp(-x), i.e. "
                 "s <- s + (1 - exp(-amount)) * (1 - s)"),
         _action("reinforce_associated", (union(FIELD, EPISODE), NUMBER), "",
-                "reinforce, by amount, the few visible fields and episodes that share the "
+                "reinforce, by amount, the few visible episodes that share the "
                 "unit's rarest terms (associative reinforcement)"),
         _action("set_salience", (UNIT, NUMBER), "", "set salience"),
         _action("annotate", (union(UNIT, ENTRY), TEXT, VALUE), "", "attach a key/value note"),
@@ -474,7 +474,7 @@ SETTINGS: dict[str, SettingSig] = {
                    "context, its topic not put away), returns it marked hidden and revives it",
                    0, 1),
         SettingSig("associative_factor", NUMBER, 0, "share of reinforce_amount that the "
-                   "fields and episodes sharing a retrieved unit's rarest terms gain "
+                   "episodes sharing a retrieved unit's rarest terms gain "
                    "(reinforce_associated); 0 turns associative reinforcement off", 0, 1),
         SettingSig("cascade_depth", NUMBER, 8, "how deep policy cascades may go in one transition", 1, None,
                    integer=True),
