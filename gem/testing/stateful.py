@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import gem
-from gem.operators.associate import ASSOCIATES
+from gem.operators.associate import ASSOCIATES, PER_READ
 from gem.places import distance_km
 from gem.testing.consistency import cache_disagreements, citation_disagreements, \
     derived_disagreements
@@ -398,7 +398,7 @@ class GemMachine(RuleBasedStateMachine):
         gained = [e for e, s in after.items() if e not in returned and s > before.get(e, s)]
         assert all(s >= before[e] for e, s in after.items() if e in before and e not in returned)
         read = sum(len(t.fields) for t in result.topics) + len(returned)  # context included
-        assert len(gained) <= ASSOCIATES * read, gained
+        assert len(gained) <= min(ASSOCIATES * read, PER_READ), gained
         for e in result.episodes:
             text, at = self.model.episodes[e.id]
             assert (e.text, e.at) == (text, at) and e.status == "active"
