@@ -131,7 +131,7 @@ def compose(files: Sequence[A.PolicyFile]) -> Composition:
     return Composition(tuple(policies.values()), tuple(settings.values()), tuple(changes), tuple(problems))
 
 
-# A hint lists the policies in force up to this many (the default set's 13 and a few more).
+# A hint lists the policies in force up to this many (the default set's 12 and a few more).
 IN_FORCE_LISTED = 16
 
 

@@ -552,7 +552,7 @@ def test_a_disable_of_no_close_name_lists_the_policies_in_force():
     assert composed_error("DISABLE POLICY forgetting").endswith(
         "hint: the policies in force are: archive-faded-topics, compress-faded-episodes, compress-faded-fields, "
         "contest-unreliable-conflict, hide-faded-episodes, hide-faded-fields, propagate-on-change, "
-        "reinforce-associated-episodes, reinforce-associated-fields, reinforce-episodes, reinforce-on-ingest, "
+        "reinforce-associated-episodes, reinforce-episodes, reinforce-on-ingest, "
         "reinforce-on-retrieval, stale-when-moved")
     assert check_error("DISABLE POLICY forgetting\n" + _READS).endswith(
         "gem_nothing_to_disable: no earlier file defines policy 'forgetting'\n"

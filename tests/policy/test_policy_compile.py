@@ -301,8 +301,7 @@ def test_the_default_policy_compiles_and_reinforces_on_retrieval():
     rt = GraphRuntime([t])
     for p in ps.triggered_by("retrieved"):
         p.fire({"topic": t, "field": f, "query": "x", "timestamp": NOW}, rt)
-    assert [(c[0], c[1][0]) for c in rt.calls] == [("reinforce_associated", f), ("reinforce", f),
-                                                    ("reinforce", t)]
+    assert [(c[0], c[1][0]) for c in rt.calls] == [("reinforce", f), ("reinforce", t)]
 
 
 # ---- composition ------------------------------------------------------------------------------
@@ -310,7 +309,7 @@ def test_the_default_policy_compiles_and_reinforces_on_retrieval():
 DEFAULT_NAMES = ["propagate-on-change", "reinforce-on-retrieval", "reinforce-on-ingest", "contest-unreliable-conflict",
                  "compress-faded-fields", "hide-faded-fields", "archive-faded-topics",
                  "reinforce-episodes", "compress-faded-episodes", "hide-faded-episodes",
-                 "reinforce-associated-episodes", "reinforce-associated-fields", "stale-when-moved"]
+                 "reinforce-associated-episodes", "stale-when-moved"]
 
 
 def test_load_composes_the_default_policy_first_unless_told_otherwise(tmp_path):
