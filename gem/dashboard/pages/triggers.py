@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ...memory import Memory
 from ...policy import catalogue, compose, explain, parse_all
-from ...policy.checker import cascade_edges, unbounded_cycles
+from ...policy.cascades import cascade_edges, unbounded_cycles
 from .. import svg
 from ..html import card, esc, page, table
 from .common import policy_anchor, where_of
