@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import baselines
-from .stream import (INGEST_KINDS, ProbeTruth, Provenance, Stream, StreamConfig, System, Truth,
-                     Turn, generate, ground_truth, stamp, value_str)
+from .generator import generate
+from .stream import INGEST_KINDS, Stream, StreamConfig, Turn, stamp, value_str
+from .system import Provenance, System
+from .truth import ProbeTruth, Truth, ground_truth
 
 class GemSystem(System):
     """gem with its default policies plus the benchmark's C5 bound."""

@@ -13,7 +13,8 @@ import numpy as np
 from gem.embed import HashingEmbedder
 from gem.text import tokens
 
-from ..stream import QUESTION_TEMPLATES, FactSpec, Provenance
+from ..stream import QUESTION_TEMPLATES, FactSpec
+from ..system import Provenance
 
 
 # A small English stop list (spaCy's is what Mem0 uses before BM25; this is its core).

@@ -7,7 +7,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..stream import FactSpec, Provenance, StreamConfig, System, Turn
+from ..stream import FactSpec, StreamConfig, Turn
+from ..system import Provenance, System
 from .common import Embeddings, Message, canonical_question, provenance_of, read_latest, top_k
 
 

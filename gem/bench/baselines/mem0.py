@@ -10,7 +10,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..stream import FactSpec, Provenance, StreamConfig, System, Turn, stamp
+from ..stream import FactSpec, StreamConfig, Turn, stamp
+from ..system import Provenance, System
 from .common import (BM25, Embeddings, bm25_terms, canonical_question, provenance_of, read_latest,
                      top_k)
 

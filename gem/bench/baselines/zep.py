@@ -7,7 +7,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..stream import Provenance, StreamConfig, System, Turn, value_str
+from ..stream import StreamConfig, Turn, value_str
+from ..system import Provenance, System
 from .common import BM25, Embeddings, top_k
 
 
