@@ -2,7 +2,7 @@
 links, questions). Its generator is generator.py, its ground truth truth.py, the interface
 every system under test implements (gem and the baselines) system.py.
 
-The definition is specs/trajectory-benchmark.md; gem/bench/trajectory.py runs and scores.
+The definition is specs/trajectory-benchmark.md; gem/bench/trajectory.py runs it, scoring.py scores.
 """
 from __future__ import annotations
 
