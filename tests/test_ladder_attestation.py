@@ -127,3 +127,37 @@ def test_a_restored_unit_is_hashed_whole_again(tmp_path, clock):
         record = records(mem)[0]
         assert {"t3", "t3/field 1"} <= set(record["writes"])
         assert mem.audit(full=True).ok
+
+
+def _ladder_state(mem: gem.Memory) -> tuple:
+    with mem._engine.store.reading() as tx:
+        statuses = sorted(tuple(r) for table in ("Topic", "Field", "Episode")
+                          for r in tx.run(f"MATCH (n:{table}) RETURN n.id, n.status"))
+        entries = sorted(tuple(r) for r in tx.run("MATCH (e:Entry) RETURN e.id, e.active"))
+    return statuses, entries, mem.head()
+
+
+@pytest.mark.parametrize("failure", ["rejected", "engine error in the flush"])
+def test_a_failed_pass_leaves_the_store_exactly_as_it_was(tmp_path, clock, monkeypatch, failure):
+    from gem.store import queries
+    from gem.testing.consistency import cache_disagreements, derived_disagreements
+    path = str(tmp_path / "db")
+    policy = tmp_path / "refuse.policy"
+    policy.write_text('POLICY refuse-forgetting ON commit WHEN op = "forget" DO reject("not now")\n')
+    with faded_memory(path, clock) as mem:
+        if failure == "rejected":
+            mem.load_policies([str(policy)])
+        before = _ladder_state(mem)
+        if failure == "rejected":
+            with pytest.raises(gem.TransitionRejected):
+                mem.forget()
+        else:
+            def broken(tx, row):  # the last statement of the flush: the updates went before it
+                raise RuntimeError("the disk went away")
+            monkeypatch.setattr(queries, "append_transition", broken)
+            with pytest.raises(RuntimeError):
+                mem.forget()
+            monkeypatch.undo()
+        assert _ladder_state(mem) == before
+        assert cache_disagreements(mem) == [] and derived_disagreements(mem) == []
+        assert mem.audit(full=True).ok
