@@ -865,8 +865,9 @@ def stream_histories(tx: Tx) -> Iterator[tuple[str, list[Row]]]:
     typed = _typing(tx, "Entry", cols)
     current: str | None = None
     entries: list[Row] = []
+    times = [1 + i for i, c in enumerate(cols) if c in _TIMES["Entry"]]
     for values in tx.stream(f"MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry) RETURN f.id, "
-                            f"{_returns('e', cols)} ORDER BY f.id, e.seq"):
+                            f"{_returns('e', cols)} ORDER BY f.id, e.seq", times=times):
         if values[0] != current:
             if current is not None:
                 yield current, entries
@@ -881,7 +882,8 @@ def stream_rows(tx: Tx, table: str, order: str | None = None) -> Iterator[Row]:
     cols = TABLES[table].columns
     typed = _typing(tx, table, cols)
     order_by = f" ORDER BY n.{order}" if order else ""
-    for values in tx.stream(f"MATCH (n:{table}) RETURN {_returns('n', cols)}{order_by}"):
+    times = [i for i, c in enumerate(cols) if c in _TIMES[table]]
+    for values in tx.stream(f"MATCH (n:{table}) RETURN {_returns('n', cols)}{order_by}", times=times):
         row = dict(zip(cols, values))
         yield row if typed is None else typed(row)
 
