@@ -172,8 +172,9 @@ def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
     else:  # kuzu: one hash join; ladybug and FalkorDB: an index lookup per row
         chunk = KEY_JOIN_CHUNK if _kuzu(tx) else READ_CHUNK
         text = f"UNWIND $keys AS k MATCH (n:{table} {{{spec.key}: k}}) RETURN {returns}"
+        times = [i for i, c in enumerate(cols) if c in _TIMES[table]]  # see stream_rows
         found = [r for i in range(0, len(keys), chunk)
-                 for r in tx.run(text, {"keys": list(keys[i:i + chunk])})]
+                 for r in tx.stream(text, {"keys": list(keys[i:i + chunk])}, times=times)]
     return _rows(tx, table, cols, found)
 
 
