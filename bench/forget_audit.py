@@ -136,7 +136,7 @@ def main() -> int:
         per_entry = audit_cpu / runs[0]["entries"] * 1e6
         # at scale.py's 100k topics: 1M fields (the moves grow with them), 1.1M entries
         print(f"{name:10} {forget:>9.2f} {forget_cpu:>7.2f} "
-              f"{forget_cpu / runs[0]['moved'] * 1e6:>12.1f} {forget_cpu * 1e6 / runs[0]['fields']:>16.1f} "
+              f"{forget_cpu / max(1, runs[0]['moved']) * 1e6:>12.1f} {forget_cpu * 1e6 / runs[0]['fields']:>16.1f} "
               f"{audit:>8.2f} {audit_cpu:>7.2f} {per_entry:>13.1f} {per_entry * 1.1:>19.1f} "
               f"{str(all(x['audit_ok'] for x in runs)):>4}")
     return 0
