@@ -20,6 +20,7 @@ RUNS = {
     "serve.py": ["--topics", "20", "--ops", "4", "--rounds", "1"],
     "dashboard.py": ["--topics", "120", "--rounds", "1"],
     "maintenance.py": ["--sizes", "200"],
+    "forget_audit.py": ["--topics", "30"],
     "index.py": ["--sizes", "300", "--queries", "20"],
     "places.py": ["--sizes", "300", "--queries", "10", "--memory", "50"],
     "footprint.py": ["--sizes", "60", "--fields", "2"],
