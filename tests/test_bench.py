@@ -21,6 +21,7 @@ RUNS = {
     "dashboard.py": ["--topics", "120", "--rounds", "1"],
     "maintenance.py": ["--sizes", "200"],
     "index.py": ["--sizes", "300", "--queries", "20"],
+    "lexical.py": ["--sizes", "300", "--queries", "10", "--only", "gem,baseline"],
     "places.py": ["--sizes", "300", "--queries", "10", "--memory", "50"],
     "footprint.py": ["--sizes", "60", "--fields", "2"],
     "vectors.py": ["--sizes", "500", "--queries", "10", "--reps", "1", "--snapshot-docs", "500",

@@ -60,6 +60,9 @@ class LexicalIndex:
     # pass over all of them (reading a block then scoring what it met costs more than a pass).
     _PRUNED_AT_MOST = 0.5
     _BLOCK = BLOCK
+    # No merge makes a segment of more live postings than this: a merge runs inside a write,
+    # and one of 4M postings takes ~0.5 s; beyond it, segments of this size accumulate.
+    _MERGE_AT_MOST = 1 << 22
 
     def __init__(self, k1: float = 1.2, b: float = 0.75, analyzer: str = "tokens") -> None:
         if not (k1 >= 0 and math.isfinite(k1)) or not (0.0 <= b <= 1.0):
@@ -228,7 +231,7 @@ class LexicalIndex:
 
     def _flush(self) -> None:
         """The write buffer becomes a segment; then the ladder: while the segment before the
-        newest holds no more live postings than it, the two merge."""
+        newest holds no more live postings than it, the two merge (up to `_MERGE_AT_MOST`)."""
         if not self._buf_docs:
             return
         docs = np.fromiter(self._buf_docs, dtype=np.int64, count=len(self._buf_docs))
@@ -249,7 +252,8 @@ class LexicalIndex:
         self._buf_docs, self._buf_post, self._buf_n = {}, {}, 0
         self._adopt(seg, [])
         segs = self._segments
-        while len(segs) >= 2 and segs[-2].live_postings <= segs[-1].live_postings:
+        while len(segs) >= 2 and segs[-2].live_postings <= segs[-1].live_postings and \
+                segs[-2].live_postings + segs[-1].live_postings <= self._MERGE_AT_MOST:
             older, newer = segs[-2], segs[-1]
             self._adopt(postings.merge(self._next_id(), older, newer, self._owner,
                                        self._doc_len, self.k1, self.b, self.avgdl),
@@ -446,21 +450,33 @@ class LexicalIndex:
                 rest[left] = bound[done + first]
                 if done < n_blocks and self._kth(partial, met, k) > \
                         math.fsum(rest.tolist()) * (1.0 + 1e-8):
-                    break
-        rows = np.concatenate(met)
-        theta = self._kth(partial, [rows], k)
-        # the most each document met can still gain: the best block left of each term it
-        # has not been met in (documents of the buffer have none left)
-        reach = partial[rows].copy()
-        got = bits[rows]
-        for q in np.flatnonzero(rest).tolist():
-            reach += np.where(got & (1 << q), 0.0, rest[q])
-        rows = rows[reach * (1.0 + 1e-8) >= theta]
+                    # no document left unmet can enter; stop once scoring the ones met that
+                    # still could costs less than reading the next batch of blocks
+                    rows = self._reaching(partial, bits, met, rest, k)
+                    nxt = slice(done, done + batch)
+                    if rows.shape[0] * avgdl <= int((end_b[nxt] - start_b[nxt]).sum()):
+                        break
+        rows = self._reaching(partial, bits, met, rest, k)
         in_buffer = np.isin(rows, buffered)
         scores = np.empty(rows.shape[0], dtype=np.float64)
         scores[in_buffer] = partial[rows[in_buffer]]
         scores[~in_buffer] = self._exact(rows[~in_buffer], terms, avgdl)
         return ranked(scores, rows, self._id_of_row, k)
+
+    @classmethod
+    def _reaching(cls, partial: np.ndarray, bits: np.ndarray, met: list[np.ndarray],
+                  rest: np.ndarray, k: int) -> np.ndarray:
+        """The documents met that can still reach the k-th best partial score: their partial
+        score plus the best block left of each term they have not been met in (documents of
+        the buffer have none left). A margin covers rounding: the partial scores are summed
+        in another order than the exact ones."""
+        rows = np.concatenate(met)
+        theta = cls._kth(partial, [rows], k)
+        reach = partial[rows]
+        got = bits[rows]
+        for q in np.flatnonzero(rest).tolist():
+            reach = reach + np.where(got & (1 << q), 0.0, rest[q])
+        return rows[reach * (1.0 + 1e-8) >= theta]
 
     @staticmethod
     def _kth(partial: np.ndarray, met: list[np.ndarray], k: int) -> float:
