@@ -154,8 +154,8 @@ class LexicalIndex:
             self.remove(doc_id)
         row = self._new_row(doc_id)
         self._row_of[doc_id] = row
-        known = self._term_id.get
-        tids = tuple([known(t) if t in self._term_id else self._intern(t) for t in counts])
+        known = self._term_id
+        tids = tuple([known[t] if t in known else self._intern(t) for t in counts])
         tfs = tuple(counts.values())
         self._buf_docs[row] = (tids, tfs)
         buf = self._buf_post
@@ -328,7 +328,7 @@ class LexicalIndex:
         acc = np.zeros(len(self._id_of_row), dtype=np.float64)
         seen: list[np.ndarray] = []
         for tid, idf in terms:
-            parts = [self._buffer_postings(tid)]
+            parts: list[tuple[np.ndarray, ...]] = [self._buffer_postings(tid)]
             for seg in self._segments:
                 where = seg.slice_of(tid)
                 if where is not None:

@@ -91,6 +91,8 @@ def build(seg_id: int, terms: np.ndarray, ptr: np.ndarray, rows: np.ndarray, tf:
     rank = np.arange(int(blk_ptr[-1]), dtype=np.int64) - np.repeat(blk_ptr[:-1], n_blocks)
     starts = np.repeat(ptr[:-1], n_blocks) + rank * block
     dt = tf_dtype(tf)
+    blk_tf: np.ndarray
+    blk_dl: np.ndarray
     if starts.shape[0]:
         blk_tf = np.maximum.reduceat(tf, starts).astype(dt)
         blk_dl = np.minimum.reduceat(doc_len[rows], starts).astype(np.int32)
