@@ -86,7 +86,7 @@ class LexicalIndex:
         self._row_of: dict[str, int] = {}
         self._id_of_row: list[str] = []  # "" for a free row
         self._free_rows: list[int] = []
-        self._doc_len = np.zeros(16, dtype=np.int32)
+        self._doc_len = np.zeros(16, dtype=np.float64)  # float: scoring reads it as one
         self._owner = np.full(16, _FREE, dtype=np.int32)  # the segment id holding each row
         self._pos = np.zeros(16, dtype=np.int32)  # the row's place in its segment's documents
         self._total_len = 0  # an int, so avgdl is exact and independent of update order
@@ -284,7 +284,7 @@ class LexicalIndex:
         """BM25 of one term for postings (tf, rows): the one expression every path uses."""
         k1, b = self.k1, self.b
         tf = tf.astype(np.float64)
-        norm = k1 * (1.0 - b + b * (self._doc_len[rows].astype(np.float64) / avgdl))
+        norm = k1 * (1.0 - b + b * (self._doc_len[rows] / avgdl))
         return idf * (tf * (k1 + 1.0)) / (tf + norm)
 
     def _buffer_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
@@ -337,11 +337,14 @@ class LexicalIndex:
                 if where is not None:
                     a, b = where[0], where[1]
                     parts.append(self._live(seg, seg.rows[a:b], seg.tf[a:b]))
-            rows = np.concatenate([r for r, _ in parts])
-            tf = np.concatenate([f for _, f in parts])
-            seen.append(rows[acc[rows] == 0.0] if seen else rows)
-            # Rows are unique within a term, so fancy-index += is a plain scatter-add.
-            acc[rows] += self._scores(idf, tf, rows, avgdl)
+            for rows, tf in parts:  # a document is in one part: one addition per term
+                if rows.shape[0]:
+                    rows = rows.astype(np.intp)  # once, not at each fancy index below
+                    seen.append(rows[acc[rows] == 0.0] if seen else rows)
+                    # Rows are unique within a term, so fancy-index += is a plain scatter-add.
+                    acc[rows] += self._scores(idf, tf, rows, avgdl)
+        if not seen:
+            return []
         rows = seen[0] if len(seen) == 1 else np.concatenate(seen)
         return ranked(acc[rows], rows, self._id_of_row, k)
 
@@ -371,7 +374,7 @@ class LexicalIndex:
             which = np.repeat(mine, lengths)[hit]
             j = order[loc[hit]]
             tf = seg.fwd_tf[at[hit]].astype(np.float64)
-            dl = self._doc_len[rows[which]].astype(np.float64)
+            dl = self._doc_len[rows[which]]
             # `_scores`, with each entry's own idf
             contrib[j, which] = idf[j] * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * (dl / avgdl)))
         total = contrib[0].copy()
@@ -440,7 +443,8 @@ class LexicalIndex:
                     lengths = end_b[pick] - start_b[pick]
                     at = ranges(start_b[pick], lengths)
                     q_of = np.repeat(term_b[pick], lengths)
-                    rows, tf, q_of = self._live(seg, seg.rows[at], seg.tf[at], q_of)
+                    rows, tf, q_of = self._live(seg, seg.rows[at].astype(np.intp), seg.tf[at],
+                                                q_of)
                     for q in np.unique(q_of).tolist():
                         mine = q_of == q
                         r = rows[mine]  # a row once per term: plain scatters
@@ -624,7 +628,7 @@ class LexicalIndex:
             ix._df = np.zeros(max(64, len(terms)), dtype=np.int64)
             ix._df[:len(terms)] = np.diff(term_ptr)
             size = max(16, n_rows)
-            ix._doc_len = np.zeros(size, dtype=np.int32)
+            ix._doc_len = np.zeros(size, dtype=np.float64)
             ix._doc_len[:n_rows] = a["doc_len"]
             ix._owner = np.full(size, _FREE, dtype=np.int32)
             ix._pos = np.zeros(size, dtype=np.int32)
