@@ -287,6 +287,12 @@ class LexicalIndex:
         norm = k1 * (1.0 - b + b * (self._doc_len[rows] / avgdl))
         return idf * (tf * (k1 + 1.0)) / (tf + norm)
 
+    def _slices(self, terms: list[tuple[int, float]]
+                ) -> list[list[tuple[int, int, int, int] | None]]:
+        """Per segment, per query term: where its postings and blocks are, if it has any."""
+        ids = np.array([t for t, _ in terms], dtype=np.int32)
+        return [seg.slices_of(ids) for seg in self._segments]
+
     def _buffer_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
         p = self._buf_post.get(tid)
         if p is None:
@@ -330,12 +336,12 @@ class LexicalIndex:
         # > 0, tf >= 1), so acc == 0 means "row not seen yet"; that avoids a sort-based union.
         acc = np.zeros(len(self._id_of_row), dtype=np.float64)
         seen: list[np.ndarray] = []
-        for tid, idf in terms:
+        found = self._slices(terms)
+        for q, (tid, idf) in enumerate(terms):
             parts: list[tuple[np.ndarray, ...]] = [self._buffer_postings(tid)]
-            for seg in self._segments:
-                where = seg.slice_of(tid)
-                if where is not None:
-                    a, b = where[0], where[1]
+            for seg, where in zip(self._segments, found):
+                if where[q] is not None:
+                    a, b = where[q][0], where[q][1]  # type: ignore[index]
                     parts.append(self._live(seg, seg.rows[a:b], seg.tf[a:b]))
             for rows, tf in parts:  # a document is in one part: one addition per term
                 if rows.shape[0]:
@@ -395,9 +401,10 @@ class LexicalIndex:
         idf = np.array([i for _, i in terms], dtype=np.float64)
         # every block of the query's terms: its bound, segment, postings and term
         ub, seg_of, start, end, term_of = [], [], [], [], []
-        for q, (tid, _) in enumerate(terms):
+        found = self._slices(terms)
+        for q in range(len(terms)):
             for s, seg in enumerate(self._segments):
-                where = seg.slice_of(tid)
+                where = found[s][q]
                 if where is None:
                     continue
                 a, e, ba, be = where

@@ -70,13 +70,18 @@ class Segment:
     def n_postings(self) -> int:
         return self.rows.shape[0]
 
-    def slice_of(self, term: int) -> tuple[int, int, int, int] | None:
-        """(first posting, end, first block, end block) of a term, or None."""
-        i = int(np.searchsorted(self.terms, np.int32(term)))  # an int64 key would copy `terms`
-        if i == self.terms.shape[0] or self.terms[i] != term:
-            return None
-        return (int(self.ptr[i]), int(self.ptr[i + 1]), int(self.blk_ptr[i]),
-                int(self.blk_ptr[i + 1]))
+    def slices_of(self, terms: np.ndarray) -> list[tuple[int, int, int, int] | None]:
+        """For each term id (int32): (first posting, end, first block, end block), or None."""
+        at = np.searchsorted(self.terms, terms)
+        found = at < self.terms.shape[0]
+        found[found] = self.terms[at[found]] == terms[found]
+        out: list[tuple[int, int, int, int] | None] = [None] * terms.shape[0]
+        i = at[found]
+        for j, a, e, ba, be in zip(np.flatnonzero(found).tolist(), self.ptr[i].tolist(),
+                                   self.ptr[i + 1].tolist(), self.blk_ptr[i].tolist(),
+                                   self.blk_ptr[i + 1].tolist()):
+            out[j] = (a, e, ba, be)
+        return out
 
 
 def build(seg_id: int, terms: np.ndarray, ptr: np.ndarray, rows: np.ndarray, tf: np.ndarray,
