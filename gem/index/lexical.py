@@ -343,12 +343,13 @@ class LexicalIndex:
                 if where[q] is not None:
                     a, b = where[q][0], where[q][1]  # type: ignore[index]
                     parts.append(self._live(seg, seg.rows[a:b], seg.tf[a:b]))
-            for rows, tf in parts:  # a document is in one part: one addition per term
-                if rows.shape[0]:
-                    rows = rows.astype(np.intp)  # once, not at each fancy index below
-                    seen.append(rows[acc[rows] == 0.0] if seen else rows)
-                    # Rows are unique within a term, so fancy-index += is a plain scatter-add.
-                    acc[rows] += self._scores(idf, tf, rows, avgdl)
+            # one array per term (numpy's calls cost more than their copies here), of intp:
+            # numpy casts an int32 index array again at each fancy index
+            rows = np.concatenate([r for r, _ in parts]).astype(np.intp, copy=False)
+            tf = np.concatenate([f for _, f in parts])
+            seen.append(rows[acc[rows] == 0.0] if seen else rows)
+            # Rows are unique within a term, so fancy-index += is a plain scatter-add.
+            acc[rows] += self._scores(idf, tf, rows, avgdl)
         if not seen:
             return []
         rows = seen[0] if len(seen) == 1 else np.concatenate(seen)
