@@ -10,21 +10,19 @@ from typing import Any
 
 import numpy as np
 
-from gem.errors import InvalidInput, SnapshotError
+from gem.errors import InvalidInput
 from gem.terms import search_terms
 from gem.text import tokens
 
-from . import postings
+from . import lexical_file, postings
 from .common import check_doc_id, check_k, ranked
 from .postings import BLOCK, Segment, ranges
-from .snapfile import encode_strings, read_snapshot_file, snapshot_strings, write_snapshot_file
 
 # How a LexicalIndex cuts text into terms, by name (the name is saved with a snapshot): the
 # resolver's tokens, or search terms (stop words dropped, light stemming; gem/terms.py).
 ANALYZERS = {"tokens": tokens, "search": search_terms}
 
-# `owner` of a row whose document is in the write buffer, and of a free row.
-_BUFFER, _FREE = -1, -2
+_BUFFER, _FREE = postings.BUFFER, postings.FREE
 
 
 class LexicalIndex:
@@ -538,119 +536,12 @@ class LexicalIndex:
         return set(seg.fwd_terms[int(seg.fwd_ptr[pos]):int(seg.fwd_ptr[pos + 1])].tolist())
 
     # ------------------------------------------------------------------ snapshots
-    def _all_postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(term id, row, tf) of every live posting."""
-        ts, rs, fs = [], [], []
-        for seg in self._segments:
-            t = np.repeat(seg.terms, np.diff(seg.ptr))
-            rows, t, tf = self._live(seg, seg.rows, t, seg.tf)
-            ts.append(t.astype(np.int64))
-            rs.append(rows.astype(np.int64))
-            fs.append(tf.astype(np.int64))
-        for tid, p in self._buf_post.items():
-            ts.append(np.full(len(p), tid, dtype=np.int64))
-            rs.append(np.fromiter(p.keys(), dtype=np.int64, count=len(p)))
-            fs.append(np.fromiter(p.values(), dtype=np.int64, count=len(p)))
-        if not ts:
-            return (np.zeros(0, dtype=np.int64),) * 3  # type: ignore[return-value]
-        return np.concatenate(ts), np.concatenate(rs), np.concatenate(fs)
-
     def save(self, path: str | os.PathLike, stamp: Mapping[str, Any]) -> None:
-        """Write this index to `path` (atomically), with the caller's JSON-able `stamp`.
-
-        The file holds one segment: terms in sorted order, each term's postings in descending
-        order of what they score now (the blocks a loaded index builds then bound tightly),
-        and the same postings by row."""
-        tids, rows, tf = self._all_postings()
-        live = np.unique(tids)
-        terms = sorted(self._vocab[t] for t in live.tolist())
-        rank = np.zeros(max(len(self._vocab), 1), dtype=np.int64)
-        rank[[self._term_id[t] for t in terms]] = np.arange(len(terms), dtype=np.int64)
-        t = rank[tids]
-        n_rows = len(self._id_of_row)
-        avgdl = max(self.avgdl, 1e-9)
-        f = tf.astype(np.float64)
-        impact = f / (f + self.k1 * (1.0 - self.b + self.b * self._doc_len[rows] / avgdl))
-        by_term = np.lexsort((rows, -impact, t))
-        term_ptr = np.zeros(len(terms) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(t, minlength=len(terms)), out=term_ptr[1:])
-        by_row = np.lexsort((t, rows))
-        row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=n_rows), out=row_ptr[1:])
-        ids_utf8, ids_offsets = encode_strings(self._id_of_row)
-        terms_utf8, terms_offsets = encode_strings(terms)
-        write_snapshot_file(path, "lexical", stamp,
-                            {"k1": self.k1, "b": self.b, "analyzer": self.analyzer,
-                             "total_len": self._total_len,
-                             "rows": n_rows},
-                            {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
-                             "free_rows": np.asarray(self._free_rows, dtype=np.int64),
-                             "doc_len": self._doc_len[:n_rows].astype(np.float64),
-                             "terms_utf8": terms_utf8, "terms_offsets": terms_offsets,
-                             "term_ptr": term_ptr, "post_rows": rows[by_term].astype(np.int32),
-                             "post_tf": tf[by_term].astype(np.int32),
-                             "row_ptr": row_ptr, "row_terms": t[by_row].astype(np.int32),
-                             "row_tf": tf[by_row].astype(np.int32)})
+        """Write this index to `path` (atomically), with the caller's JSON-able `stamp`
+        (gem/index/lexical_file.py)."""
+        lexical_file.save(self, path, stamp)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> tuple[LexicalIndex, dict[str, Any]]:
         """(index, stamp) from a file written by save(); SnapshotError if it is unusable."""
-        stamp, meta, a = read_snapshot_file(path, "lexical")
-        try:
-            ix = cls(meta["k1"], meta["b"], meta.get("analyzer", "tokens"))
-            n_rows = int(meta["rows"])
-            ids = snapshot_strings(a, "ids")
-            terms = snapshot_strings(a, "terms")
-            free = a["free_rows"].tolist()
-            term_ptr, post_rows, post_tf = a["term_ptr"], a["post_rows"], a["post_tf"]
-            row_ptr, row_terms = a["row_ptr"], a["row_terms"]
-            n = post_rows.shape[0]
-            if not (len(ids) == n_rows == a["doc_len"].shape[0] == row_ptr.shape[0] - 1
-                    and term_ptr.shape[0] == len(terms) + 1
-                    and term_ptr[-1] == n == post_tf.shape[0] == row_terms.shape[0]
-                    == row_ptr[-1]
-                    and (n == 0 or (0 <= post_rows.min() and post_rows.max() < n_rows
-                                    and 0 <= row_terms.min() and row_terms.max() < len(terms)
-                                    and post_tf.min() >= 1))):
-                raise ValueError("array sizes disagree")
-            if "row_tf" in a:
-                row_tf = a["row_tf"]
-                if row_tf.shape[0] != n:
-                    raise ValueError("array sizes disagree")
-            else:  # a snapshot from before the forward index kept tfs
-                t = np.repeat(np.arange(len(terms), dtype=np.int32), np.diff(term_ptr))
-                by_row = np.lexsort((t, post_rows))
-                row_terms, row_tf = t[by_row], post_tf[by_row]
-            free_set = set(free)
-            live = [(d, r) for r, d in enumerate(ids) if r not in free_set]
-            ix._row_of = dict(live)
-            if len(ix._row_of) != len(live) or len(free_set) != len(free) or any(
-                    not 0 <= r < n_rows for r in free):
-                raise ValueError("duplicate ids or bad free rows")
-            if (np.diff(term_ptr) <= 0).any() or len(set(terms)) != len(terms):
-                raise ValueError("empty or repeated terms")
-            ix._id_of_row = ids
-            ix._free_rows = free
-            ix._vocab = terms
-            ix._term_id = {t: i for i, t in enumerate(terms)}
-            ix._df = np.zeros(max(64, len(terms)), dtype=np.int64)
-            ix._df[:len(terms)] = np.diff(term_ptr)
-            size = max(16, n_rows)
-            ix._doc_len = np.zeros(size, dtype=np.float64)
-            ix._doc_len[:n_rows] = a["doc_len"]
-            ix._owner = np.full(size, _FREE, dtype=np.int32)
-            ix._pos = np.zeros(size, dtype=np.int32)
-            ix._total_len = int(meta["total_len"])
-            if n_rows:
-                seg = postings.build(ix._next_id(), np.arange(len(terms), dtype=np.int32),
-                                     term_ptr, post_rows, post_tf,
-                                     np.arange(n_rows, dtype=np.int32), row_ptr, row_terms,
-                                     row_tf, ix._doc_len, ix._BLOCK)
-                seg.live_docs = len(live)
-                ix._adopt(seg, [])
-                ix._owner[np.asarray(free, dtype=np.int64)] = _FREE
-        except SnapshotError:
-            raise
-        except (KeyError, ValueError, TypeError) as e:
-            raise SnapshotError(f"snapshot {str(path)!r} is inconsistent: {e}") from e
-        return ix, stamp
+        return lexical_file.load(cls, path)

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# `owner` of a row whose document is in a LexicalIndex's write buffer, and of a free row.
+BUFFER, FREE = -1, -2
+
 # Postings per block: the unit a query skips or scores. Small blocks bound tighter; each block
 # costs 8 bytes and a term's last block is partly empty.
 BLOCK = 128
