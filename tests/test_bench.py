@@ -22,6 +22,7 @@ RUNS = {
     "maintenance.py": ["--sizes", "200"],
     "forget_audit.py": ["--topics", "30"],
     "index.py": ["--sizes", "300", "--queries", "20"],
+    "lexical.py": ["--sizes", "300", "--queries", "10", "--only", "gem,baseline"],
     "places.py": ["--sizes", "300", "--queries", "10", "--memory", "50"],
     "footprint.py": ["--sizes", "60", "--fields", "2"],
     "vectors.py": ["--sizes", "500", "--queries", "10", "--reps", "1", "--snapshot-docs", "500",

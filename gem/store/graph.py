@@ -372,11 +372,12 @@ class GraphStore:
                 raise InvalidInput("compact() needs a database path without a quote (')")
             self._conn.execute("CHECKPOINT")
             compact.build(shared.module, self.path,
-                          lambda dst: self._conn.execute(f"EXPORT DATABASE '{dst}' (format='parquet')"))
+                          lambda dst: self._conn.execute(f"EXPORT DATABASE '{dst}' (format='parquet')"),
+                          shared.options)
             self._release()
             shared.database.close()
             compact.swap(self.path)
-            shared.database = shared.module.Database(self.path)
+            shared.database = shared.module.Database(self.path, **shared.options)
             self._conn = shared.module.Connection(shared.database)
             shared.sizes.clear()
 
