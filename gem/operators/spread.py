@@ -105,6 +105,10 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
     named = _named_speakers(query, [r["speaker"] for r in (t.row("Episode", e) for e in eids)
                                     if r is not None and r["speaker"]])
 
+    if named:  # who said each seed's previous turn: read together, not one by one
+        seed_rows = [t.row("Episode", s.unit) for s in seeds if unit_table(s.unit) == "Episode"]
+        t.prefetch("Episode", [r["follows"] for r in seed_rows if r is not None and r["follows"]])
+
     def said_by_other(eid: str) -> float:
         """OTHER_SPEAKER for a turn someone other than the one speaker the query names said."""
         if not named:
