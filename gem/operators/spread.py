@@ -81,7 +81,10 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
     seeds = pool[:max(SEEDS, k)]
     by_unit = {s.unit: s for s in pool}
     eids = [s.unit for s in pool if unit_table(s.unit) == "Episode"]
-    t.prefetch("Episode", eids + [_after(eid) for eid in eids])
+    # a seed's neighbours, both ways: who said them weighs the spreading when the query names
+    # a speaker (the one before is the one it follows: ids count up per scope)
+    seed_eids = [s.unit for s in seeds if unit_table(s.unit) == "Episode"]
+    t.prefetch("Episode", eids + [_after(eid) for eid in eids] + _before(seed_eids))
     score = {s.unit: s.score for s in pool}
     # how well a unit answers the query, first stage or passed on: the cues below weigh what
     # answers (who said it matters among the turns about the thing asked, not on its own)
@@ -104,10 +107,6 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
 
     named = _named_speakers(query, [r["speaker"] for r in (t.row("Episode", e) for e in eids)
                                     if r is not None and r["speaker"]])
-
-    if named:  # who said each seed's previous turn: read together, not one by one
-        seed_rows = [t.row("Episode", s.unit) for s in seeds if unit_table(s.unit) == "Episode"]
-        t.prefetch("Episode", [r["follows"] for r in seed_rows if r is not None and r["follows"]])
 
     def said_by_other(eid: str) -> float:
         """OTHER_SPEAKER for a turn someone other than the one speaker the query names said."""
@@ -162,6 +161,16 @@ def _after(eid: str) -> str:
     """The id of the episode recorded right after `eid` (ids count up per scope)."""
     head, n = eid.rsplit("ep", 1)
     return f"{head}ep{int(n) + 1}"
+
+
+def _before(eids: Sequence[str]) -> list[str]:
+    """The ids of the episodes recorded right before these."""
+    out = []
+    for eid in eids:
+        head, n = eid.rsplit("ep", 1)
+        if int(n) > 1:
+            out.append(f"{head}ep{int(n) - 1}")
+    return out
 
 
 def _same_scope(t: Transition, eid: str) -> bool:
