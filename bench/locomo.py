@@ -7,8 +7,9 @@ against BM25, dense and RRF baselines, side by side in one run.
 Reads the LoCoMo development split by path (`../shared/data/locomo-dev.json` beside the
 repository or its worktree folder, or the file named by GEM_LOCOMO) and skips cleanly when it
 is absent. For each conversation: a fresh memory whose injected clock is set to each session's
-date, every turn ingested as a `gem.Episode` (source = its dia_id, speaker, session time; one
-transition per turn, as an agent would record them), `maintain()` between sessions under the
+date, every turn ingested as a `gem.Episode` (its text with a shared image's caption, source =
+its dia_id, speaker, session time; one transition per turn, as an agent would record them),
+`maintain()` between sessions under the
 default governance (or not: "no maintenance"); then every question of categories 1-4 through
 `mem.retrieve(question, k)`, asked a day after the last session. Evidence recall: does the
 returned material include the turn(s) that answer the question: any@k (at least one evidence
@@ -117,6 +118,15 @@ def evidence_ids(raw: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def as_seen(turn: dict[str, Any]) -> str:
+    """A turn's text as the agent in the conversation saw it: a shared image comes with its
+    caption (`blip_caption`, what a captioning model says of it, as LoCoMo's own evaluation
+    shows it). The `query` the dataset's authors searched images with is left out: the agent
+    sees the picture, not how it was found."""
+    caption = turn.get("blip_caption")
+    return f"{turn['text']} [shares an image: {caption}]" if caption else str(turn["text"])
+
+
 def load(path: Path, limit: int | None = None, questions: int | None = None) -> list[Conversation]:
     data = json.loads(path.read_text(encoding="utf-8"))
     out = []
@@ -128,7 +138,7 @@ def load(path: Path, limit: int | None = None, questions: int | None = None) -> 
         for n in numbers:
             start = parse_date(conv[f"session_{n}_date_time"])
             # Turns a second apart: the order within a session is kept in valid time.
-            turns = [Turn(t["dia_id"], t["speaker"], t["text"], start + timedelta(seconds=i))
+            turns = [Turn(t["dia_id"], t["speaker"], as_seen(t), start + timedelta(seconds=i))
                      for i, t in enumerate(conv[f"session_{n}"])]
             sessions.append((start, turns))
         selected = [q for q in item["qa"] if q.get("category") in CATEGORIES

@@ -11,6 +11,13 @@ content and the salt go, and the erasure's tombstone names the redacted record.
 
 Salience columns are not part of a row's hash: they are written behind (gem/derived/); the
 log's salience part is what they are checked against.
+
+A move down the forgetting ladder that changes only a unit's status (most of a forgetting
+pass: 1M fields at 100k topics) is attested by the record's `detail.attenuated`, which names
+every unit moved and its level, not by hashing the row again: the row's other columns are
+still what the last record that wrote it attested, with the status it had then (one of
+`LADDER[table]`, found by trying them; a hash matches one at most). So the audit checks the
+stored status against the last move and the rest of the row against the last hash.
 """
 from __future__ import annotations
 
@@ -30,6 +37,10 @@ WRITTEN_BEHIND = frozenset({"strength", "last_access"})
 ADDED_LATER = ("labels", "reason", "cleared_by", "cited_by", "contradicted_by")
 # Places (gem/places.py) came later too; only null is left out: 0.0 is a latitude.
 PLACE_COLUMNS = ("place_lat", "place_lon", "place_name")
+# The statuses a unit of each table can have, the ladder's levels among them ("active" first:
+# the status most rows were written in).
+LADDER = {"Topic": ("active", "archived"), "Field": ("active", "compressed", "hidden"),
+          "Episode": ("active", "hidden")}
 
 
 def row_hash(table: str, row: Row) -> str:
@@ -43,6 +54,13 @@ def row_hash(table: str, row: Row) -> str:
         if column in body and body[column] is None:
             del body[column]
     return hashlib.sha256(f"{table}\n{dumps(body)}".encode("utf-8")).hexdigest()[:32]
+
+
+def ladder_attested(table: str, key: str, props: Row, levels: dict[str, str]) -> bool:
+    """Whether a transition's update of a row is attested by its record's ladder moves
+    (`levels`: unit -> the last level it moved to) instead of the row's hash: it changed the
+    status alone, to that level."""
+    return table in LADDER and len(props) == 1 and levels.get(key, "") == props.get("status")
 
 
 def edge_key(table: str, source: str, target: str) -> str:

@@ -26,7 +26,8 @@ from .policy import PolicySet, catalogue, load_sources
 from .resolve import Resolver
 from .runtime import FactsDropped, PolicyRuntime, available_actions
 from .state.cache import CommittedCache
-from .state.transition import Counters, Services, Transition
+from .state.committed import Counters, Services
+from .state.transition import Transition
 from .store import GraphStore, queries
 from .store.schema import SCHEMA_VERSION
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import attest, conditions, usage
 from .errors import InvalidInput, TransitionRejected
-from .operators.forget import enforce_bound
+from .operators.forget import attenuations, enforce_bound
 from .runtime import FactsDropped, PolicyRuntime
 from .state.transition import Transition
 from .store import queries
@@ -151,13 +151,16 @@ def append_log(t: Transition, engine: "Engine") -> None:
 
 def attested(t: Transition) -> dict[str, str | None]:
     """unit -> content hash of every row this transition wrote (None: deleted), every typed
-    edge it added or removed, and what its other writes attest (stored policies)."""
+    edge it added or removed, and what its other writes attest (stored policies). A unit whose
+    status alone moved down the ladder is attested by `detail.attenuated` (gem/attest.py)."""
     out: dict[str, str | None] = {}
+    levels = dict(attenuations(t.detail))
     for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
         for key, row in t.created[table].items():
             out[key] = attest.row_hash(table, row)
-        for key in t.updated[table]:
-            out[key] = attest.row_hash(table, t.get(table, key))
+        for key, props in t.updated[table].items():
+            if not attest.ladder_attested(table, key, props, levels):
+                out[key] = attest.row_hash(table, t.get(table, key))
         for key in t.deleted[table]:
             if key not in t.unlisted:
                 out[key] = None

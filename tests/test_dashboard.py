@@ -25,7 +25,8 @@ HREF = re.compile(r'href="([^"]*)"')
 @pytest.fixture(scope="module")
 def reports_dir(tmp_path_factory):
     from gem.bench.stream import StreamConfig
-    from gem.bench.trajectory import run_benchmark, write_outputs
+    from gem.bench.report import write_outputs
+    from gem.bench.trajectory import run_benchmark
     out = tmp_path_factory.mktemp("reports")
     report = run_benchmark(StreamConfig(turns=30, seed=3), ["mem0-v2", "zep"])
     write_outputs(report, out, html=True)

@@ -11,18 +11,20 @@ import pytest
 import gem
 from conftest import snapshot
 from gem.dashboard import pages, svg
+from gem.dashboard.pages.common import LIST_LIMIT
+from gem.dashboard.pages.topics import TABLE_LIMIT, TIMELINE_LIMIT
 
 
 def test_a_long_history_is_drawn_newest_first_and_capped(mem, clock):
-    for k in range(pages.TIMELINE_LIMIT + 30):
+    for k in range(TIMELINE_LIMIT + 30):
         clock.advance(hours=1)
         mem.ingest(gem.Fact("Long Story", "chapter", f"chapter {k}", source=f"s{k % 3}"))
     page = pages.topic(mem, "Long Story")
     field = page.split('id="field-chapter"', 1)[1]
-    assert f"The newest {pages.TIMELINE_LIMIT} of {pages.TIMELINE_LIMIT + 30} entries" in field
-    assert field.count('<g class="entry ') == pages.TIMELINE_LIMIT
-    assert f"The newest {pages.TABLE_LIMIT} of" in field
-    assert f"chapter {pages.TIMELINE_LIMIT + 29}" in field and ">chapter 0<" not in field
+    assert f"The newest {TIMELINE_LIMIT} of {TIMELINE_LIMIT + 30} entries" in field
+    assert field.count('<g class="entry ') == TIMELINE_LIMIT
+    assert f"The newest {TABLE_LIMIT} of" in field
+    assert f"chapter {TIMELINE_LIMIT + 29}" in field and ">chapter 0<" not in field
 
 
 def test_the_overview_and_log_audit_again_once_the_memory_moved_on(mem):
@@ -45,7 +47,7 @@ def test_long_evidence_lists_are_cut(mem, clock, n):
     page = pages.log(mem, None, None)
     assert re.search(r"\+\d+ more", page)
     # each list cut at LIST_LIMIT: the ingest's units, and the pass's units and three levels
-    assert page.count("Faded subject number") <= 5 * pages.LIST_LIMIT
+    assert page.count("Faded subject number") <= 5 * LIST_LIMIT
 
 
 def test_every_page_function_changes_nothing(mem, clock):

@@ -1,4 +1,5 @@
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -105,16 +106,20 @@ lexical_ops = st.lists(
 )
 
 
-class _CacheEverything(LexicalIndex):
-    # Posting arrays are normally cached only for frequent terms; caching all of them lets
-    # small examples exercise the cache invalidation.
-    _CACHE_MIN_DF = 1
+class _SmallSegments(LexicalIndex):
+    # Postings normally stay in the write buffer until it holds 16k of them and are scored
+    # exhaustively below 8k; tiny segments, blocks and no exhaustive shortcut let small
+    # examples exercise flushes, the merge ladder, dead postings and pruned queries.
+    _BUFFER_POSTINGS = 3
+    _EXHAUSTIVE_BELOW = 0
+    _PRUNED_AT_MOST = 2.0
+    _BLOCK = 2
 
 
 @settings(max_examples=200, deadline=None)
 @given(lexical_ops, st.randoms(use_true_random=False), st.booleans())
-def test_bm25_incremental_equals_rebuild(ops, rnd, cache_all):
-    live = _CacheEverything() if cache_all else LexicalIndex()
+def test_bm25_incremental_equals_rebuild(ops, rnd, small):
+    live = _SmallSegments() if small else LexicalIndex()
     model: dict[str, str] = {}
     for op, doc_id, text in ops:
         if op == "upsert":
@@ -123,7 +128,6 @@ def test_bm25_incremental_equals_rebuild(ops, rnd, cache_all):
         else:
             live.remove(doc_id)
             model.pop(doc_id, None)
-        # Searching between writes fills the posting-array cache that later writes must drop.
         live.search(rnd.choice(VOCAB) + " " + rnd.choice(VOCAB))
     fresh = LexicalIndex()
     items = list(model.items())
@@ -137,6 +141,84 @@ def test_bm25_incremental_equals_rebuild(ops, rnd, cache_all):
     for q in queries:
         assert live.search(q) == fresh.search(q), q
         assert live.search(q, k=3) == fresh.search(q, k=3), q
+
+
+def brute_bm25(docs: dict[str, str], query: str, k1: float, b: float) -> list[tuple[str, float]]:
+    """BM25 by definition, one document at a time: each score summed over the query's terms in
+    sorted order, the order the index promises (so the floats are equal, not close)."""
+    counted = {d: Counter(text.lower().split()) for d, text in docs.items()}
+    n = len(docs)
+    avgdl = sum(sum(c.values()) for c in counted.values()) / n if n else 0.0
+    terms = sorted({t for t in query.lower().split() if any(t in c for c in counted.values())})
+    out = []
+    for d, c in counted.items():
+        if not any(t in c for t in terms):
+            continue
+        score = 0.0
+        for t in terms:
+            if t in c:
+                df = sum(1 for other in counted.values() if t in other)
+                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                tf = float(c[t])
+                norm = k1 * (1.0 - b + b * (sum(c.values()) / avgdl))
+                score += idf * (tf * (k1 + 1.0)) / (tf + norm)
+        out.append((d, score))
+    return sorted(out, key=lambda p: (-p[1], p[0]))
+
+
+# Skewed word frequencies, as in text: a few words in most documents, many rare ones.
+ZIPF_VOCAB = [f"w{i}" for i in range(40)]
+zipf_text = st.lists(st.integers(0, 39).map(lambda i: ZIPF_VOCAB[(i * i) // 40]),
+                     max_size=12).map(" ".join)
+bm25_ops = st.lists(st.one_of(
+    st.tuples(st.just("upsert"), st.integers(0, 60).map(lambda i: f"d{i}"), zipf_text),
+    st.tuples(st.just("remove"), st.integers(0, 60).map(lambda i: f"d{i}"), st.just(""))),
+    max_size=150)
+
+
+@settings(max_examples=150, deadline=None)
+@given(bm25_ops, st.lists(st.lists(st.sampled_from(ZIPF_VOCAB), min_size=1, max_size=4),
+                          min_size=1, max_size=4),
+       st.sampled_from([1, 2, 3, 5, 10]), st.sampled_from([(1.2, 0.75), (0.9, 0.4), (2.0, 1.0)]))
+def test_pruned_top_k_equals_brute_force_bm25(ops, queries, k, params):
+    # Pruned queries stop early; they must return the exhaustive answer exactly: the same
+    # documents, the same float scores, ties by id, after upserts, rewrites and removals.
+    ix = _SmallSegments(*params)
+    model: dict[str, str] = {}
+    for op, doc_id, text in ops:
+        if op == "upsert":
+            ix.upsert(doc_id, text)
+            model[doc_id] = text
+        else:
+            ix.remove(doc_id)
+            model.pop(doc_id, None)
+    for words in queries:
+        q = " ".join(words)
+        want = brute_bm25(model, q, *params)
+        assert ix.search(q) == want, q
+        assert ix.search(q, k=k) == want[:k], q
+
+
+def test_pruned_search_reads_few_postings_of_common_terms():
+    # A rare term decides the top 5; the common term's postings (every document) cannot lift
+    # a document without the rare term above them, so most of its blocks are never read.
+    class Counting(LexicalIndex):
+        _EXHAUSTIVE_BELOW = 0  # pruned however small the corpus
+        read = 0
+
+        def _live(self, seg, rows, *rest):
+            Counting.read += rows.shape[0]
+            return super()._live(seg, rows, *rest)
+
+    ix = Counting()
+    for i in range(20_000):
+        ix.upsert(f"d{i}", "common filler words here" + (" rare" if i % 1000 == 0 else ""))
+    got = ix.search("common rare", k=5)
+    assert got == ix._exhaustive(ix._query_terms("common rare", None), 5, ix.avgdl)
+    assert [d for d, _ in got] == ["d0", "d1000", "d10000", "d11000", "d12000"]
+    Counting.read = 0
+    ix.search("common rare", k=5)
+    assert Counting.read < 20_000 // 4
 
 
 # ---------------------------------------------------------------- vectors

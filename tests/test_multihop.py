@@ -7,6 +7,7 @@ from datetime import timedelta
 from conftest import ENGINE, T0
 
 import gem
+from gem.operators.spread import Hit, second_stage
 
 
 def offsite_conversation(mem: gem.Memory, start=T0 - timedelta(days=1)) -> None:
@@ -122,3 +123,27 @@ def test_a_hidden_reply_is_recalled_through_the_turn_the_query_matches_and_reviv
     (revived,) = mem.episodes(text="tram depot").episodes
     assert revived.status == "active" and revived.salience > hidden.salience
     assert mem.audit(full=True).ok
+
+
+def test_a_question_about_one_speaker_passes_the_other_s_reply_less_than_their_own_turn(mem):
+    """The reply to the turn the query matched follows it; when the query names one speaker,
+    what that speaker said elsewhere answers it better than the other's reply (LoCoMo: 97% of
+    a multi-hop question's evidence is the named speaker's). The second stage is given the
+    first stage's ranking as rank_units would hand it over."""
+    start = T0 - timedelta(days=30)
+    for i, (who, text, at) in enumerate([
+            ("Ana", "I play the clarinet, since I was young.", start),
+            ("Bob", "That is lovely to hear!", start + timedelta(seconds=1)),
+            ("Ana", "Running, reading, or playing my violin.", start + timedelta(days=10))]):
+        mem.ingest(gem.Episode(text, at=at, source=f"chat:{i}", speaker=who))
+    ids = {e.source: e.id for e in mem.episodes(limit=10).episodes}
+    first = [Hit(ids["chat:0"], 0.05, 0.6), Hit(ids["chat:2"], 0.03, 0.2)]
+
+    def ranked(query: str) -> list[str]:
+        hits = mem._engine.read(lambda t: second_stage(t, query, first, 2,
+                                                       lambda unit, rel: (True, None)))
+        source = {v: k for k, v in ids.items()}
+        return [source[h.unit] for h in hits]
+    assert ranked("What instruments does Ana play?")[:2] == ["chat:0", "chat:2"]
+    # a question naming no one (or both) keeps the reply next to the turn it answers
+    assert ranked("What instruments are played?")[:2] == ["chat:0", "chat:1"]

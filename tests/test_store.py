@@ -227,6 +227,30 @@ def test_the_engine_gets_a_desktop_sized_buffer_pool_unless_the_caller_sizes_it(
 
 
 @EMBEDDED
+@pytest.mark.parametrize("asked", [None, 64 << 20])
+def test_compact_opens_the_new_database_with_the_same_buffer_pool(tmp_path, monkeypatch, asked):
+    """compact() imports into a new database and reopens it: both with the pool the memory
+    was opened with, not the engine's default of 80% of the RAM."""
+    from gem.store.graph import DEFAULT_BUFFER_POOL
+    options = {} if asked is None else {"buffer_pool_size": asked}
+    with gem.open(tmp_path / "db", engine=ENGINE, **options) as mem:
+        mem.ingest(gem.Fact("Website Redesign", "owner", "team"))
+        module = mem._engine.store._shared.module
+        opened: list[dict] = []
+
+        class Recording(module.Database):
+            def __init__(self, path, **kwargs):
+                opened.append(kwargs)
+                super().__init__(path, **kwargs)
+
+        monkeypatch.setattr(module, "Database", Recording)
+        mem.compact()
+        assert mem.inspect("Website Redesign", "owner").value == "team"
+    assert len(opened) == 2
+    assert [o.get("buffer_pool_size") for o in opened] == [asked or DEFAULT_BUFFER_POOL] * 2
+
+
+@EMBEDDED
 @pytest.mark.parametrize("options, problem", [
     ({"max_db_size": 3 << 29}, "power of 2"),
     ({"max_db_size": 0}, "positive number of bytes"),

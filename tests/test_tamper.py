@@ -236,3 +236,27 @@ def test_times_are_encoded_with_their_own_offset_however_often_they_repeat():
     assert first == second and first.isoformat() != second.isoformat()
     assert [dumps(first), dumps(second), dumps(first)] == \
         [f'"{first.isoformat()}"', f'"{second.isoformat()}"', f'"{first.isoformat()}"']
+
+
+def test_canonical_json_is_the_json_modules_text_for_any_value():
+    """gem.units.dumps calls the C encoder it made once (JSONEncoder makes one per call): every
+    stored hash depends on it writing exactly what json.dumps writes with the same options."""
+    import json
+    from datetime import datetime, timezone
+    from hypothesis import given, settings, strategies as st
+    from gem.units import _json_default, dumps
+    leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.text(),
+                       st.floats(allow_nan=True, allow_infinity=True),
+                       st.datetimes(timezones=st.just(timezone.utc)))
+    values = st.recursive(leaves, lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=8), inner, max_size=5)),
+        max_leaves=20)
+
+    @settings(max_examples=300, deadline=None)
+    @given(values)
+    def same(value):
+        assert dumps(value) == json.dumps(value, sort_keys=True, separators=(",", ":"),
+                                          default=_json_default)
+    same()
+    assert dumps({"b": [1.5, None], "a": datetime(2026, 1, 1, tzinfo=timezone.utc)}) == \
+        '{"a":"2026-01-01T00:00:00+00:00","b":[1.5,null]}'

@@ -13,9 +13,13 @@ import gem
 from gem.bench import add_bench_parser, run_bench
 from gem.bench.baselines import (AddOnlyFactStore, AppendOnlyVectorStore, BitemporalGraph,
                                  OverwriteFactStore, RecencyImportanceMemory)
-from gem.bench.stream import (CHATTER, IMPORTANCE, PROJECT_POOL, START, FactSpec, Ledger,
-                              LinkSpec, QuerySpec, StreamConfig, Turn, generate, ground_truth)
-from gem.bench.trajectory import GemSystem, run_benchmark, run_system, score
+from gem.bench.gem_system import GemSystem
+from gem.bench.generator import generate
+from gem.bench.stream import (CHATTER, IMPORTANCE, PROJECT_POOL, START, FactSpec, LinkSpec,
+                              QuerySpec, StreamConfig, Turn)
+from gem.bench.scoring import run_system, score
+from gem.bench.trajectory import run_benchmark
+from gem.bench.truth import Ledger, ground_truth
 
 from conftest import ENGINE, temporary_location
 

@@ -13,7 +13,7 @@ from ..dashboard import svg
 from ..dashboard.html import badge, card, document, esc, table
 
 if TYPE_CHECKING:
-    from .trajectory import Report
+    from .report import Report
 
 COLOURS = {"gem": "#111827"}
 

@@ -1,78 +1,28 @@
 """BM25 over text: gem's lexical index, updated incrementally and saved as a snapshot."""
 from __future__ import annotations
 
+import itertools
 import math
 import os
-import sys
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from gem.errors import InvalidInput, SnapshotError
+from gem.errors import InvalidInput
 from gem.terms import search_terms
 from gem.text import tokens
 
+from . import lexical_file, postings
 from .common import check_doc_id, check_k, ranked
-from .snapfile import encode_strings, read_snapshot_file, snapshot_strings, write_snapshot_file
+from .postings import BLOCK, Segment, ranges
 
 # How a LexicalIndex cuts text into terms, by name (the name is saved with a snapshot): the
 # resolver's tokens, or search terms (stop words dropped, light stemming; gem/terms.py).
 ANALYZERS = {"tokens": tokens, "search": search_terms}
 
-
-class _LoadedPostings:
-    """The postings of a LexicalIndex as loaded from a snapshot: read-only CSR arrays.
-
-    Loading keeps them as arrays instead of building one dict entry per (term, document),
-    which takes seconds at 100k documents, and writes never convert them: a document written
-    after loading has its postings in the index's dicts, and removing a loaded document only
-    marks its row dead here (its terms' live document counts drop by one). A term's postings
-    are then the live rows of its slice here plus its dict, if any. save() merges both.
-    """
-
-    def __init__(self, terms: list[str], term_ptr: np.ndarray, rows: np.ndarray,
-                 tf: np.ndarray, row_ptr: np.ndarray, row_terms: np.ndarray) -> None:
-        self.terms = terms
-        self.index_of = {t: i for i, t in enumerate(terms)}
-        self.term_ptr = term_ptr.tolist()
-        self.live_df = np.diff(term_ptr)
-        self.rows = rows.astype(np.int64)
-        self.tf = tf
-        self.row_ptr = row_ptr
-        self.row_terms = row_terms
-        self.dead = np.zeros(row_ptr.shape[0] - 1, dtype=bool)
-        self.n_dead = 0
-
-    def df(self, term: str) -> int:
-        i = self.index_of.get(term)
-        return 0 if i is None else int(self.live_df[i])
-
-    def arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """(rows, tf as float64) of the term's live loaded postings, or None if it has none."""
-        i = self.index_of.get(term)
-        if i is None or self.live_df[i] == 0:
-            return None
-        a, b = self.term_ptr[i], self.term_ptr[i + 1]
-        rows, tf = self.rows[a:b], self.tf[a:b]
-        if self.n_dead:
-            live = ~self.dead[rows]
-            rows, tf = rows[live], tf[live]
-        return rows, tf.astype(np.float64)
-
-    def kill(self, row: int) -> list[str]:
-        """Mark a loaded document's row dead; returns its terms."""
-        a, b = int(self.row_ptr[row]), int(self.row_ptr[row + 1])
-        ids = self.row_terms[a:b]
-        self.live_df[ids] -= 1  # a term appears once per row, so this is a plain scatter
-        self.dead[row] = True
-        self.n_dead += 1
-        return [self.terms[i] for i in ids.tolist()]
-
-
-# Marks a row whose document is still in the loaded postings (see _LoadedPostings).
-_ROW_IN_SNAPSHOT: tuple[str, ...] = ("<a row of the loaded postings>",)
+_BUFFER, _FREE = postings.BUFFER, postings.FREE
 
 
 class LexicalIndex:
@@ -83,19 +33,37 @@ class LexicalIndex:
     containing a very common query word would rank below one that does not contain it).
     Query terms are deduplicated: "deadline deadline" asks the same thing as "deadline".
 
-    A query costs time proportional to the postings of its terms, not to the corpus size:
-    postings are term -> {row: tf}, document lengths live in a numpy array indexed by row and
-    the average length is kept from a running total. The postings of frequent terms are also
-    kept as numpy arrays between queries (dropped when the term's postings change), since
-    converting a 90k-entry dict per query was half the query time at 100k documents.
+    Postings are numpy segments (gem/index/postings.py): a write goes to a small buffer of
+    dicts, which becomes a segment when it holds `_BUFFER_POSTINGS` postings; segments merge in
+    a binary ladder (a posting is copied O(log n) times) and drop the postings of rewritten
+    and removed documents as they do. A document costs ~12 bytes a distinct term, against
+    ~100 for the dict entries per (term, document) this index held before.
+
+    A query for the best k scores blocks of postings in descending order of the most they can
+    add (a block's largest tf and shortest document bound its scores) and each document it
+    meets exactly, from the document's own terms; it stops when the k-th best score found
+    exceeds what any document not yet met could reach. The result is the exhaustive one, bit
+    for bit (same scores, same order): every score is summed over the query's terms in sorted
+    order, however it was found.
 
     `save(path, stamp)` writes a snapshot and `LexicalIndex.load(path)` reads one back; a
     loaded index scores bit for bit like the saved one and stays updatable.
     """
 
-    # Rare terms convert in microseconds; caching them as well would duplicate the whole
-    # index in memory for no measurable gain.
-    _CACHE_MIN_DF = 256
+    # Postings the write buffer holds before it becomes a segment (~1.5 MB of dicts).
+    _BUFFER_POSTINGS = 16384
+    # A query whose terms have fewer postings than this is scored exhaustively: reading blocks
+    # by their bound costs more per posting than a pass over all of them, and pays only when a
+    # pass is long (bench/lexical.py: at 100k documents top-10 p50 4.3 ms pruned against 2-3 ms
+    # for a pass; at 1M documents 106 against 360 ms for queries with a very common term).
+    _EXHAUSTIVE_BELOW = 1 << 18
+    # The share of the query terms' postings a pruned query reads before it gives up for a
+    # pass over all of them (reading a block then scoring what it met costs more than a pass).
+    _PRUNED_AT_MOST = 0.5
+    _BLOCK = BLOCK
+    # No merge makes a segment of more live postings than this: a merge runs inside a write,
+    # and one of 4M postings takes ~0.5 s; beyond it, segments of this size accumulate.
+    _MERGE_AT_MOST = 1 << 22
 
     def __init__(self, k1: float = 1.2, b: float = 0.75, analyzer: str = "tokens") -> None:
         if not (k1 >= 0 and math.isfinite(k1)) or not (0.0 <= b <= 1.0):
@@ -109,21 +77,23 @@ class LexicalIndex:
         self._reset()
 
     def _reset(self) -> None:
-        self._postings: dict[str, dict[int, int]] = {}
-        self._loaded: _LoadedPostings | None = None  # terms not in _postings live here
-        # term -> (rows, tf, doc lengths of those rows); valid while the term's postings are
-        # unchanged. A row's length only changes when its document is written, which also
-        # touches (and so drops) every term of that document.
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._term_id: dict[str, int] = {}
+        self._vocab: list[str] = []
+        # live documents per term id in segments (the write buffer's are its dicts' sizes)
+        self._df = np.zeros(64, dtype=np.int64)
         self._row_of: dict[str, int] = {}
         self._id_of_row: list[str] = []  # "" for a free row
         self._free_rows: list[int] = []
-        # Each row's distinct terms (to remove it), as a tuple of the interned strings the
-        # postings are keyed by: a Counter and its own copies of the strings took ~0.6 KB a
-        # document, most of a unit index's memory at 1M units.
-        self._terms_of_row: list[tuple[str, ...] | None] = []
-        self._doc_len = np.zeros(16, dtype=np.float64)
+        self._doc_len = np.zeros(16, dtype=np.float64)  # float: scoring reads it as one
+        self._owner = np.full(16, _FREE, dtype=np.int32)  # the segment id holding each row
+        self._pos = np.zeros(16, dtype=np.int32)  # the row's place in its segment's documents
         self._total_len = 0  # an int, so avgdl is exact and independent of update order
+        self._segments: list[Segment] = []  # oldest first
+        self._next_segment = 0
+        # the write buffer: row -> (term ids, tfs), and term id -> {row: tf}
+        self._buf_docs: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._buf_post: dict[int, dict[int, int]] = {}
+        self._buf_n = 0
 
     def __len__(self) -> int:
         return len(self._row_of)
@@ -142,70 +112,197 @@ class LexicalIndex:
     def clear(self) -> None:
         self._reset()
 
-    def _has_term(self, term: str) -> bool:
-        return term in self._postings or (self._loaded is not None and self._loaded.df(term) > 0)
+    def _df_of(self, term: str) -> int:
+        tid = self._term_id.get(term)
+        return 0 if tid is None else self._df_id(tid)
 
-    def _df(self, term: str) -> int:
-        p = self._postings.get(term)
-        return (len(p) if p is not None else 0) + (
-            self._loaded.df(term) if self._loaded is not None else 0)
+    def _df_id(self, tid: int) -> int:
+        p = self._buf_post.get(tid)
+        return int(self._df[tid]) + (0 if p is None else len(p))
+
+    # ------------------------------------------------------------------ writes
+    def _intern(self, term: str) -> int:
+        tid = self._term_id.get(term)
+        if tid is None:
+            tid = len(self._vocab)
+            self._term_id[term] = tid
+            self._vocab.append(term)
+            if tid >= self._df.shape[0]:
+                self._df = np.concatenate((self._df, np.zeros_like(self._df)))
+        return tid
+
+    def _new_row(self, doc_id: str) -> int:
+        if self._free_rows:
+            row = self._free_rows.pop()
+            self._id_of_row[row] = doc_id
+            return row
+        row = len(self._id_of_row)
+        self._id_of_row.append(doc_id)
+        if row >= self._doc_len.shape[0]:
+            n = 2 * self._doc_len.shape[0]
+            self._doc_len = np.concatenate((self._doc_len, np.zeros_like(self._doc_len)))
+            self._owner = np.concatenate((self._owner, np.full(n // 2, _FREE, dtype=np.int32)))
+            self._pos = np.concatenate((self._pos, np.zeros_like(self._pos)))
+        return row
 
     def upsert(self, doc_id: str, text: str) -> None:
         """Index `text` under doc_id, replacing what was indexed under it before."""
         check_doc_id(doc_id)
         if not isinstance(text, str):
             raise InvalidInput(f"document text must be a str, got {type(text).__name__}")
-        terms = Counter(map(sys.intern, self._terms(text)))
+        counts = Counter(self._terms(text))
         if doc_id in self._row_of:
             self.remove(doc_id)
-        if self._free_rows:
-            row = self._free_rows.pop()
-            self._id_of_row[row] = doc_id
-            self._terms_of_row[row] = tuple(terms)
-        else:
-            row = len(self._id_of_row)
-            self._id_of_row.append(doc_id)
-            self._terms_of_row.append(tuple(terms))
-            if row >= self._doc_len.shape[0]:
-                grown = np.zeros(2 * self._doc_len.shape[0], dtype=np.float64)
-                grown[: self._doc_len.shape[0]] = self._doc_len
-                self._doc_len = grown
+        row = self._new_row(doc_id)
         self._row_of[doc_id] = row
-        length = sum(terms.values())
-        self._doc_len[row] = length
-        self._total_len += length
-        postings = self._postings
-        arrays = self._arrays
-        for term, tf in terms.items():
-            arrays.pop(term, None)
-            p = postings.get(term)
+        known = self._term_id
+        tids = tuple([known[t] if t in known else self._intern(t) for t in counts])
+        tfs = tuple(counts.values())
+        self._buf_docs[row] = (tids, tfs)
+        buf = self._buf_post
+        for tid, tf in zip(tids, tfs):
+            p = buf.get(tid)
             if p is None:
-                postings[term] = {row: tf}
+                buf[tid] = {row: tf}
             else:
                 p[row] = tf
+        length = sum(tfs)
+        self._doc_len[row] = length
+        self._total_len += length
+        self._owner[row] = _BUFFER
+        self._buf_n += len(tids)
+        if self._buf_n >= self._BUFFER_POSTINGS:
+            self._flush()
 
     def remove(self, doc_id: str) -> None:
         """Forget doc_id; absent ids are ignored, so replaying a removal is harmless."""
         row = self._row_of.pop(doc_id, None)
         if row is None:
             return
-        counted = self._terms_of_row[row]
-        assert counted is not None
-        if counted is _ROW_IN_SNAPSHOT:
-            for term in self._loaded.kill(row):  # type: ignore[union-attr]
-                self._arrays.pop(term, None)
-        else:
-            for term in counted:
-                self._arrays.pop(term, None)
-                p = self._postings[term]
+        owner = int(self._owner[row])
+        seg = None
+        if owner == _BUFFER:
+            tids, _ = self._buf_docs.pop(row)
+            for tid in tids:
+                p = self._buf_post[tid]
                 del p[row]
                 if not p:
-                    del self._postings[term]
+                    del self._buf_post[tid]
+            self._buf_n -= len(tids)
+        else:
+            seg = self._segment(owner)
+            pos = int(self._pos[row])
+            terms = seg.fwd_terms[int(seg.fwd_ptr[pos]):int(seg.fwd_ptr[pos + 1])]
+            self._df[terms] -= 1
+            seg.live_docs -= 1
+            seg.live_postings -= terms.shape[0]
         self._total_len -= int(self._doc_len[row])
-        self._doc_len[row] = 0.0
-        self._terms_of_row[row] = None
+        self._doc_len[row] = 0
+        self._owner[row] = _FREE
         self._id_of_row[row] = ""
         self._free_rows.append(row)
+        if seg is not None:
+            self._tidy(seg)
+
+    def _segment(self, seg_id: int) -> Segment:
+        for seg in self._segments:
+            if seg.id == seg_id:
+                return seg
+        raise AssertionError(f"no segment {seg_id}")
+
+    def _adopt(self, seg: Segment, replacing: list[Segment]) -> None:
+        """Put `seg` where `replacing` were (they hold no live document it lacks)."""
+        at = self._segments.index(replacing[0]) if replacing else len(self._segments)
+        self._segments[at:at + len(replacing)] = [seg] if seg.live_docs else []
+        self._owner[seg.docs] = seg.id
+        self._pos[seg.docs] = np.arange(seg.docs.shape[0], dtype=np.int32)
+
+    def _next_id(self) -> int:
+        self._next_segment += 1
+        return self._next_segment
+
+    def _tidy(self, seg: Segment) -> None:
+        """A segment with no live document goes; one mostly dead is rewritten (each posting is
+        copied once per halving of its segment, so removals stay O(1) amortised)."""
+        if seg.live_docs == 0:
+            self._segments.remove(seg)
+        elif seg.n_postings > self._BUFFER_POSTINGS and 2 * seg.live_postings < seg.n_postings:
+            self._adopt(postings.merge(self._next_id(), seg, None, self._owner, self._doc_len,
+                                       self.k1, self.b, self.avgdl), [seg])
+
+    def _flush(self) -> None:
+        """The write buffer becomes a segment; then the ladder: while the segment before the
+        newest holds no more live postings than it, the two merge (up to `_MERGE_AT_MOST`)."""
+        if not self._buf_docs:
+            return
+        docs = np.fromiter(self._buf_docs, dtype=np.int64, count=len(self._buf_docs))
+        entries = list(self._buf_docs.values())
+        lengths = np.fromiter(map(len, (t for t, _ in entries)), dtype=np.int64,
+                              count=len(entries))
+        fwd_ptr = np.zeros(docs.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=fwd_ptr[1:])
+        total = int(fwd_ptr[-1])
+        fwd_terms = np.fromiter(itertools.chain.from_iterable(t for t, _ in entries),
+                                dtype=np.int32, count=total)
+        fwd_tf = np.fromiter(itertools.chain.from_iterable(f for _, f in entries),
+                             dtype=np.int64, count=total)
+        seg = postings.from_documents(self._next_id(), docs, fwd_ptr, fwd_terms, fwd_tf,
+                                      self._doc_len, self.k1, self.b, self.avgdl, self._BLOCK)
+        flushed, counts = np.unique(fwd_terms, return_counts=True)
+        self._df[flushed] += counts
+        self._buf_docs, self._buf_post, self._buf_n = {}, {}, 0
+        self._adopt(seg, [])
+        segs = self._segments
+        while len(segs) >= 2 and segs[-2].live_postings <= segs[-1].live_postings and \
+                segs[-2].live_postings + segs[-1].live_postings <= self._MERGE_AT_MOST:
+            older, newer = segs[-2], segs[-1]
+            self._adopt(postings.merge(self._next_id(), older, newer, self._owner,
+                                       self._doc_len, self.k1, self.b, self.avgdl),
+                        [older, newer])
+
+    # ------------------------------------------------------------------ queries
+    def _query_terms(self, query: str, max_df: float | None) -> list[tuple[int, float]]:
+        """(term id, idf) of the query's terms that some document has, sorted by term so that
+        each document's score is summed in the same order however the index was built:
+        incremental updates and a rebuild then give bit-identical scores."""
+        if not isinstance(query, str):
+            raise InvalidInput(f"query must be a str, got {type(query).__name__}")
+        n_docs = len(self._row_of)
+        terms = sorted({t for t in self._terms(query) if self._df_of(t) > 0})
+        if max_df is not None:
+            rare = [t for t in terms if self._df_of(t) <= max_df * n_docs]
+            terms = rare or terms
+        out = []
+        for t in terms:
+            df = self._df_of(t)
+            out.append((self._term_id[t], math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))))
+        return out
+
+    def _scores(self, idf: float, tf: np.ndarray, rows: np.ndarray, avgdl: float) -> np.ndarray:
+        """BM25 of one term for postings (tf, rows): the one expression every path uses."""
+        k1, b = self.k1, self.b
+        tf = tf.astype(np.float64)
+        norm = k1 * (1.0 - b + b * (self._doc_len[rows] / avgdl))
+        return idf * (tf * (k1 + 1.0)) / (tf + norm)
+
+    def _slices(self, terms: list[tuple[int, float]]
+                ) -> list[list[tuple[int, int, int, int] | None]]:
+        """Per segment, per query term: where its postings and blocks are, if it has any."""
+        ids = np.array([t for t, _ in terms], dtype=np.int32)
+        return [seg.slices_of(ids) for seg in self._segments]
+
+    def _buffer_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        p = self._buf_post.get(tid)
+        if p is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return (np.fromiter(p.keys(), dtype=np.int64, count=len(p)),
+                np.fromiter(p.values(), dtype=np.int64, count=len(p)))
+
+    def _live(self, seg: Segment, rows: np.ndarray, *rest: np.ndarray) -> tuple[np.ndarray, ...]:
+        if seg.live_docs == seg.docs.shape[0]:
+            return (rows, *rest)
+        keep = self._owner[rows] == seg.id
+        return (rows[keep], *(a[keep] for a in rest))
 
     def search(self, query: str, k: int | None = None,
                max_df: float | None = None) -> list[tuple[str, float]]:
@@ -218,42 +315,190 @@ class LexicalIndex:
         if not isinstance(query, str):
             raise InvalidInput(f"query must be a str, got {type(query).__name__}")
         check_k(k)
-        n_docs = len(self._row_of)
-        if n_docs == 0:
+        if not self._row_of:
             return []
-        # Sorted so that each document's score is summed in the same order however the index
-        # was built: incremental updates and a rebuild then give bit-identical scores.
-        terms = sorted({t for t in self._terms(query) if self._has_term(t)})
-        if not terms:
+        terms = self._query_terms(query, max_df)
+        if not terms or k == 0:
             return []
-        if max_df is not None:
-            rare = [t for t in terms if self._df(t) <= max_df * n_docs]
-            terms = rare or terms
-        k1, b = self.k1, self.b
-        avgdl = self._total_len / n_docs
+        # avgdl > 0 here: a term with postings means some document has words.
+        avgdl = self._total_len / len(self._row_of)
+        if k is None or sum(self._df_id(t) for t, _ in terms) < self._EXHAUSTIVE_BELOW:
+            return self._exhaustive(terms, k, avgdl)
+        return self._pruned(terms, k, avgdl)
+
+    def _exhaustive(self, terms: list[tuple[int, float]], k: int | None,
+                    avgdl: float) -> list[tuple[str, float]]:
         # acc is indexed by row, but only the rows in the query's postings are read or written
         # (a large np.zeros is calloc'ed, so untouched pages cost nothing), and a fresh one per
         # call keeps concurrent readers independent. A term's score is always > 0 (Lucene idf
         # > 0, tf >= 1), so acc == 0 means "row not seen yet"; that avoids a sort-based union.
-        # avgdl > 0 here: a term with postings means some document has words.
         acc = np.zeros(len(self._id_of_row), dtype=np.float64)
         seen: list[np.ndarray] = []
-        for term in terms:
-            rows, tf, dl = self._term_arrays(term)
-            df = rows.shape[0]
-            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-            norm = k1 * (1.0 - b + b * (dl / avgdl))
-            term_scores = idf * (tf * (k1 + 1.0)) / (tf + norm)
-            if seen:
-                seen.append(rows[acc[rows] == 0.0])
-            else:
-                seen.append(rows)
-            # Rows are unique within a term, so fancy-index += is a plain scatter-add. Terms
-            # are added in sorted order, so every document's sum is formed in the same order
-            # however the index was built.
-            acc[rows] += term_scores
+        found = self._slices(terms)
+        for q, (tid, idf) in enumerate(terms):
+            parts: list[tuple[np.ndarray, ...]] = [self._buffer_postings(tid)]
+            for seg, where in zip(self._segments, found):
+                if where[q] is not None:
+                    a, b = where[q][0], where[q][1]  # type: ignore[index]
+                    parts.append(self._live(seg, seg.rows[a:b], seg.tf[a:b]))
+            # one array per term (numpy's calls cost more than their copies here), of intp:
+            # numpy casts an int32 index array again at each fancy index
+            rows = np.concatenate([r for r, _ in parts]).astype(np.intp, copy=False)
+            tf = np.concatenate([f for _, f in parts])
+            seen.append(rows[acc[rows] == 0.0] if seen else rows)
+            # Rows are unique within a term, so fancy-index += is a plain scatter-add.
+            acc[rows] += self._scores(idf, tf, rows, avgdl)
+        if not seen:
+            return []
         rows = seen[0] if len(seen) == 1 else np.concatenate(seen)
         return ranked(acc[rows], rows, self._id_of_row, k)
+
+    def _exact(self, rows: np.ndarray, terms: list[tuple[int, float]],
+               avgdl: float) -> np.ndarray:
+        """The query's BM25 of documents held by segments, from their own terms: each term's
+        score as `_scores` gives it, summed in term order (0.0 for a term a document lacks
+        leaves a sum unchanged), so equal to the exhaustive sum bit for bit."""
+        k1, b = self.k1, self.b
+        qids = np.array([t for t, _ in terms], dtype=np.int64)
+        order = np.argsort(qids)
+        sorted_ids = qids[order]
+        idf = np.array([i for _, i in terms], dtype=np.float64)
+        contrib = np.zeros((len(terms), rows.shape[0]), dtype=np.float64)
+        owners = self._owner[rows]
+        for seg in self._segments:
+            mine = np.flatnonzero(owners == seg.id)
+            if mine.shape[0] == 0:
+                continue
+            pos = self._pos[rows[mine]]
+            starts = seg.fwd_ptr[pos]
+            lengths = seg.fwd_ptr[pos + 1] - starts
+            at = ranges(starts, lengths)
+            term = seg.fwd_terms[at]
+            loc = np.minimum(np.searchsorted(sorted_ids, term), sorted_ids.shape[0] - 1)
+            hit = sorted_ids[loc] == term
+            which = np.repeat(mine, lengths)[hit]
+            j = order[loc[hit]]
+            tf = seg.fwd_tf[at[hit]].astype(np.float64)
+            dl = self._doc_len[rows[which]]
+            # `_scores`, with each entry's own idf
+            contrib[j, which] = idf[j] * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * (dl / avgdl)))
+        total = contrib[0].copy()
+        for q in range(1, len(terms)):
+            total += contrib[q]
+        return total
+
+    def _pruned(self, terms: list[tuple[int, float]], k: int,
+                avgdl: float) -> list[tuple[str, float]]:
+        """The best k: blocks are read in descending order of their bound, adding to each
+        document met a partial score and a bit per term, until the k-th best partial score
+        exceeds the most a document not met yet could reach (the sum over terms of their best
+        block left). Then the documents met whose partial score plus the bounds of the terms
+        they have not been met in can still reach it are scored exactly."""
+        if len(terms) > 62:  # a bit per term in an int64
+            return self._exhaustive(terms, k, avgdl)
+        k1, b = self.k1, self.b
+        idf = np.array([i for _, i in terms], dtype=np.float64)
+        # every block of the query's terms: its bound, segment, postings and term
+        ub, seg_of, start, end, term_of = [], [], [], [], []
+        found = self._slices(terms)
+        for q in range(len(terms)):
+            for s, seg in enumerate(self._segments):
+                where = found[s][q]
+                if where is None:
+                    continue
+                a, e, ba, be = where
+                tf = seg.blk_tf[ba:be].astype(np.float64)
+                dl = seg.blk_dl[ba:be].astype(np.float64)
+                ub.append(idf[q] * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * (dl / avgdl))))
+                first = a + seg.block * np.arange(be - ba, dtype=np.int64)
+                start.append(first)
+                end.append(np.minimum(first + seg.block, e))
+                seg_of.append(np.full(be - ba, s, dtype=np.int64))
+                term_of.append(np.full(be - ba, q, dtype=np.int64))
+        n = len(self._id_of_row)
+        partial = np.zeros(n, dtype=np.float64)
+        bits = np.zeros(n, dtype=np.int64)
+        # the write buffer is small: its documents are scored outright, in term order (so
+        # exactly), and they have no posting left in any block
+        met: list[np.ndarray] = []
+        for tid, i in terms:
+            rows, tf = self._buffer_postings(tid)
+            met.append(rows[bits[rows] == 0])
+            bits[rows] = -1
+            partial[rows] += self._scores(i, tf, rows, avgdl)
+        buffered = np.concatenate(met)
+        rest = np.zeros(len(terms), dtype=np.float64)  # each term's best block not read
+        if ub:
+            bound = np.concatenate(ub)
+            order = np.argsort(-bound, kind="stable")
+            bound, seg_b, term_b = bound[order], np.concatenate(seg_of)[order], \
+                np.concatenate(term_of)[order]
+            start_b, end_b = np.concatenate(start)[order], np.concatenate(end)[order]
+            done, n_blocks = 0, bound.shape[0]
+            batch = max(2, (4 * k) // self._BLOCK + 1)
+            budget, read = self._PRUNED_AT_MOST * int((end_b - start_b).sum()), 0
+            while done < n_blocks:
+                read += int((end_b[done:done + batch] - start_b[done:done + batch]).sum())
+                if read > budget:
+                    return self._exhaustive(terms, k, avgdl)
+                upto = min(n_blocks, done + batch)
+                batch *= 2
+                for s in np.unique(seg_b[done:upto]).tolist():
+                    seg = self._segments[s]
+                    pick = done + np.flatnonzero(seg_b[done:upto] == s)
+                    lengths = end_b[pick] - start_b[pick]
+                    at = ranges(start_b[pick], lengths)
+                    q_of = np.repeat(term_b[pick], lengths)
+                    rows, tf, q_of = self._live(seg, seg.rows[at].astype(np.intp), seg.tf[at],
+                                                q_of)
+                    for q in np.unique(q_of).tolist():
+                        mine = q_of == q
+                        r = rows[mine]  # a row once per term: plain scatters
+                        met.append(r[bits[r] == 0])
+                        bits[r] |= 1 << q
+                        partial[r] += self._scores(float(idf[q]), tf[mine], r, avgdl)
+                done = upto
+                rest[:] = 0.0
+                left, first = np.unique(term_b[done:], return_index=True)
+                rest[left] = bound[done + first]
+                if done < n_blocks and self._kth(partial, met, k) > \
+                        math.fsum(rest.tolist()) * (1.0 + 1e-8):
+                    # no document left unmet can enter; stop once scoring the ones met that
+                    # still could costs less than reading the next batch of blocks
+                    rows = self._reaching(partial, bits, met, rest, k)
+                    nxt = slice(done, done + batch)
+                    if rows.shape[0] * avgdl <= int((end_b[nxt] - start_b[nxt]).sum()):
+                        break
+        rows = self._reaching(partial, bits, met, rest, k)
+        in_buffer = np.isin(rows, buffered)
+        scores = np.empty(rows.shape[0], dtype=np.float64)
+        scores[in_buffer] = partial[rows[in_buffer]]
+        scores[~in_buffer] = self._exact(rows[~in_buffer], terms, avgdl)
+        return ranked(scores, rows, self._id_of_row, k)
+
+    @classmethod
+    def _reaching(cls, partial: np.ndarray, bits: np.ndarray, met: list[np.ndarray],
+                  rest: np.ndarray, k: int) -> np.ndarray:
+        """The documents met that can still reach the k-th best partial score: their partial
+        score plus the best block left of each term they have not been met in (documents of
+        the buffer have none left). A margin covers rounding: the partial scores are summed
+        in another order than the exact ones."""
+        rows = np.concatenate(met)
+        theta = cls._kth(partial, [rows], k)
+        reach = partial[rows]
+        got = bits[rows]
+        for q in np.flatnonzero(rest).tolist():
+            reach = reach + np.where(got & (1 << q), 0.0, rest[q])
+        return rows[reach * (1.0 + 1e-8) >= theta]
+
+    @staticmethod
+    def _kth(partial: np.ndarray, met: list[np.ndarray], k: int) -> float:
+        """The k-th best partial score of the documents met (0.0 if fewer than k)."""
+        n = sum(m.shape[0] for m in met)
+        if n < k:
+            return 0.0
+        scores = partial[np.concatenate(met)] if len(met) > 1 else partial[met[0]]
+        return float(np.partition(scores, n - k)[n - k])
 
     def search_covering(self, query: str, k: int | None = None, max_df: float | None = None,
                         ids: set[str] | None = None) -> list[tuple[str, float, float]]:
@@ -271,13 +516,14 @@ class LexicalIndex:
         n_docs = len(self._row_of)
         weights = {}
         for term in sorted(set(self._terms(query))):
-            df = self._df(term)
+            df = self._df_of(term)
             weights[term] = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         total = math.fsum(weights.values())
         out = []
         for doc_id, score in found:
-            have = self._terms_of_doc(doc_id)
-            covered = math.fsum(w for term, w in weights.items() if term in have)
+            have = self._term_ids_of(self._row_of[doc_id])
+            covered = math.fsum(w for term, w in weights.items()
+                                if self._term_id.get(term, -1) in have)
             out.append((doc_id, score, covered / total if total > 0 else 0.0))
         return out
 
@@ -285,133 +531,43 @@ class LexicalIndex:
         """The other documents holding any of `doc_id`'s `terms` rarest terms (each in 2 to
         `max_df` documents), with how many of those terms each holds, most first, then by id.
         Costs the postings of those few rare terms, never a pass over the index."""
-        if doc_id not in self._row_of:
+        own = self._row_of.get(doc_id)
+        if own is None:
             return []
-        dfs = sorted((df, term) for term in self._terms_of_doc(doc_id)
-                     if 2 <= (df := self._df(term)) <= max_df)
+        rare = sorted((df, self._vocab[tid], tid) for tid in self._term_ids_of(own)
+                      if 2 <= (df := self._df_id(tid)) <= max_df)
         shared: dict[int, int] = {}
-        own = self._row_of[doc_id]
-        for _, term in dfs[:terms]:
-            for row in self._term_postings(term)[0].tolist():
+        for _, _, tid in rare[:terms]:
+            for row in self._term_rows(tid).tolist():
                 if row != own:
                     shared[row] = shared.get(row, 0) + 1
         found = [(self._id_of_row[row], n) for row, n in shared.items()]
         return sorted(found, key=lambda x: (-x[1], x[0]))
 
-    def _terms_of_doc(self, doc_id: str) -> set[str] | tuple[str, ...]:
-        row = self._row_of[doc_id]
-        counted = self._terms_of_row[row]
-        if counted is _ROW_IN_SNAPSHOT:
-            loaded = self._loaded
-            assert loaded is not None
-            a, b = int(loaded.row_ptr[row]), int(loaded.row_ptr[row + 1])
-            return {loaded.terms[i] for i in loaded.row_terms[a:b].tolist()}
-        assert counted is not None
-        return counted
+    def _term_rows(self, tid: int) -> np.ndarray:
+        """The live rows holding term id `tid`, from the write buffer and every segment."""
+        parts = [self._buffer_postings(tid)[0]]
+        for seg, where in zip(self._segments, self._slices([(tid, 0.0)])):
+            if where[0] is not None:
+                a, b = where[0][0], where[0][1]  # type: ignore[index]
+                parts.append(self._live(seg, seg.rows[a:b])[0].astype(np.int64, copy=False))
+        return np.concatenate(parts)
 
-    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        cached = self._arrays.get(term)
-        if cached is not None:
-            return cached
-        rows, tf = self._term_postings(term)
-        out = (rows, tf, self._doc_len[rows])
-        if rows.shape[0] >= self._CACHE_MIN_DF:
-            self._arrays[term] = out
-        return out
-
-    def _term_postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, tf as float64) of a term: loaded rows that are still live, then dict rows."""
-        loaded = self._loaded.arrays(term) if self._loaded is not None else None
-        p = self._postings.get(term)
-        if p is None:
-            assert loaded is not None
-            return loaded
-        df = len(p)
-        rows = np.fromiter(p.keys(), dtype=np.int64, count=df)
-        tf = np.fromiter(p.values(), dtype=np.float64, count=df)
-        if loaded is None:
-            return rows, tf
-        return np.concatenate((loaded[0], rows)), np.concatenate((loaded[1], tf))
+    def _term_ids_of(self, row: int) -> set[int]:
+        owner = int(self._owner[row])
+        if owner == _BUFFER:
+            return set(self._buf_docs[row][0])
+        seg = self._segment(owner)
+        pos = int(self._pos[row])
+        return set(seg.fwd_terms[int(seg.fwd_ptr[pos]):int(seg.fwd_ptr[pos + 1])].tolist())
 
     # ------------------------------------------------------------------ snapshots
     def save(self, path: str | os.PathLike, stamp: Mapping[str, Any]) -> None:
-        """Write this index to `path` (atomically), with the caller's JSON-able `stamp`."""
-        loaded = self._loaded
-        terms = sorted(set(self._postings) | (
-            {t for t, i in loaded.index_of.items() if loaded.live_df[i] > 0}
-            if loaded is not None else set()))
-        rows_of_term, tf_of_term = [], []
-        for t in terms:
-            rows, tf = self._term_postings(t)
-            order = np.argsort(rows, kind="stable")
-            rows_of_term.append(rows[order])
-            tf_of_term.append(tf[order])
-        df = np.fromiter(map(len, rows_of_term), dtype=np.int64, count=len(terms))
-        term_ptr = np.zeros(len(terms) + 1, dtype=np.int64)
-        np.cumsum(df, out=term_ptr[1:])
-        empty = np.zeros(0, dtype=np.int64)
-        post_rows = np.concatenate(rows_of_term) if terms else empty
-        post_tf = np.concatenate(tf_of_term) if terms else empty
-        # The same postings by row (for removals after loading), in term order within a row.
-        term_ids = np.repeat(np.arange(len(terms), dtype=np.int64), df)
-        by_row = np.argsort(post_rows, kind="stable")
-        n_rows = len(self._id_of_row)
-        row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
-        np.cumsum(np.bincount(post_rows, minlength=n_rows), out=row_ptr[1:])
-        ids_utf8, ids_offsets = encode_strings(self._id_of_row)
-        terms_utf8, terms_offsets = encode_strings(terms)
-        write_snapshot_file(path, "lexical", stamp,
-                            {"k1": self.k1, "b": self.b, "analyzer": self.analyzer,
-                             "total_len": self._total_len,
-                             "rows": n_rows},
-                            {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
-                             "free_rows": np.asarray(self._free_rows, dtype=np.int64),
-                             "doc_len": self._doc_len[:n_rows],
-                             "terms_utf8": terms_utf8, "terms_offsets": terms_offsets,
-                             "term_ptr": term_ptr, "post_rows": post_rows.astype(np.int32),
-                             "post_tf": post_tf.astype(np.int32),
-                             "row_ptr": row_ptr, "row_terms": term_ids[by_row].astype(np.int32)})
+        """Write this index to `path` (atomically), with the caller's JSON-able `stamp`
+        (gem/index/lexical_file.py)."""
+        lexical_file.save(self, path, stamp)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> tuple[LexicalIndex, dict[str, Any]]:
         """(index, stamp) from a file written by save(); SnapshotError if it is unusable."""
-        stamp, meta, a = read_snapshot_file(path, "lexical")
-        try:
-            ix = cls(meta["k1"], meta["b"], meta.get("analyzer", "tokens"))
-            n_rows = int(meta["rows"])
-            ids = snapshot_strings(a, "ids")
-            terms = snapshot_strings(a, "terms")
-            free = a["free_rows"].tolist()
-            term_ptr, post_rows = a["term_ptr"], a["post_rows"]
-            row_ptr = a["row_ptr"]
-            if not (len(ids) == n_rows == a["doc_len"].shape[0] == row_ptr.shape[0] - 1
-                    and term_ptr.shape[0] == len(terms) + 1
-                    and term_ptr[-1] == post_rows.shape[0] == a["post_tf"].shape[0]
-                    == a["row_terms"].shape[0] == row_ptr[-1]
-                    and (post_rows.shape[0] == 0 or (0 <= post_rows.min()
-                                                     and post_rows.max() < n_rows
-                                                     and 0 <= a["row_terms"].min()
-                                                     and a["row_terms"].max() < len(terms)))):
-                raise ValueError("array sizes disagree")
-            free_set = set(free)
-            live = [(d, r) for r, d in enumerate(ids) if r not in free_set]
-            ix._row_of = dict(live)
-            if len(ix._row_of) != len(live) or len(free_set) != len(free) or any(
-                    not 0 <= r < n_rows for r in free):
-                raise ValueError("duplicate ids or bad free rows")
-            ix._id_of_row = ids
-            ix._free_rows = free
-            ix._terms_of_row = [_ROW_IN_SNAPSHOT] * n_rows
-            for r in free:
-                ix._terms_of_row[r] = None
-            ix._doc_len = np.zeros(max(16, n_rows), dtype=np.float64)
-            ix._doc_len[:n_rows] = a["doc_len"]
-            ix._total_len = int(meta["total_len"])
-            ix._loaded = _LoadedPostings(terms, term_ptr, post_rows, a["post_tf"], row_ptr,
-                                         a["row_terms"])
-        except SnapshotError:
-            raise
-        except (KeyError, ValueError, TypeError) as e:
-            raise SnapshotError(f"snapshot {str(path)!r} is inconsistent: {e}") from e
-        return ix, stamp
-
+        return lexical_file.load(cls, path)

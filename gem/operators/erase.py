@@ -33,7 +33,8 @@ from typing import Any, Iterable
 from .. import attest, history
 from ..derived import EPISODE_STATUS, snapshot_dir
 from ..errors import UnknownUnit
-from ..state.transition import Transition, episode_order
+from ..state.reads import episode_order
+from ..state.transition import Transition
 from ..store import queries
 from ..store.schema import EDGE_TABLES, Row
 from ..units import dumps, is_episode

@@ -20,7 +20,8 @@ from ..model import EpisodePage, GraphEdge, GraphNode, LadderChange, Neighbourho
     SalienceHistory, SaliencePoint, TopicPage, TopicSummary, UnitHistory
 from ..salience import salience_of
 from ..store.schema import EDGE_KINDS, Row
-from ..state.transition import Transition, episode_order, topic_order
+from ..state.reads import episode_order, topic_order
+from ..state.transition import Transition
 from ..text import name_key
 from .forget import attenuations
 from .retrieve import episode_view

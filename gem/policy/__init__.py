@@ -28,7 +28,8 @@ from .compose import Composition, compose
 from .diagnostics import CODES, WARNINGS, Diagnostic
 from .explain import explain
 from .fmt import fmt
-from .parser import grammar_path, parse, parse_all
+from .grammar import grammar_path
+from .parser import parse, parse_all
 from .sources import (Source, compose_sources, default_policy_path, default_sources, is_default_policy,
                       read_sources)
 

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from . import ast as A
 from . import catalogue as C
-from .checker import cascade_edges, describe_cycle, unbounded_cycles
+from .cascades import cascade_edges, describe_cycle, unbounded_cycles
 from .compose import ROLES, compose, governance
 from .fmt import fmt_expr
 from .vectorise import per_unit_because

@@ -13,7 +13,7 @@ import json
 import re
 
 from . import ast as A
-from .parser import KEYWORDS
+from .syntax import KEYWORDS
 
 # Binding strength; a child weaker than its slot requires is parenthesised.
 _EXISTS_WHERE, _OR, _AND, _NOT, _CMP, _SUM, _PRODUCT, _UNARY, _POSTFIX, _ATOM = range(10)

@@ -17,7 +17,7 @@ from typing import Iterable
 from ..errors import InvalidInput, PolicySyntaxError
 from .ast import Span
 from .diagnostics import at, finish
-from .parser import data_file
+from .grammar import data_file
 
 
 @dataclass(frozen=True)

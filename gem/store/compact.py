@@ -75,12 +75,15 @@ def recover(path: str) -> None:
         os.remove(path + READY)
 
 
-def build(module: Any, path: str, export: Callable[[str], None]) -> None:
-    """Export the live data of the open database at `path` and import it into `path`+NEW."""
+def build(module: Any, path: str, export: Callable[[str], None],
+          options: dict[str, int] | None = None) -> None:
+    """Export the live data of the open database at `path` and import it into `path`+NEW,
+    opened with `options` (the open database's: without them the engine's buffer pool would
+    be 80% of the RAM)."""
     recover_leftovers(path)
     export(path + EXPORT)
     crash_point("exported")
-    database = module.Database(path + NEW)
+    database = module.Database(path + NEW, **(options or {}))
     try:
         conn = module.Connection(database)
         conn.execute(f"IMPORT DATABASE '{path + EXPORT}'")

@@ -39,7 +39,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InvalidInput, StoreError, WriteConflict
@@ -162,8 +162,9 @@ class FalkorTx:
     def run(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         return self._graph.query(query, params, read_only=True)
 
-    def stream(self, query: str, params: dict[str, Any] | None = None) -> Iterator[list[Any]]:
-        return iter(self.run(query, params))
+    def stream(self, query: str, params: dict[str, Any] | None = None,
+               times: Sequence[int] | None = None) -> Iterator[list[Any]]:
+        return iter(self.run(query, params))  # times are text here, typed by gem/store/queries.py
 
     def one(self, query: str, params: dict[str, Any] | None = None) -> list[Any] | None:
         rows = self.run(query, params)

@@ -172,8 +172,9 @@ def read_rows(tx: Tx, table: str, keys: Sequence[Any]) -> list[Row]:
     else:  # kuzu: one hash join; ladybug and FalkorDB: an index lookup per row
         chunk = KEY_JOIN_CHUNK if _kuzu(tx) else READ_CHUNK
         text = f"UNWIND $keys AS k MATCH (n:{table} {{{spec.key}: k}}) RETURN {returns}"
+        times = [i for i, c in enumerate(cols) if c in _TIMES[table]]  # see stream_rows
         found = [r for i in range(0, len(keys), chunk)
-                 for r in tx.run(text, {"keys": list(keys[i:i + chunk])})]
+                 for r in tx.stream(text, {"keys": list(keys[i:i + chunk])}, times=times)]
     return _rows(tx, table, cols, found)
 
 
@@ -886,8 +887,9 @@ def stream_histories(tx: Tx) -> Iterator[tuple[str, list[Row]]]:
     typed = _typing(tx, "Entry", cols)
     current: str | None = None
     entries: list[Row] = []
+    times = [1 + i for i, c in enumerate(cols) if c in _TIMES["Entry"]]
     for values in tx.stream(f"MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry) RETURN f.id, "
-                            f"{_returns('e', cols)} ORDER BY f.id, e.seq"):
+                            f"{_returns('e', cols)} ORDER BY f.id, e.seq", times=times):
         if values[0] != current:
             if current is not None:
                 yield current, entries
@@ -902,7 +904,8 @@ def stream_rows(tx: Tx, table: str, order: str | None = None) -> Iterator[Row]:
     cols = TABLES[table].columns
     typed = _typing(tx, table, cols)
     order_by = f" ORDER BY n.{order}" if order else ""
-    for values in tx.stream(f"MATCH (n:{table}) RETURN {_returns('n', cols)}{order_by}"):
+    times = [i for i, c in enumerate(cols) if c in _TIMES[table]]
+    for values in tx.stream(f"MATCH (n:{table}) RETURN {_returns('n', cols)}{order_by}", times=times):
         row = dict(zip(cols, values))
         yield row if typed is None else typed(row)
 

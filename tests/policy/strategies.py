@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from hypothesis import strategies as st
 
 from gem.policy import ast as A
-from gem.policy.parser import KEYWORDS
+from gem.policy.syntax import KEYWORDS
 
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True).filter(lambda s: s not in KEYWORDS)
 

@@ -12,7 +12,7 @@ from lark import Lark
 from gem.errors import PolicyError, PolicySyntaxError
 from gem.policy import ast as A
 from gem.policy import default_policy_path, grammar_path, parse
-from gem.policy.parser import data_file
+from gem.policy.grammar import data_file
 
 LISTING_1 = """POLICY propagate-on-change
 ON field_updated

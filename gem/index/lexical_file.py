@@ -1,0 +1,133 @@
+"""The snapshot file of a LexicalIndex: one segment, terms sorted, postings by term and by row."""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from gem.errors import SnapshotError
+
+from . import postings
+from .postings import FREE
+from .snapfile import encode_strings, read_snapshot_file, snapshot_strings, write_snapshot_file
+
+
+def all_postings(ix: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(term id, row, tf) of every live posting."""
+    ts, rs, fs = [], [], []
+    for seg in ix._segments:
+        t = np.repeat(seg.terms, np.diff(seg.ptr))
+        rows, t, tf = ix._live(seg, seg.rows, t, seg.tf)
+        ts.append(t.astype(np.int64))
+        rs.append(rows.astype(np.int64))
+        fs.append(tf.astype(np.int64))
+    for tid, p in ix._buf_post.items():
+        ts.append(np.full(len(p), tid, dtype=np.int64))
+        rs.append(np.fromiter(p.keys(), dtype=np.int64, count=len(p)))
+        fs.append(np.fromiter(p.values(), dtype=np.int64, count=len(p)))
+    if not ts:
+        return (np.zeros(0, dtype=np.int64),) * 3  # type: ignore[return-value]
+    return np.concatenate(ts), np.concatenate(rs), np.concatenate(fs)
+
+
+def save(ix: Any, path: str | os.PathLike, stamp: Mapping[str, Any]) -> None:
+    """Write this index to `path` (atomically), with the caller's JSON-able `stamp`.
+
+    The file holds one segment: terms in sorted order, each term's postings in descending
+    order of what they score now (the blocks a loaded index builds then bound tightly),
+    and the same postings by row."""
+    tids, rows, tf = all_postings(ix)
+    live = np.unique(tids)
+    terms = sorted(ix._vocab[t] for t in live.tolist())
+    rank = np.zeros(max(len(ix._vocab), 1), dtype=np.int64)
+    rank[[ix._term_id[t] for t in terms]] = np.arange(len(terms), dtype=np.int64)
+    t = rank[tids]
+    n_rows = len(ix._id_of_row)
+    avgdl = max(ix.avgdl, 1e-9)
+    f = tf.astype(np.float64)
+    impact = f / (f + ix.k1 * (1.0 - ix.b + ix.b * ix._doc_len[rows] / avgdl))
+    by_term = np.lexsort((rows, -impact, t))
+    term_ptr = np.zeros(len(terms) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(t, minlength=len(terms)), out=term_ptr[1:])
+    by_row = np.lexsort((t, rows))
+    row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=row_ptr[1:])
+    ids_utf8, ids_offsets = encode_strings(ix._id_of_row)
+    terms_utf8, terms_offsets = encode_strings(terms)
+    write_snapshot_file(path, "lexical", stamp,
+                        {"k1": ix.k1, "b": ix.b, "analyzer": ix.analyzer,
+                         "total_len": ix._total_len,
+                         "rows": n_rows},
+                        {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
+                         "free_rows": np.asarray(ix._free_rows, dtype=np.int64),
+                         "doc_len": ix._doc_len[:n_rows].astype(np.float64),
+                         "terms_utf8": terms_utf8, "terms_offsets": terms_offsets,
+                         "term_ptr": term_ptr, "post_rows": rows[by_term].astype(np.int32),
+                         "post_tf": tf[by_term].astype(np.int32),
+                         "row_ptr": row_ptr, "row_terms": t[by_row].astype(np.int32),
+                         "row_tf": tf[by_row].astype(np.int32)})
+
+
+def load(cls: Any, path: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
+    """(index, stamp) from a file written by save(); SnapshotError if it is unusable."""
+    stamp, meta, a = read_snapshot_file(path, "lexical")
+    try:
+        ix = cls(meta["k1"], meta["b"], meta.get("analyzer", "tokens"))
+        n_rows = int(meta["rows"])
+        ids = snapshot_strings(a, "ids")
+        terms = snapshot_strings(a, "terms")
+        free = a["free_rows"].tolist()
+        term_ptr, post_rows, post_tf = a["term_ptr"], a["post_rows"], a["post_tf"]
+        row_ptr, row_terms = a["row_ptr"], a["row_terms"]
+        n = post_rows.shape[0]
+        if not (len(ids) == n_rows == a["doc_len"].shape[0] == row_ptr.shape[0] - 1
+                and term_ptr.shape[0] == len(terms) + 1
+                and term_ptr[-1] == n == post_tf.shape[0] == row_terms.shape[0]
+                == row_ptr[-1]
+                and (n == 0 or (0 <= post_rows.min() and post_rows.max() < n_rows
+                                and 0 <= row_terms.min() and row_terms.max() < len(terms)
+                                and post_tf.min() >= 1))):
+            raise ValueError("array sizes disagree")
+        if "row_tf" in a:
+            row_tf = a["row_tf"]
+            if row_tf.shape[0] != n:
+                raise ValueError("array sizes disagree")
+        else:  # a snapshot from before the forward index kept tfs
+            t = np.repeat(np.arange(len(terms), dtype=np.int32), np.diff(term_ptr))
+            by_row = np.lexsort((t, post_rows))
+            row_terms, row_tf = t[by_row], post_tf[by_row]
+        free_set = set(free)
+        live = [(d, r) for r, d in enumerate(ids) if r not in free_set]
+        ix._row_of = dict(live)
+        if len(ix._row_of) != len(live) or len(free_set) != len(free) or any(
+                not 0 <= r < n_rows for r in free):
+            raise ValueError("duplicate ids or bad free rows")
+        if (np.diff(term_ptr) <= 0).any() or len(set(terms)) != len(terms):
+            raise ValueError("empty or repeated terms")
+        ix._id_of_row = ids
+        ix._free_rows = free
+        ix._vocab = terms
+        ix._term_id = {t: i for i, t in enumerate(terms)}
+        ix._df = np.zeros(max(64, len(terms)), dtype=np.int64)
+        ix._df[:len(terms)] = np.diff(term_ptr)
+        size = max(16, n_rows)
+        ix._doc_len = np.zeros(size, dtype=np.float64)
+        ix._doc_len[:n_rows] = a["doc_len"]
+        ix._owner = np.full(size, FREE, dtype=np.int32)
+        ix._pos = np.zeros(size, dtype=np.int32)
+        ix._total_len = int(meta["total_len"])
+        if n_rows:
+            seg = postings.build(ix._next_id(), np.arange(len(terms), dtype=np.int32),
+                                 term_ptr, post_rows, post_tf,
+                                 np.arange(n_rows, dtype=np.int32), row_ptr, row_terms,
+                                 row_tf, ix._doc_len, ix._BLOCK)
+            seg.live_docs = len(live)
+            ix._adopt(seg, [])
+            ix._owner[np.asarray(free, dtype=np.int64)] = FREE
+    except SnapshotError:
+        raise
+    except (KeyError, ValueError, TypeError) as e:
+        raise SnapshotError(f"snapshot {str(path)!r} is inconsistent: {e}") from e
+    return ix, stamp
