@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Sequence
 from . import attest
 from . import transfer
 from .arguments import flag_arg, text_arg
-from .derived import Progress, snapshot_dir
+from .derived import EPISODE_STATUS, Progress, snapshot_dir
 from .errors import InvalidInput, UnknownUnit
 from .model import ErasureCheck, ErasureReceipt
 from .operators import erase as erase_op
@@ -57,7 +57,7 @@ def erase_all(mem: "Memory", reason: str, *, actor: str) -> ErasureReceipt:
 
     def op(t: Transition) -> dict[str, Any]:
         tids = t.topic_ids_where(frozenset({"active", "archived"}))
-        if not tids and not t.episode_ids_where(frozenset({"active", "hidden"})):
+        if not tids and not t.episode_ids_where(frozenset(EPISODE_STATUS)):
             raise UnknownUnit(f"scope {mem._scope!r} holds nothing to erase")
         return erase_op.erase(t, tids, None, None, reason.strip(), every_episode=True)
 

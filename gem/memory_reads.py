@@ -158,8 +158,8 @@ def topics(mem: "Memory", *, status: str | None, flagged: bool, text: str | None
 
 
 def episodes(mem: "Memory", *, text: str | None, status: str | None, offset: int, limit: int) -> EpisodePage:
-    if status not in (None, "active", "hidden"):
-        raise InvalidInput(f"status must be 'active' or 'hidden', got {status!r}")
+    if status not in (None, "active", "compressed", "hidden"):
+        raise InvalidInput(f"status must be 'active', 'compressed' or 'hidden', got {status!r}")
     page_args(text, offset, limit)
     derived = mem._engine.derived.scope(mem._scope)
     return mem._read(lambda t: views.episode_listing(

@@ -422,9 +422,9 @@ class EpisodeView(BaseModel):
     source: str
     recorded_at: datetime
     salience: float
-    status: Literal["active", "hidden"]
+    status: Literal["active", "compressed", "hidden"]
     follows: str | None = None        # the episode said just before it (read as its context)
-    refers_to: datetime | None = None  # the day its own words name ("yesterday"), read against `at`
+    refers_to: datetime | None = None  # an extracted fact's date, else the day its words name
     score: float | None = None
     recalled: str | None = None
     place: Place | None = None

@@ -190,8 +190,8 @@ class PolicyRuntime:
             return [TopicRef(x) for x in tids]
         if name == "flagged_topics":
             return [TopicRef(x) for x in t.flagged_topics()]
-        if name == "active_episodes":
-            eids = t.episode_ids_where(ACTIVE, below)
+        if name in ("active_episodes", "visible_episodes"):
+            eids = t.episode_ids_where(ACTIVE if name == "active_episodes" else VISIBLE, below)
             t.prefetch("Episode", eids)
             return [EpisodeRef(x) for x in eids]
         if name == "said_before":

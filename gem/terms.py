@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from gem.text import tokens
 
-__all__ = ["STOP_WORDS", "search_terms", "stem"]
+__all__ = ["STOP_WORDS", "content_words", "search_terms", "stem"]
 
 # The closed-class words of English (articles, pronouns, auxiliaries, prepositions,
 # conjunctions, question words) and a few conversational fillers. Content words such as
@@ -66,3 +66,12 @@ def search_terms(text: str) -> list[str]:
     words = tokens(text)
     kept = [stem(w) for w in words if w not in STOP_WORDS]
     return kept if kept or not words else [stem(w) for w in words]
+
+
+def content_words(text: str, limit: int) -> str:
+    """`text` compacted: its distinct words that are not stop words, in the order said, at
+    most `limit` (all its distinct words when it has only stop words). What a compressed
+    episode is searched by: what it is about, without the words every sentence has."""
+    words = tokens(text)
+    kept = [w for w in words if w not in STOP_WORDS] or words
+    return " ".join(list(dict.fromkeys(kept))[:limit])

@@ -94,7 +94,7 @@ def test_episodes_survive_reopen_and_a_hidden_one_stays_searchable(tmp_path, clo
         mem.ingest([gem.Episode("The kickoff is in the red room", source="chat:1",
                                 at=T0 - timedelta(hours=2)),
                     gem.Episode("Parking is behind building C", source="chat:2", at=T0)])
-        clock.advance(days=50)
+        clock.advance(days=100)  # 0.39 * 2^(-100/30) < 0.05: compressed, then hidden
         mem.forget()
         assert mem.stats()["episodes"] == {"hidden": 2}
     with gem.open(path, clock=clock, engine=ENGINE) as mem:

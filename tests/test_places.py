@@ -48,6 +48,21 @@ def test_a_field_is_placed_by_its_current_value(mem, clock):
     assert derived_disagreements(mem) == []
 
 
+def test_near_as_of_places_a_field_by_the_entry_current_then(mem, clock):
+    mem.ingest(gem.Fact("Ana", "desk", "B12", place=LISBON))
+    then = clock.advance(minutes=30)
+    clock.advance(minutes=30)
+    mem.ingest(gem.Fact("Ana", "desk", "C3", place=PORTO))
+    clock.advance(hours=1)
+    r = mem.retrieve(near=(*LISBON, 5), as_of=then)
+    assert r.value("Ana", "desk") == "B12"
+    assert r.topics[0].fields["desk"].distance_km == 0.0
+    assert mem.retrieve(near=(*PORTO, 5), as_of=then).topics == []
+    assert mem.retrieve("desk", near=(*LISBON, 5), as_of=then).value("Ana", "desk") == "B12"
+    assert mem.retrieve("desk", near=(*PORTO, 5), as_of=then).topics == []
+    assert mem.retrieve(near=(*PORTO, 5)).value("Ana", "desk") == "C3"   # now: where it is now
+
+
 def test_a_restatement_places_an_entry_that_had_no_place(mem, clock):
     mem.ingest(gem.Fact("Ana", "desk", "B12"))
     clock.advance(minutes=1)

@@ -11,7 +11,8 @@ from conftest import ENGINE, T0, memory_location
 import gem
 from gem.api import ops, prompt
 from gem.api import schemas as s
-from gem.testing.consistency import cache_disagreements, derived_disagreements
+from gem.testing.consistency import cache_disagreements, citation_disagreements, \
+    derived_disagreements
 
 BERLIN_AT = T0 - timedelta(days=30)
 MUNICH_AT = T0 - timedelta(days=2)
@@ -297,3 +298,58 @@ def test_http_and_mcp_recall_show_a_stale_episode_with_no_internal_id(tmp_path):
         assert not re.search(r'"ep\d+"', json.dumps(found))
     finally:
         stop(server)
+
+
+def test_berlin_munich_berlin_marks_the_first_berlin_only_while_munich_is_current(mem):
+    berlin = _said(mem, "I live in Berlin.", BERLIN_AT)
+    munich = _said(mem, "I moved to Munich.", MUNICH_AT, source="chat:2")
+    back_at = MUNICH_AT + timedelta(days=1)
+    back = _said(mem, "I moved to Berlin.", back_at, source="chat:3")
+    listed = {e.id: e for e in mem.episodes().episodes}
+    assert listed[berlin].stale == [] and listed[back].stale == []
+    assert [m.episode for m in listed[munich].stale] == [back]
+    # as of a time when Munich was current, the first Berlin episode was out of date
+    r = mem.retrieve("I live in Berlin moved Munich", k=5, as_of=MUNICH_AT + timedelta(hours=1))
+    marks = {e.id: [m.episode for m in e.stale] for e in r.episodes}
+    assert marks[berlin] == [munich] and marks[munich] == []
+    r = mem.retrieve("I live in Berlin moved Munich", k=5)
+    marks = {e.id: [m.episode for m in e.stale] for e in r.episodes}
+    assert marks[berlin] == [] and marks[munich] == [back]
+
+
+def test_berlin_munich_hamburg_keeps_the_first_berlin_stale(mem):
+    berlin = _said(mem, "I live in Berlin.", BERLIN_AT)
+    _said(mem, "I moved to Munich.", MUNICH_AT, source="chat:2")
+    hamburg = _said(mem, "I moved to Hamburg.", MUNICH_AT + timedelta(days=1), source="chat:3")
+    listed = {e.id: e for e in mem.episodes().episodes}
+    assert [m.episode for m in listed[berlin].stale] == [hamburg]
+
+
+def test_an_episode_recorded_before_cited_by_existed_is_marked_stale_too(db_path, clock):
+    """A database written before `Episode.cited_by`: the column comes back null ("not known")
+    at open, and what cites its episodes is read from the entries."""
+    from gem.store import open_store
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=where_they_live) as mem:
+        mem.ingest(gem.Episode("I live in Berlin.", at=BERLIN_AT, source="chat:1", speaker="Alex"))
+    if ENGINE == "falkordb":
+        pytest.skip("FalkorDB has no columns to drop")
+    store = open_store(db_path, ENGINE)
+    with store.transaction() as tx:  # what a database written before cited_by looks like
+        tx.run("ALTER TABLE Episode DROP cited_by")
+    store.close()
+    with gem.open(db_path, clock=clock, engine=ENGINE, extractor=where_they_live) as mem:
+        # (the log here attests the list the column held: the audit holds again once a
+        # transition writes it, below; a database of that gem never attested one)
+        (berlin,) = mem.episodes().episodes
+        assert berlin.stale == []
+        mem.ingest(gem.Fact("Alex", "city", "Munich", at=MUNICH_AT, source="profile"))
+        r = mem.retrieve("where does Alex live, Berlin?")
+        (mark,) = _by_text(r)["I live in Berlin."].stale
+        assert (mark.field, mark.value) == ("city", "Munich")
+        # a fact citing it again writes the whole list: the first citation is kept
+        mem.ingest(gem.Episode("I live in Berlin.", at=BERLIN_AT, source="chat:1", speaker="Alex"))
+        mem.ingest(gem.Fact("Alex", "home", "Berlin", at=BERLIN_AT, source="chat:1",
+                            ref=berlin.id))
+        (berlin,) = [e for e in mem.episodes().episodes if e.id == berlin.id]
+        assert [m.value for m in berlin.stale] == ["Munich"]
+        assert citation_disagreements(mem) == [] and mem.audit(full=True).ok

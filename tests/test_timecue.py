@@ -118,3 +118,31 @@ def test_without_cue_drops_only_the_words_that_name_the_time():
     assert without_cue("Who did Maria have dinner with on May 3, 2023?", NOW) == \
         "Who did Maria have dinner with on ?"
     assert without_cue("What did Caroline research?", NOW) == "What did Caroline research?"
+
+
+def test_an_episode_refers_to_the_date_an_extractor_gives_before_its_words_cue(tmp_path):
+    import gem
+    from conftest import ENGINE, memory_location
+
+    said = d(2023, 5, 8)
+    concert = d(2023, 4, 29)
+
+    def extract(episode):  # a stand-in for an LLM extractor that dates what the turn says
+        if "concert" in episode.text:
+            return [gem.Fact("Mel", "last concert", "Muse", at=concert, source=episode.source)]
+        if "dentist" in episode.text:  # a fact without a date: valid when it was said
+            return [gem.Fact("Mel", "dentist", "Dr Ode", source=episode.source)]
+        return []
+
+    with gem.open(memory_location(tmp_path), clock=lambda: said, engine=ENGINE,
+                  extractor=extract) as mem:
+        mem.ingest([gem.Episode("Yesterday I told you about the concert I saw.", at=said,
+                                source="chat:1", speaker="Mel"),
+                    gem.Episode("I went to the dentist yesterday.", at=said, source="chat:2",
+                                speaker="Mel"),
+                    gem.Episode("Nothing much happened.", at=said, source="chat:3")])
+        days = {e.source: e.refers_to for e in mem.retrieve(
+            "concert dentist nothing happened", k=10).episodes}
+        assert days["chat:1"] == concert              # the extractor's date, not 'yesterday'
+        assert days["chat:2"] == d(2023, 5, 7)        # no date given: the words' own cue
+        assert "chat:3" not in days or days["chat:3"] is None

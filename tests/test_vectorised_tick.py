@@ -22,9 +22,11 @@ from gem.policy import compiler
 from gem.policy.vectorise import per_unit_because
 
 RELATIONS = {"active_fields": ("compress", "hide"), "visible_fields": ("compress", "hide"),
-             "active_topics": ("archive",), "active_episodes": ("hide",)}
+             "active_topics": ("archive",), "active_episodes": ("compress", "hide"),
+             "visible_episodes": ("compress", "hide")}
 LADDER_OFF = "".join(f"DISABLE POLICY {name}\n" for name in (
-    "compress-faded-fields", "hide-faded-fields", "archive-faded-topics", "hide-faded-episodes"))
+    "compress-faded-fields", "hide-faded-fields", "archive-faded-topics",
+    "compress-faded-episodes", "hide-faded-episodes"))
 
 
 FRESH = -math.expm1(-0.5)  # the salience a fact's reinforcement gives a new unit
@@ -151,7 +153,7 @@ def test_the_default_ladder_runs_as_plans_and_other_shapes_per_unit():
     ps = compiler.load([])
     planned = {p.name for p in ps if p.plan is not None}
     assert planned == {"compress-faded-fields", "hide-faded-fields", "archive-faded-topics",
-                       "hide-faded-episodes"}
+                       "compress-faded-episodes", "hide-faded-episodes"}
     odd = compiler.load_text(
         "POLICY a\nON tick\nWHEN EXISTS f IN active_fields WHERE f.history_length > 2\nDO compress(f)\n"
         "POLICY b\nON tick\nWHEN EXISTS f IN active_fields WHERE f.salience < 0.3\nDO compress(f)\n"

@@ -149,7 +149,7 @@ def test_episodes_are_listed_newest_first_per_scope_and_bad_arguments_change_not
     mem.scope("acme").ingest(gem.Episode("acme's own note"))
     listing = mem.episodes()
     assert [e.text for e in listing.episodes][:2] == ["note 4 on the door", "note 3 on the roof"]
-    assert (listing.matching, listing.counts) == (5, {"active": 5, "hidden": 0})
+    assert (listing.matching, listing.counts) == (5, {"active": 5, "hidden": 0, "compressed": 0})
     roof = mem.episodes(text="ROOF", limit=1)
     assert roof.matching == 2 and [e.text for e in roof.episodes] == ["note 3 on the roof"]
     assert [e.id for e in mem.scope("acme").episodes().episodes] == ["acme:ep1"]

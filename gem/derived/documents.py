@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..history import is_retraction
 from ..store import queries
 from ..store.schema import Row
+from ..terms import content_words
 from ..text import value_text
 from ..units import unit_table
 from .tables import DEFAULT_SCOPE, NameDirectory, Summarizer, seconds
@@ -69,6 +70,10 @@ def units_rewritten(t: "Transition") -> list[str]:
     return list(out)
 
 
+# A compressed episode is searched by at most this many of its distinct content words (its
+# own first, then those of the turn it follows): a LoCoMo turn has 10-15.
+COMPRESSED_WORDS = 24
+
 # Above this many stale units, their documents come from one scan of every current value
 # (seconds at 1M entries) rather than reads by key (about 0.5 ms a unit on kuzu, cold).
 SCAN_ABOVE = 20_000
@@ -114,6 +119,8 @@ def unit_documents(cache: "CommittedCache", names: NameDirectory, units: Sequenc
         before = cache.rows["Episode"].get(row["follows"]) if row["follows"] else None
         if before is not None:
             text += " " + before["text"]
+        if row["status"] == "compressed":  # the ladder's compressed turn: its summary
+            text = content_words(text, COMPRESSED_WORDS)
         out[eid] = (text, seconds(row["at"]))
     return out
 

@@ -349,6 +349,11 @@ class ScopeState:
             self._put_topic(row)
         for row in changed("Field").values():
             self._put_field(row)
+        # a compressed episode is searched by its summary: compressing or reviving it changes
+        # its document (other ladder steps change none, status is read at query time)
+        recompacted = [k for k, props in t.updated["Episode"].items() if "status" in props
+                       and "compressed" in (props["status"], self.episodes.status_of(k))]
+        self.stale_units.update(dict.fromkeys(recompacted))
         for row in changed("Episode").values():
             self._put_episode(row)
         self.stale_units.update(dict.fromkeys(t.created["Episode"]))

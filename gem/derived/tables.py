@@ -24,7 +24,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 DEFAULT_SCOPE = "default"
 TOPIC_STATUS = ("active", "archived")
 FIELD_STATUS = ("active", "compressed", "hidden")
-EPISODE_STATUS = ("active", "hidden")
+EPISODE_STATUS = ("active", "hidden", "compressed")  # appended: stored codes keep their meaning
 
 
 def default_summary(title: str, values: dict[str, Any]) -> str:

@@ -527,6 +527,32 @@ class LexicalIndex:
             out.append((doc_id, score, covered / total if total > 0 else 0.0))
         return out
 
+    def sharing_rare_terms(self, doc_id: str, terms: int, max_df: int) -> list[tuple[str, int]]:
+        """The other documents holding any of `doc_id`'s `terms` rarest terms (each in 2 to
+        `max_df` documents), with how many of those terms each holds, most first, then by id.
+        Costs the postings of those few rare terms, never a pass over the index."""
+        own = self._row_of.get(doc_id)
+        if own is None:
+            return []
+        rare = sorted((df, self._vocab[tid], tid) for tid in self._term_ids_of(own)
+                      if 2 <= (df := self._df_id(tid)) <= max_df)
+        shared: dict[int, int] = {}
+        for _, _, tid in rare[:terms]:
+            for row in self._term_rows(tid).tolist():
+                if row != own:
+                    shared[row] = shared.get(row, 0) + 1
+        found = [(self._id_of_row[row], n) for row, n in shared.items()]
+        return sorted(found, key=lambda x: (-x[1], x[0]))
+
+    def _term_rows(self, tid: int) -> np.ndarray:
+        """The live rows holding term id `tid`, from the write buffer and every segment."""
+        parts = [self._buffer_postings(tid)[0]]
+        for seg, where in zip(self._segments, self._slices([(tid, 0.0)])):
+            if where[0] is not None:
+                a, b = where[0][0], where[0][1]  # type: ignore[index]
+                parts.append(self._live(seg, seg.rows[a:b])[0].astype(np.int64, copy=False))
+        return np.concatenate(parts)
+
     def _term_ids_of(self, row: int) -> set[int]:
         owner = int(self._owner[row])
         if owner == _BUFFER:

@@ -6,6 +6,7 @@ Each applies one rule of the model to a transition's proposed state; the rules t
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from .. import history
@@ -14,11 +15,25 @@ from ..reliability import Observation as EvidenceObservation
 from ..state.transition import Transition
 from ..store.schema import EDGE_TABLES, Row
 from ..text import name_key
+from ..timecue import refers_to as words_refer_to
 from ..units import EdgeRef, FieldRef, TopicRef, field_id
 
 
 def entry_value(row: Row) -> Any:
     return json.loads(row["value"])
+
+
+def refers_to(t: Transition, episode: Row) -> datetime | None:
+    """The day an episode refers to: the valid time given to a fact found in it (an
+    extractor's date: a fact that gives none is valid when the episode was said), else the
+    day its own words name ('yesterday', read against when it was said), else None."""
+    cited = [e for e in episode.get("cited_by") or ()]
+    t.prefetch("Entry", cited)
+    for eid in cited:
+        entry = t.entry(eid)
+        if entry is not None and entry["ref"] == episode["id"] and entry["valid_at"] != episode["at"]:
+            return entry["valid_at"]
+    return words_refer_to(episode["text"], episode["at"])
 
 
 def provenance_of(row: Row) -> dict[str, Any]:

@@ -31,7 +31,7 @@ import json
 from typing import Any, Iterable
 
 from .. import attest, history
-from ..derived import snapshot_dir
+from ..derived import EPISODE_STATUS, snapshot_dir
 from ..errors import UnknownUnit
 from ..state.reads import episode_order
 from ..state.transition import Transition
@@ -246,7 +246,7 @@ def _episodes_of(t: Transition, cited: Iterable[Any], source: str | None,
     """The scope's episodes that go: those cited by what was erased, those recorded from
     `source`, or all of them."""
     if every_episode:
-        return t.episode_ids_where(frozenset({"active", "hidden"}))
+        return t.episode_ids_where(frozenset(EPISODE_STATUS))
     found = [ref for ref in cited if isinstance(ref, str) and is_episode(ref)
              and ref[:len(ref) - len(ref.rsplit(":", 1)[-1])] == t.prefix]
     if source is not None:

@@ -1,7 +1,10 @@
 """Forget: the graded, never destructive attenuation ladder (specs/design.md §3).
 
     compress  a field keeps its current value and a summary record; older entries leave
-              the active history (active=false) but stay recoverable with provenance
+              the active history (active=false) but stay recoverable with provenance; an
+              episode is searched by its summary (its distinct content words,
+              gem/derived/documents.py) instead of all its words, and stays in default
+              retrieval: what it said is kept whole, and a query that finds it revives it
     hide      a field leaves default retrieval
     archive   a topic leaves default retrieval; explicit lookup and restore still work
 
@@ -57,6 +60,17 @@ def hide_field(t: Transition, fid: str) -> bool:
     t.update("Field", fid, status="hidden")
     t.content_changed(row["topic_id"])
     _attenuated(t, row, "hidden")
+    return True
+
+
+def compress_episode(t: Transition, eid: str) -> bool:
+    row = t.row("Episode", eid)
+    if row is None or row["status"] != "active":
+        return False
+    t.update("Episode", eid, status="compressed")
+    t.touched.episodes[eid] = None
+    record_attenuated(t, eid, "compressed")
+    t.emit("attenuated", unit=EpisodeRef(eid), level="compressed")
     return True
 
 
@@ -204,6 +218,8 @@ def enforce_bound(t: Transition) -> None:
 def _compress(rt: PolicyRuntime, args: list[Any], evidence: dict[str, Any], policy: str) -> None:
     if isinstance(args[0], FieldRef):
         compress_field(rt.t, args[0].id)
+    elif isinstance(args[0], EpisodeRef):
+        compress_episode(rt.t, args[0].id)
 
 
 @action("hide")

@@ -4,7 +4,8 @@ With a query, `near` narrows the units the query ranks to those within the radiu
 `between` narrows them to a time window; both may be given). Without one, the units within
 the radius are returned nearest first (then the most salient), at most k, each with score
 1 / (1 + km): "what happened near here last week" is `near=` with `between=`. A field is
-placed by its current entry, an episode by its own place (gem/places.py). Forgotten units
+placed by its current entry (with `as_of`, by the entry current then), an episode by its own
+place (gem/places.py). Forgotten units
 (hidden, or of an archived topic) come back only with `include_archived`: a place is no cue
 strong enough to recall what was forgotten.
 """
@@ -14,9 +15,11 @@ from datetime import datetime
 
 from ..derived import scope_of
 from ..model import RetrieveResult
+from ..history import as_of as value_as_of
 from ..places import PlaceGrid, distance_km
 from ..state.transition import Transition
 from ..store import queries
+from ..units import is_episode
 
 
 def grid(t: Transition) -> PlaceGrid:
@@ -31,9 +34,31 @@ def grid(t: Transition) -> PlaceGrid:
     return derived.places
 
 
-def within(t: Transition, near: tuple[float, float, float]) -> dict[str, float]:
-    """unit -> distance in km of the scope's units within the radius."""
-    return grid(t).within(*near).units
+def within(t: Transition, near: tuple[float, float, float],
+           as_of: datetime | None = None) -> dict[str, float]:
+    """unit -> distance in km of the scope's units within the radius; with `as_of`, a field
+    where its entry current at that time was (the grid holds current places only: the fields
+    with an entry ever placed within the radius are read, one scan of the placed entries)."""
+    found = grid(t).within(*near).units
+    if as_of is None:
+        return found
+    lat, lon, km = near
+    out = {u: d for u, d in found.items() if is_episode(u)}
+    with t.cache.store.reading() as tx:
+        placed = queries.placed_entries(tx)
+    fids = sorted({fid for fid, plat, plon in placed if scope_of(fid) == t.scope
+                   and distance_km(lat, lon, plat, plon) <= km})
+    t.prefetch("Field", fids)
+    t.prefetch_children("HAS_ENTRY", [f for f in fids if t.field_row(f) is not None])
+    for fid in fids:
+        if t.field_row(fid) is None:
+            continue
+        then = value_as_of(t.entries(fid), as_of, t.observations)
+        if then is not None and then["place_lat"] is not None:
+            d = distance_km(lat, lon, then["place_lat"], then["place_lon"])
+            if d <= km:
+                out[fid] = d
+    return out
 
 
 def in_window(t: Transition, units: dict[str, float],
@@ -47,11 +72,12 @@ def in_window(t: Transition, units: dict[str, float],
 
 def nearest(t: Transition, near: tuple[float, float, float],
             between: tuple[datetime, datetime] | None, k: int,
-            include_archived: bool) -> tuple[list[tuple[str, float]], bool]:
+            include_archived: bool, as_of: datetime | None = None
+            ) -> tuple[list[tuple[str, float]], bool]:
     """(unit, score) of the k units nearest the point within the radius (and the window),
     and whether more were there than k."""
     derived = t.committed
-    found = in_window(t, within(t, near), between)
+    found = in_window(t, within(t, near, as_of), between)
     eligible: dict[str, float] = {}
     for unit, km in found.items():
         status, topic_status = derived.unit_status(unit)

@@ -32,10 +32,11 @@ from ..places import place_of
 from ..reliability import evidence_states
 from ..runtime import topic_summary
 from ..state.transition import Transition
-from ..timecue import refers_to, without_cue
+from ..timecue import without_cue
 from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
-from .common import field_evidence, field_named, provenance_of
+from .common import field_evidence, field_named, provenance_of, refers_to
 from .forget import restore_episode, restore_field, restore_topic
+from . import associate  # noqa: F401 - registers reinforce_associated
 from . import near as near_op
 from . import stale
 from .resolution import Directory
@@ -122,14 +123,15 @@ def _access_topic(t: Transition, tid: str, fids: list[str], query: str | None) -
 def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResult]:
     """Unit-level free-text retrieval: rank, group by topic, recall, add context, access."""
     t.committed.refresh_units(t.cache)
-    window = window_units(t, req.between, req.near)
+    window = window_units(t, req.between, req.near, req.as_of)
     if req.query:
         hits, truncated = rank_units(t, req.query, req.k, req.include_archived, window,
                                      t.settings["relevance_floor"], t.settings["recall_floor"],
                                      t.settings["hidden_recall_floor"], structure=True)
     else:
         assert req.near is not None
-        found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived)
+        found, truncated = near_op.nearest(t, req.near, req.between, req.k, req.include_archived,
+                                           req.as_of)
         hits = [Hit(u, score, 0.0) for u, score in found]
     # what replaced a stale episode joins it only inside the request's window, and k holds
     hits = stale.order(t, hits, req.as_of, req.include_archived, window)
@@ -213,14 +215,15 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
 
 
 def window_units(t: Transition, between: tuple[datetime, datetime] | None,
-                 near: tuple[float, float, float] | None) -> set[str] | None:
+                 near: tuple[float, float, float] | None,
+                 as_of: datetime | None = None) -> set[str] | None:
     """The units inside the request's time window and radius (None: no window, every unit)."""
     allowed: set[str] | None = None
     if between is not None:
         lo, hi = (b.timestamp() for b in between)
         allowed = {u for u, v in t.committed.unit_valid.items() if lo <= v <= hi}
     if near is not None:
-        placed = near_op.within(t, near)
+        placed = near_op.within(t, near, as_of)
         allowed = set(placed) if allowed is None else allowed & placed.keys()
     return allowed
 
@@ -260,8 +263,9 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
                 else hidden_floor
             if relevance >= needed:
                 eligible.append((unit, relevance, forgotten))
-        elif relevance >= floor:
-            eligible.append((unit, relevance, None))
+        elif relevance >= floor:  # a compressed episode its summary matched is revived
+            eligible.append((unit, relevance, "compressed" if status == "compressed"
+                             and topic_status is None else None))
     if not eligible:
         return [], False
     salience = {u: derived.unit_salience(u, t.now, t.half_life) for u, _, _ in eligible}
@@ -293,6 +297,8 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
                 return False, None
             if status == "active":
                 return True, None
+            if status == "compressed" and topic_status is None:  # an episode, revived
+                return True, "compressed"
             if status == "hidden" and not include_archived and relevance >= hidden_needed:
                 return True, "hidden"
             return status == "hidden" and include_archived, None
@@ -482,7 +488,7 @@ def episode_view(t: Transition, eid: str, hit: Hit | None = None,
     return EpisodeView(id=eid, text=row["text"], at=row["at"], speaker=row["speaker"],
                        source=row["source"], recorded_at=row["recorded_at"],
                        salience=t.salience_now(row), status=row["status"],
-                       follows=row["follows"], refers_to=refers_to(row["text"], row["at"]),
+                       follows=row["follows"], refers_to=refers_to(t, row),
                        score=None if hit is None else hit.score,
                        recalled=None if hit is None else hit.recalled, place=place_of(row),
                        stale=stale.marks(t, row, as_of))

@@ -34,7 +34,8 @@ from typing import Callable, Sequence
 
 from ..state.transition import Transition
 from ..text import tokens
-from ..timecue import asks_when, cue, mentions_time, refers_to
+from ..timecue import asks_when, cue, mentions_time
+from .common import refers_to
 from ..units import unit_table
 
 # Weights, as fractions of the seed's first-stage score (spreading) or as absolute score scaled
@@ -190,7 +191,7 @@ def _times_of(t: Transition, unit: str, row: dict | None) -> list[datetime]:
     words refer to ('last night', said on 4 May, is 3 May)."""
     if row is not None:
         said: datetime = row["at"]
-        meant = refers_to(row["text"], said)
+        meant = refers_to(t, row)
         return [said] if meant is None else [said, meant]
     valid = t.committed.unit_valid.get(unit)
     return [] if valid is None else [datetime.fromtimestamp(valid, timezone.utc)]

@@ -11,7 +11,9 @@ value is never copied into a mark that erasure would have to find, and the audit
 derived state have nothing new to keep consistent. An episode is stale on a field when an entry
 it supports is not the field's value (now, or as of the request's time) and that value is a
 newer statement of a different value (or a retraction). An episode recorded before
-`cited_by` existed lists nothing (what cited it was not kept) and is never marked by facts.
+`cited_by` existed reads it as null, "not known" (gem/store/schema.py): what cites it is then
+read from the entries and observations (one scan per transition that judges such episodes),
+and the first fact that cites it again writes the whole list.
 
 Without an extractor there are no citing facts; a policy may then judge that a later episode
 contradicts an earlier one and `mark_stale(e, by)` it (`Episode.contradicted_by`, stored, as
@@ -25,10 +27,12 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from typing import Any, Sequence
+from weakref import WeakKeyDictionary
 
 from ..history import as_of as value_as_of, is_retraction, order_key
 from ..model import StaleMark
 from ..state.transition import Transition
+from ..store import queries
 from ..units import is_episode
 
 # A stale episode's score is set this far below the fact that replaced it (scores are rounded
@@ -42,14 +46,34 @@ def own_episode(t: Transition, ref: Any) -> bool:
         and ref[:len(ref) - len(ref.rsplit(":", 1)[-1])] == t.prefix
 
 
+# What cites the episodes of an older database (cited_by null), read once per transition.
+_UNLISTED: "WeakKeyDictionary[Transition, dict[str, list[str]]]" = WeakKeyDictionary()
+
+
+def cited_by(t: Transition, rows: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """episode id -> the entries that cite it, for these episode rows: their `cited_by`, or for
+    one recorded before it was kept, what the committed entries and observations say."""
+    known = _UNLISTED.setdefault(t, {})
+    unknown = [r["id"] for r in rows if r.get("cited_by") is None and r["id"] not in known]
+    if unknown:
+        with t.cache.store.reading() as tx:
+            found = queries.citing_entries(tx, unknown)
+        known.update({eid: found.get(eid, []) for eid in unknown})
+    return {r["id"]: list(r["cited_by"]) if r.get("cited_by") is not None else known[r["id"]]
+            for r in rows}
+
+
 def cite(t: Transition, ref: Any, entry_id: str) -> None:
     """Record on the episode `ref` names that the entry `entry_id` states what it said."""
     if not own_episode(t, ref):
         return
     row = t.row("Episode", ref)
-    if row is None or entry_id in (row["cited_by"] or []):
+    if row is None:
         return
-    t.update("Episode", ref, cited_by=[*(row["cited_by"] or []), entry_id])
+    listed = cited_by(t, [row])[ref]
+    if entry_id in listed and row["cited_by"] is not None:
+        return
+    t.update("Episode", ref, cited_by=[*listed, *([] if entry_id in listed else [entry_id])])
     t.touched.episodes[ref] = None
 
 
@@ -57,8 +81,8 @@ def prefetch(t: Transition, episodes: Sequence[str]) -> None:
     """Read what judging these episodes reads in a few statements, not a few per episode:
     their rows, the entries they cite, and those entries' fields, histories and topics."""
     t.prefetch("Episode", episodes)
-    cited = [e for eid in episodes if (row := t.row("Episode", eid)) is not None
-             for e in row.get("cited_by") or ()]
+    rows = [row for eid in episodes if (row := t.row("Episode", eid)) is not None]
+    cited = [e for listed in cited_by(t, rows).values() for e in listed]
     if not cited:
         return
     t.prefetch("Entry", cited)
@@ -79,7 +103,7 @@ def replaced(t: Transition, row: dict[str, Any], as_of: datetime | None = None
     """(field id, the entry now holding its value) for each field on which a newer statement
     replaced what the episode `row` said, one per field."""
     out: dict[str, dict[str, Any]] = {}
-    cited = [e for e in row.get("cited_by") or ()]
+    cited = cited_by(t, [row])[row["id"]]
     t.prefetch("Entry", cited)
     for eid in cited:
         said = t.entry(eid)
@@ -93,13 +117,21 @@ def replaced(t: Transition, row: dict[str, Any], as_of: datetime | None = None
     return list(out.items())
 
 
-def _contradicting(t: Transition, row: dict[str, Any], as_of: datetime | None
-                   ) -> dict[str, Any] | None:
+def _contradicting(t: Transition, row: dict[str, Any], as_of: datetime | None,
+                   depth: int = 0) -> dict[str, Any] | None:
     """The later episode a policy judged to contradict `row`, if it still exists (and was said
-    by `as_of`)."""
+    by `as_of`) and is not itself out of date: a mark holds only while what marked it is
+    current. Berlin, then Munich, then Berlin again: the first Berlin episode is stale while
+    Munich is current (as of a time between the second and the third), and no longer once
+    Munich is contradicted. A policy that marks every earlier episode saying something else
+    (the default `stale-when-moved` does, among the speaker's latest 100) then gives the
+    right answer with one step: Berlin, Munich, Hamburg marks the first Berlin episode by
+    Hamburg (a later mark replaces an earlier one), which is current."""
     later = row.get("contradicted_by")
     found = t.row("Episode", later) if later and own_episode(t, later) else None
-    return found if found is not None and (as_of is None or found["at"] <= as_of) else None
+    if found is None or (as_of is not None and found["at"] > as_of):
+        return None
+    return found if depth or _contradicting(t, found, as_of, 1) is None else None
 
 
 def marks(t: Transition, row: dict[str, Any], as_of: datetime | None = None) -> list[StaleMark]:

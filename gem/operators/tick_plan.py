@@ -39,7 +39,7 @@ def candidates(t: Transition, plan: V.TickPlan, below: float | None) -> list[str
         return t.field_ids_where(ACTIVE if plan.relation == "active_fields" else VISIBLE, below)
     if plan.table == "Topic":
         return t.topic_ids_where(ACTIVE, below)
-    return t.episode_ids_where(ACTIVE, below)
+    return t.episode_ids_where(ACTIVE if plan.relation == "active_episodes" else VISIBLE, below)
 
 
 def ref(table: str, key: str) -> Any:

@@ -184,7 +184,10 @@ RELATIONS: dict[str, RelationSig] = {
         RelationSig("visible_fields", list_of(FIELD), (),
                     "every field of an active topic that is not hidden (active or compressed)"),
         RelationSig("active_topics", list_of(TOPIC), (), "every active topic in the memory"),
-        RelationSig("active_episodes", list_of(EPISODE), (), "every active (not hidden) episode"),
+        RelationSig("active_episodes", list_of(EPISODE), (),
+                    "every active episode (neither compressed nor hidden)"),
+        RelationSig("visible_episodes", list_of(EPISODE), (),
+                    "every episode that is not hidden (active or compressed)"),
         RelationSig("said_before", list_of(EPISODE), ("episode",),
                     "the latest episodes the event's episode's speaker said before it, newest first"),
         RelationSig("flagged_topics", list_of(TOPIC), (), "topics with pending revision flags"),
@@ -325,7 +328,8 @@ ACTIONS: dict[str, ActionSig] = {
         _action("promote", (TOPIC, list_of(TEXT), TEXT), "topic_created linked",
                 "move fields of a topic into a new topic with the given title"),
         _action("link", (TOPIC, TOPIC, TEXT), "linked", "add an edge: kind 'extension' or 'association'"),
-        _action("compress", (FIELD,), "attenuated", "compress a field's history (recoverable)"),
+        _action("compress", (union(FIELD, EPISODE),), "attenuated",
+                "compress a field's history, or an episode to its searchable summary (recoverable)"),
         _action("hide", (union(FIELD, EPISODE),), "attenuated",
                 "hide a field or an episode from default retrieval"),
         _action("archive", (TOPIC,), "archived attenuated", "archive a topic (restorable)"),
@@ -334,6 +338,9 @@ ACTIONS: dict[str, ActionSig] = {
         _action("reinforce", (UNIT, NUMBER), "",
                 "raise salience: strength x += amount, s = 1 - exp(-x), i.e. "
                 "s <- s + (1 - exp(-amount)) * (1 - s)"),
+        _action("reinforce_associated", (union(FIELD, EPISODE), NUMBER), "",
+                "reinforce, by amount, the few visible episodes that share the "
+                "unit's rarest terms (associative reinforcement)"),
         _action("set_salience", (UNIT, NUMBER), "", "set salience"),
         _action("annotate", (union(UNIT, ENTRY), TEXT, VALUE), "", "attach a key/value note"),
         _action("reject", (TEXT,), "", "abort the whole transition with this message", aborts=True),
@@ -466,6 +473,9 @@ SETTINGS: dict[str, SettingSig] = {
                    "above which a text query recalls a hidden field or episode (faded from default "
                    "context, its topic not put away), returns it marked hidden and revives it",
                    0, 1),
+        SettingSig("associative_factor", NUMBER, 0, "share of reinforce_amount that the "
+                   "episodes sharing a retrieved unit's rarest terms gain "
+                   "(reinforce_associated); 0 turns associative reinforcement off", 0, 1),
         SettingSig("cascade_depth", NUMBER, 8, "how deep policy cascades may go in one transition", 1, None,
                    integer=True),
         SettingSig("active_bound", NUMBER, None,

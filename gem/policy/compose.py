@@ -131,8 +131,12 @@ def compose(files: Sequence[A.PolicyFile]) -> Composition:
     return Composition(tuple(policies.values()), tuple(settings.values()), tuple(changes), tuple(problems))
 
 
+# A hint lists the policies in force up to this many (the default set's 12 and a few more).
+IN_FORCE_LISTED = 16
+
+
 def _in_force(policies: dict[str, A.Policy]) -> str | None:
-    if not policies or len(policies) > 10:
+    if not policies or len(policies) > IN_FORCE_LISTED:
         return None
     return "the policies in force are: " + ", ".join(sorted(policies))
 

@@ -26,7 +26,8 @@ from .evaluate import ExprCompiler, Fn, _salience_bound, is_name
 
 # relation -> the table its units live in
 PLANNED_RELATIONS = {"active_fields": "Field", "visible_fields": "Field",
-                     "active_topics": "Topic", "active_episodes": "Episode"}
+                     "active_topics": "Topic", "active_episodes": "Episode",
+                     "visible_episodes": "Episode"}
 PLANNED_ACTIONS = frozenset({"compress", "hide", "archive"})
 
 

@@ -765,6 +765,27 @@ def placed_units(tx: Tx, scope: str) -> list[tuple[str, float, float]]:
         [(r["id"], r["place_lat"], r["place_lon"]) for r in episodes]
 
 
+def citing_entries(tx: Tx, episodes: Sequence[str]) -> dict[str, list[str]]:
+    """episode -> the entries whose facts cite it (`ref`) or whose value a positive observation
+    citing it corroborates: what `Episode.cited_by` lists, for episodes recorded before it was
+    kept (a scan of the entries and observations: such databases only)."""
+    out: dict[str, list[str]] = {}
+    for ref, entry in [*tx.run("MATCH (e:Entry) WHERE e.ref IN $ids AND e.polarity = '+' "
+                               "RETURN e.ref, e.id", {"ids": list(episodes)}),
+                       *tx.run("MATCH (o:Observation) WHERE o.ref IN $ids AND o.polarity = '+' "
+                               "RETURN o.ref, o.entry_id", {"ids": list(episodes)})]:
+        if entry not in out.setdefault(ref, []):
+            out[ref].append(entry)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def placed_entries(tx: Tx) -> list[tuple[str, float, float]]:
+    """(field id, lat, lon) of every entry of any scope that has a place, current or not: the
+    fields a `near=` read as of an earlier time may find (gem/operators/near.py)."""
+    return [(r[0], r[1], r[2]) for r in tx.run(
+        "MATCH (e:Entry) WHERE e.place_lat IS NOT NULL RETURN e.field_id, e.place_lat, e.place_lon")]
+
+
 def scan_edges(tx: Tx, rel: str) -> list[tuple[str, str, Row]]:
     cols = RELS[rel].columns
     rows = tx.run(f"MATCH (a:Topic)-[r:{rel}]->(b:Topic) RETURN a.id, b.id, {_returns('r', cols)}"

@@ -294,11 +294,16 @@ def ddl() -> tuple[str, ...]:
     return tuple(out)
 
 
+UNKNOWN_WHEN_ADDED = frozenset({"cited_by"})
+
+
 def add_column(table: str, column: str) -> str:
     """ALTER statement adding a declared column to a table made before it was declared: lists
     start empty, everything else null (what a row written before the column existed means)."""
     kind = cypher_type(get_type_hints(TABLES[table].row)[column])
-    default = " DEFAULT []" if kind.endswith("[]") else ""
+    # an episode's `cited_by` was not kept before the column: null says "not known" (read
+    # from the entries instead, gem/operators/stale.py), where [] would say "none"
+    default = " DEFAULT []" if kind.endswith("[]") and column not in UNKNOWN_WHEN_ADDED else ""
     return f"ALTER TABLE {table} ADD IF NOT EXISTS {column} {kind}{default}"
 
 

@@ -7,7 +7,8 @@ The model is plain Python: for every (topic, field) the list of entries with the
 value, valid time, recording order and polarity, from which the current value, the
 value as of any time and the history length follow by the field-history rules. Rules
 ingest (new values, updates, re-ingests, late-arriving facts, denials, batches, with labels),
-retract, retrieve (text, structured, as-of, history, unit-level with k and time windows), record
+retract, retrieve (text, structured, as-of, history, unit-level with k and time windows; a read
+raises no unreturned episode's salience but a bounded few associates'), record
 episodes, link, revise (with a reviser that handles some topics and declines the others),
 forget, restore, erase a field, act in a second scope (ingest with labels, retract, revise),
 advance the clock and reload the policies. One small invariant per correctness condition C1-C6,
@@ -31,6 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import gem
+from gem.operators.associate import ASSOCIATES, PER_READ
 from gem.places import distance_km
 from gem.testing.consistency import cache_disagreements, citation_disagreements, \
     derived_disagreements
@@ -232,6 +234,10 @@ class GemMachine(RuleBasedStateMachine):
                 want = self.model.current((view.title, name), as_of)
                 assert fv.value == want, f"{view.title}.{name}: memory {fv.value!r}, model {want!r}"
 
+    def _episode_salience(self) -> dict[str, float]:
+        page = self.mem.episodes(limit=500)  # an administrative read: nothing reinforced
+        return {e.id: e.salience for e in page.episodes}
+
     def _salience(self, topic: str, fld: str | None = None) -> float | None:
         view = self.mem.inspect(topic, fld)
         return None if view is None else view.salience
@@ -378,12 +384,21 @@ class GemMachine(RuleBasedStateMachine):
         self.steps += 1
         between = (START, self.now - timedelta(days=2)) if window and self.now - timedelta(days=2) >= START \
             else None
+        before = self._episode_salience()
         result = self.mem.retrieve(query, k=k, between=between)
         fields = [(t.title, n) for t in result.topics if t.context_of is None for n in t.fields]
         note(f"retrieve units {query!r} k={k} between={between} -> {fields}, "
              f"{[e.id for e in result.episodes]}, truncated={result.truncated}")
         assert len(fields) + len(result.episodes) <= k
         self._check_retrieval(result)
+        # associative reinforcement: an episode the read did not return may only gain, and
+        # at most ASSOCIATES of them per unit returned (gem/operators/associate.py)
+        after = self._episode_salience()
+        returned = {e.id for e in result.episodes}
+        gained = [e for e, s in after.items() if e not in returned and s > before.get(e, s)]
+        assert all(s >= before[e] for e, s in after.items() if e in before and e not in returned)
+        read = sum(len(t.fields) for t in result.topics) + len(returned)  # context included
+        assert len(gained) <= min(ASSOCIATES * read, PER_READ), gained
         for e in result.episodes:
             text, at = self.model.episodes[e.id]
             assert (e.text, e.at) == (text, at) and e.status == "active"

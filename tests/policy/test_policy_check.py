@@ -523,7 +523,7 @@ def test_disabling_twice_and_redefining_a_disabled_policy():
     again = parse("POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)", "b.policy")
     assert str(pytest.raises(PolicyCheckError, check, [DEFAULT, first, again]).value) == (
         "b.policy:1:8: gem_duplicate_policy: policy 'hide-faded-fields' is already defined at "
-        "default.policy:52:8 (disabled at a.policy:1:16)\n"
+        "default.policy:55:8 (disabled at a.policy:1:16)\n"
         "POLICY hide-faded-fields ON tick WHEN EXISTS f IN active_fields DO hide(f)\n"
         "       ^^^^^^^^^^^^^^^^^\n"
         "hint: to define it anew, write OVERRIDE POLICY hide-faded-fields"
@@ -550,8 +550,9 @@ def test_one_file_says_one_thing_about_each_name():
 
 def test_a_disable_of_no_close_name_lists_the_policies_in_force():
     assert composed_error("DISABLE POLICY forgetting").endswith(
-        "hint: the policies in force are: archive-faded-topics, compress-faded-fields, contest-unreliable-conflict, "
-        "hide-faded-episodes, hide-faded-fields, propagate-on-change, reinforce-episodes, reinforce-on-ingest, "
+        "hint: the policies in force are: archive-faded-topics, compress-faded-episodes, compress-faded-fields, "
+        "contest-unreliable-conflict, hide-faded-episodes, hide-faded-fields, propagate-on-change, "
+        "reinforce-associated-episodes, reinforce-episodes, reinforce-on-ingest, "
         "reinforce-on-retrieval, stale-when-moved")
     assert check_error("DISABLE POLICY forgetting\n" + _READS).endswith(
         "gem_nothing_to_disable: no earlier file defines policy 'forgetting'\n"

@@ -308,7 +308,8 @@ def test_the_default_policy_compiles_and_reinforces_on_retrieval():
 
 DEFAULT_NAMES = ["propagate-on-change", "reinforce-on-retrieval", "reinforce-on-ingest", "contest-unreliable-conflict",
                  "compress-faded-fields", "hide-faded-fields", "archive-faded-topics",
-                 "reinforce-episodes", "hide-faded-episodes", "stale-when-moved"]
+                 "reinforce-episodes", "compress-faded-episodes", "hide-faded-episodes",
+                 "reinforce-associated-episodes", "stale-when-moved"]
 
 
 def test_load_composes_the_default_policy_first_unless_told_otherwise(tmp_path):

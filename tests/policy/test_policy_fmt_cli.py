@@ -170,13 +170,13 @@ DO reinforce(field, old_value)
 
 def test_check_clean_file_exits_0():
     rc, out, err = run("check", "--no-defaults", str(default_policy_path()))
-    assert (rc, out, err) == (0, "ok: 1 file, 10 policies in force\n", "")
+    assert (rc, out, err) == (0, "ok: 1 file, 12 policies in force\n", "")
 
 
 def test_check_composes_the_default_policy_first(tmp_path):
     mine = tmp_path / "mine.policy"
     mine.write_text("OVERRIDE SET half_life = 7d\nDISABLE POLICY hide-faded-fields\n")
-    assert run("check", str(mine)) == (0, "ok: 1 file on the default policy, 9 policies in force\n", "")
+    assert run("check", str(mine)) == (0, "ok: 1 file on the default policy, 11 policies in force\n", "")
     rc, out, err = run("check", "--no-defaults", str(mine))
     assert (rc, out) == (1, "")
     assert err.startswith(f"{mine}:1:14: gem_nothing_to_override: no earlier file sets 'half_life'\n")
@@ -191,7 +191,7 @@ def test_check_prints_warnings_and_fails_on_them_only_when_strict(tmp_path):
     mine = tmp_path / "mine.policy"
     mine.write_text("# reads are not reinforced here\nDISABLE POLICY reinforce-on-retrieval\n")
     rc, out, err = run("check", str(mine))
-    assert (rc, out) == (0, "ok: 1 file on the default policy, 9 policies in force, 1 warning\n")
+    assert (rc, out) == (0, "ok: 1 file on the default policy, 11 policies in force, 1 warning\n")
     assert err == (
         f"{mine}:2:16: warning: gem_c6_no_reinforcement: no policy reinforces on 'retrieved', so C6 will reject "
         "every retrieval that returns something\n"
@@ -217,7 +217,7 @@ def test_check_three_mistakes_prints_three_caret_diagnostics_and_exits_1(tmp_pat
         f"{path}:4:4: gem_unknown_action: unknown action 'flag_for_revison'\n"
         "DO flag_for_revison(dependent_topic)\n"
         "   ^^^^^^^^^^^^^^^^\n"
-        "hint: did you mean 'flag_for_revision'? actions: annotate, archive, clear_flags, compress, contest, drop, flag_for_revision, hide, link, mark_stale, merge, promote, propagate, reinforce, reject, restore, set_salience, supersede\n"
+        "hint: did you mean 'flag_for_revision'? actions: annotate, archive, clear_flags, compress, contest, drop, flag_for_revision, hide, link, mark_stale, merge, promote, propagate, reinforce, reinforce_associated, reject, restore, set_salience, supersede\n"
         f"{path}:8:21: gem_out_of_scope: 'old_value' is not bound by event 'retrieved'\n"
         "DO reinforce(field, old_value)\n"
         "                    ^^^^^^^^^\n"
@@ -253,7 +253,7 @@ def test_check_checks_files_together(tmp_path):
     rc, _, err = run("check", str(a), str(b))
     assert rc == 1 and "gem_duplicate_policy: policy 'same' is already defined at" in err
     b.write_text('OVERRIDE POLICY same ON tick DO reject("b")\n')
-    assert run("check", str(a), str(b))[:2] == (0, "ok: 2 files on the default policy, 11 policies in force\n")
+    assert run("check", str(a), str(b))[:2] == (0, "ok: 2 files on the default policy, 13 policies in force\n")
 
 
 def test_fmt_rewrites_in_place_and_check_mode_reports(tmp_path):
@@ -288,7 +288,7 @@ def test_explain_composes_the_default_policy_first_as_check_does(tmp_path):
     assert run("check", str(team))[0] == 0
     rc, out, _ = run("explain", str(team))
     assert rc == 0 and "Composition problems" not in out
-    assert f"  {default_policy_path()}: 3 settings, 10 policies\n" in out
+    assert f"  {default_policy_path()}: 4 settings, 12 policies\n" in out
     assert "  half_life = 14d (OVERRIDE in team.policy)\n" in out
     # --no-defaults explains the file alone, as check --no-defaults checks it alone.
     assert run("check", "--no-defaults", str(team))[0] == 1
@@ -306,17 +306,19 @@ def test_explain_shows_the_composed_trigger_graph(tmp_path):
     assert rc == 0
     assert out.startswith(
         "Files, composed in this order:\n"
-        f"  {default}: 3 settings, 10 policies\n"
+        f"  {default}: 4 settings, 12 policies\n"
         f"  {mine}: 1 setting, 1 policy, 1 disable\n"
         "Changes to earlier files:\n"
         f"  {mine}:1:14: OVERRIDE SET half_life (set at {default}:4:5)\n"
-        f"  {mine}:2:16: DISABLE POLICY hide-faded-fields (defined at {default}:52:8)\n"
-        f"  {mine}:3:17: OVERRIDE POLICY archive-faded-topics (defined at {default}:57:8)\n")
+        f"  {mine}:2:16: DISABLE POLICY hide-faded-fields (defined at {default}:55:8)\n"
+        f"  {mine}:3:17: OVERRIDE POLICY archive-faded-topics (defined at {default}:60:8)\n")
     assert ("  tick\n"
+            "    -> compress-faded-episodes [priority 30] (default.policy): WHEN EXISTS e IN active_episodes "
+            "WHERE e.salience < 0.15 DO compress\n"
             "    -> compress-faded-fields [priority 30] (default.policy): WHEN EXISTS f IN active_fields "
             "WHERE f.salience < 0.3 DO compress\n"
-            "    -> hide-faded-episodes [priority 20] (default.policy): WHEN EXISTS e IN active_episodes "
-            "WHERE e.salience < 0.15 DO hide\n"
+            "    -> hide-faded-episodes [priority 20] (default.policy): WHEN EXISTS e IN visible_episodes "
+            "WHERE e.salience < 0.05 DO hide\n"
             "    -> archive-faded-topics [priority 10] (mine.policy): WHEN EXISTS t IN active_topics "
             "WHERE t.salience < 0.01 DO archive\n") in out
     assert ("Correctness conditions that need a policy:\n"
@@ -352,7 +354,7 @@ def test_check_warns_about_a_name_literal_that_is_not_canonical(tmp_path):
     path = tmp_path / "keys.policy"
     path.write_text('POLICY no-api-keys ON field_created WHEN field.name = "API key" DO drop(entry, "no")\n')
     rc, out, err = run("check", str(path))
-    assert rc == 0 and out == "ok: 1 file on the default policy, 11 policies in force, 1 warning\n"
+    assert rc == 0 and out == "ok: 1 file on the default policy, 13 policies in force, 1 warning\n"
     assert f'{path}:1:55: warning: gem_name_not_canonical: names are compared by canonical key: "API key"' in err
     assert 'hint: write "api key"' in err
     assert run("check", "--strict", str(path))[0] == 1

@@ -91,7 +91,7 @@ def episodes(mem: Memory, text: str | None, status: str | None, offset: int) -> 
             for e in listing.episodes]
     statuses = "".join(f'<option value="{s}"{" selected" if status == s else ""}>{label}</option>'
                        for s, label in (("", "any status"), ("active", "active"),
-                                        ("hidden", "hidden")))
+                                        ("compressed", "compressed"), ("hidden", "hidden")))
     filters = (f'<form class="filters" method="get" action="/episodes">'
                f'<input type="search" name="text" placeholder="said or speaker contains…" '
                f'value="{esc(text or "")}"><select name="status">{statuses}</select>'
