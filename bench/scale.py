@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from common import (GOVERNANCE_STAGES, Clock, EngineTime, RawTwin, Recorder, StageTime, disk_bytes,
-                    ms, rss_mb, side_by_side, timed)
+                    ms, rss_mb, rss_now_mb, side_by_side, timed)
 
 
 def child(engine: str, sizes: list[int], fields: int) -> dict:
@@ -152,6 +152,7 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
                 row["attenuated" + key[len("forget"):]] = len(report["levels"])
             raw.replay(recorder.take())  # not compared in time; the twin holds the same rows
             row["rss_mb"] = rss_mb()
+            row["rss_now_mb"] = rss_now_mb()
             row["facts"] = facts
             mem.close()
             raw.reopen()
@@ -210,6 +211,7 @@ def table(results: dict[str, dict]) -> str:
     row("free-text retrieve p50 / p95 ms", lambda r: f"{r['text'][0]:.2f} / {r['text'][1]:.2f}")
     row("  in the engine p50 / p95 ms", lambda r: f"{r['text_engine'][0]:.2f} / {r['text_engine'][1]:.2f}")
     row("  first after growth (refresh) s", lambda r: f"{r['first_text']:.2f}")
+    row("  first / later p50", lambda r: f"{r['first_text'] * 1e3 / r['text'][0]:.1f}x")
     row("forget pass s (units attenuated)", lambda r: f"{r['forget']:.2f} ({r['attenuated']:,})")
     row("  in the engine s", lambda r: f"{r['forget_engine']:.2f}")
     row("  per unit attenuated us", lambda r: f"{r['forget'] / max(1, r['attenuated']) * 1e6:.0f}")
@@ -218,7 +220,8 @@ def table(results: dict[str, dict]) -> str:
     row("    in the engine ms", lambda r: f"{r['forget_again_engine'] * 1e3:.1f}")
     row("open, snapshot current s", lambda r: f"{r['open']:.2f}")
     row("audit full s / since last s", lambda r: f"{r['audit_full']:.2f} / {r['audit_since']:.3f}")
-    row("RSS MB", lambda r: f"{r['rss_mb']:,.0f}")
+    row("RSS MB, peak / now", lambda r: f"{r['rss_mb']:,.0f} / {r['rss_now_mb']:,.0f}")
+    row("  peak per fact KB", lambda r: f"{r['rss_mb'] * 1024 / r['facts']:.2f}")
     row("bytes on disk per fact", lambda r: f"{r['bytes_per_fact']:,.0f}")
     row("  of them derived files (snapshot)", lambda r: f"{r['derived_bytes_per_fact']:,.0f}")
     row("  same rows raw (no snapshot)", lambda r: f"{r['raw_bytes_per_fact']:,.0f}")
