@@ -369,7 +369,17 @@ def main() -> int:
                              "up to N topics (mem0 writes ~30 facts/s here)")
     parser.add_argument("--child", choices=["kuzu", "ladybug", "mem0", "kuzu-memory"])
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--table", nargs="+", metavar="JSON",
+                        help="only print the table of results written by --json (one or more runs)")
     args = parser.parse_args()
+    if args.table:
+        merged: dict = {}
+        for name in args.table:
+            with open(name) as f:
+                for system, result in json.load(f).items():
+                    merged[system if system not in merged else f"{system} ({name})"] = result
+        print(table(merged))
+        return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     peers = dict((p.split(":") + [""])[:2] for p in args.peers.split(",") if p)
     if args.child in peers:
