@@ -291,6 +291,7 @@ def table(results: dict[str, dict]) -> str:
 
     row("batch ingest, new topics (facts/s)", lambda r: f"{r['batch_new'][0]:,.0f}")
     row("  same rows raw (facts/s)", lambda r: f"{r['batch_new'][1]:,.0f}")
+    row("  governed / raw time", lambda r: f"{r['batch_new'][1] / r['batch_new'][0]:.2f}x")
     row("batch ingest, updates (facts/s)", lambda r: f"{r['batch_update'][0]:,.0f}")
     row("  same rows raw (facts/s)", lambda r: f"{r['batch_update'][1]:,.0f}")
     row("  governed / raw time", lambda r: f"{r['batch_update'][1] / r['batch_update'][0]:.2f}x")
