@@ -202,7 +202,17 @@ def timed(fn: Callable[[], Any]) -> float:
 
 
 def rss_mb() -> float:
+    """The process's peak RSS so far, in MB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_now_mb() -> float:
+    """The process's RSS now, in MB (what it holds, not its peak)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def disk_bytes(path: str) -> int:

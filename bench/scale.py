@@ -25,10 +25,43 @@ import tempfile
 import time
 
 from common import (GOVERNANCE_STAGES, Clock, EngineTime, RawTwin, Recorder, StageTime, disk_bytes,
-                    ms, rss_mb, side_by_side, timed)
+                    ms, rss_mb, rss_now_mb, side_by_side, timed)
 
 
-def child(engine: str, sizes: list[int], fields: int) -> dict:
+def topic_name(t: int) -> str:
+    return f"Topic {t} {WORDS[t % len(WORDS)]}"
+
+
+# The workload, as (topic, field, value) triples and queries, drawn in the same order from the
+# same seeded generator by every system's child, so each sees the same facts and queries.
+
+def new_facts(start: int, size: int, fields: int) -> list[tuple[str, str, str]]:
+    return [(topic_name(start + i), f"field {j}", f"value {start + i}.{j} {WORDS[(i * 7 + j) % len(WORDS)]}")
+            for i in range(size) for j in range(fields)]
+
+
+def update_facts(rng: random.Random, topics: int, fields: int) -> list[tuple[str, str, str]]:
+    """2,000 updates: distinct (topic, field) pairs of existing topics."""
+    pairs = rng.sample(range(topics * fields), min(2000, topics * fields))
+    return [(topic_name(p // fields), f"field {p % fields}", f"updated {rng.random():.6f}") for p in pairs]
+
+
+def single_facts(rng: random.Random, topics: int) -> list[tuple[str, str, str]]:
+    return [(topic_name(rng.randrange(topics)), "field 1", f"single {i}") for i in range(200)]
+
+
+def structured_topics(rng: random.Random, topics: int) -> list[str]:
+    return [topic_name(rng.randrange(topics)) for _ in range(220)]
+
+
+FIRST_QUERY = "value 3 stale summaries refresh"
+
+
+def text_queries(rng: random.Random, topics: int) -> list[str]:
+    return [f"value {t}.2 {WORDS[t % len(WORDS)]}" for t in (rng.randrange(topics) for _ in range(220))]
+
+
+def child(engine: str, sizes: list[int], fields: int, rounds: int) -> dict:
     import gem
     from gem.derived import snapshot_dir
 
@@ -59,9 +92,7 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
             engine_time.take()
             while topics < n:
                 size = min(batch_topics, n - topics)
-                batch = [gem.Fact(f"Topic {topics + i} {WORDS[(topics + i) % len(WORDS)]}",
-                                  f"field {j}", f"value {topics + i}.{j} {WORDS[(i * 7 + j) % len(WORDS)]}")
-                         for i in range(size) for j in range(fields)]
+                batch = [gem.Fact(*f) for f in new_facts(topics, size, fields)]
                 gov += timed(lambda: mem.ingest(batch))
                 replayed = raw.replay(recorder.take())
                 rawt += replayed
@@ -78,10 +109,7 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
             stage_time.take()
             engine_time.take()
             for _ in range(rounds):
-                # 2,000 updates: distinct (topic, field) pairs of existing topics
-                pairs = rng.sample(range(topics * fields), min(2000, topics * fields))
-                batch = [gem.Fact(f"Topic {p // fields} {WORDS[p // fields % len(WORDS)]}",
-                                  f"field {p % fields}", f"updated {rng.random():.6f}") for p in pairs]
+                batch = [gem.Fact(*f) for f in update_facts(rng, topics, fields)]
                 gov += timed(lambda: mem.ingest(batch))
                 replayed = raw.replay(recorder.take())
                 rawt += replayed
@@ -96,14 +124,13 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
             row["new_stages"], row["update_stages"] = {}, {}
             row["batch_new"] = grow_to(n, row["new_stages"])
             row["grow_s"] = time.perf_counter() - start
-            # 30 batches (60k facts): enough for the engine's periodic checkpoints (every 6 such
-            # batches on LadybugDB at its 16 MiB default, ~2 s each at 100k topics) to be paid
-            # in the measured time, not after it.
-            row["batch_update"] = updates(30, row["update_stages"])
+            # 30 batches (60k facts) by default: enough for the engine's periodic checkpoints
+            # (every 6 such batches on LadybugDB at its 16 MiB default, ~2 s each at 100k
+            # topics) to be paid in the measured time, not after it.
+            row["batch_update"] = updates(rounds, row["update_stages"])
             gov, rawt, engine_share = [], [], []
-            for i in range(200):
-                t = rng.randrange(topics)
-                fact = gem.Fact(f"Topic {t} {WORDS[t % len(WORDS)]}", "field 1", f"single {i}")
+            for single in single_facts(rng, topics):
+                fact = gem.Fact(*single)
                 engine_time.take()
                 gov.append(timed(lambda: mem.ingest(fact)))
                 engine_share.append(engine_time.take())
@@ -123,14 +150,12 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
                 return ms(gov[20:]), ms(engine_share[20:])
 
             row["structured"], row["structured_engine"] = retrieves(
-                [{"topic": f"Topic {t} {WORDS[t % len(WORDS)]}", "fields": ["field 2"]}
-                 for t in (rng.randrange(topics) for _ in range(220))])
-            row["first_text"] = timed(lambda: mem.retrieve("value 3 stale summaries refresh"))
+                [{"topic": t, "fields": ["field 2"]} for t in structured_topics(rng, topics)])
+            row["first_text"] = timed(lambda: mem.retrieve(FIRST_QUERY))
             row["text"], row["text_engine"] = retrieves(
-                [{"query": f"value {t}.2 {WORDS[t % len(WORDS)]}", "k": 5}
-                 for t in (rng.randrange(topics) for _ in range(220))])
+                [{"query": q, "k": 5} for q in text_queries(rng, topics)])
             row["audit_full"] = timed(lambda: mem.audit(full=True))
-            mem.ingest(gem.Fact("Topic 1 " + WORDS[1], "field 0", "after the audit"))
+            mem.ingest(gem.Fact(topic_name(1), "field 0", "after the audit"))
             row["audit_since"] = timed(lambda: mem.audit())
             raw.replay(recorder.take())
             mem.close()
@@ -152,6 +177,7 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
                 row["attenuated" + key[len("forget"):]] = len(report["levels"])
             raw.replay(recorder.take())  # not compared in time; the twin holds the same rows
             row["rss_mb"] = rss_mb()
+            row["rss_now_mb"] = rss_now_mb()
             row["facts"] = facts
             mem.close()
             raw.reopen()
@@ -165,6 +191,66 @@ def child(engine: str, sizes: list[int], fields: int) -> dict:
             print(json.dumps({"progress": n, **row}), file=sys.stderr, flush=True)
         mem.close()
         raw.close()
+    return out
+
+
+def peer_child(name: str, sizes: list[int], fields: int, rounds: int) -> dict:
+    """The same workload through a peer (bench/peers.py): the same facts and queries in the
+    same order, measured the same way; what has no equivalent in the peer is left out."""
+    import peers
+
+    out: dict = {"peer": name, "fields": fields, "sizes": {}}
+    if not peers.installed(name):
+        out["missing"] = True
+        return out
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "peer")
+        os.mkdir(path)
+        opened: list = []
+        out["first_open"] = timed(lambda: opened.append(peers.open_peer(name, path)))
+        peer = opened[0]
+        topics = facts = 0
+        batch_topics = max(1, 2000 // fields)
+        for n in sizes:
+            row: dict = {}
+            start = time.perf_counter()
+            seconds = 0.0
+            done = 0
+            while topics < n:
+                size = min(batch_topics, n - topics)
+                batch = new_facts(topics, size, fields)
+                seconds += timed(lambda: peer.add(batch))
+                topics += size
+                done += len(batch)
+            facts += done
+            row["batch_new"] = (done / seconds, None)
+            row["grow_s"] = time.perf_counter() - start
+            seconds, done = 0.0, 0
+            for _ in range(rounds):
+                batch = update_facts(rng, topics, fields)
+                seconds += timed(lambda: peer.add(batch))
+                done += len(batch)
+            row["batch_update"] = (done / seconds, None)
+            single = [timed(lambda: peer.add([fact])) for fact in single_facts(rng, topics)]
+            facts += done + len(single)
+            row["single"] = (ms(single[20:]), None)
+            queried = structured_topics(rng, topics)
+            if peer.structured_op:
+                row["structured"] = ms([timed(lambda: peer.structured(t, "field 2")) for t in queried][20:])
+            row["first_text"] = timed(lambda: peer.search(FIRST_QUERY, 5))
+            row["text"] = ms([timed(lambda: peer.search(q, 5)) for q in text_queries(rng, topics)][20:])
+            peer.close()
+            os.sync()
+            row["open"] = timed(lambda: opened.append(peers.open_peer(name, path)))
+            peer = opened[-1]
+            row["rss_mb"] = rss_mb()
+            row["rss_now_mb"] = rss_now_mb()
+            row["facts"] = facts
+            row["bytes_per_fact"] = disk_bytes(path) / facts
+            out["sizes"][str(n)] = row
+            print(json.dumps({"progress": n, "peer": name, **row}), file=sys.stderr, flush=True)
+        peer.close()
     return out
 
 
@@ -183,16 +269,29 @@ def writing(stages: dict) -> str:
 
 
 def table(results: dict[str, dict]) -> str:
-    cols = [(e, s) for e, r in results.items() for s in r["sizes"]]
+    """A column per system and size; "-" where a system has no such measure (a peer has no
+    raw twin, engine share, forgetting or audit), "not installed" for a missing peer."""
+    cols = [(e, s) for e, r in results.items() for s in (r["sizes"] or [None])]
     width = 22
-    head = f"{'measure':<40}" + "".join(f"{e + ' @' + f'{int(s):,}':>{width}}" for e, s in cols)
+    head = f"{'measure':<40}" + "".join(
+        f"{e + (' @' + f'{int(s):,}' if s else ''):>{width}}" for e, s in cols)
     lines = [head, "-" * len(head)]
 
+    def cell(fn, e: str, s: str | None, first: bool) -> str:
+        if s is None:
+            return "not installed" if first else "-"
+        try:
+            return fn(results[e]["sizes"][s])
+        except (KeyError, TypeError):
+            return "-"
+
     def row(label: str, fn) -> None:
-        lines.append(f"{label:<40}" + "".join(f"{fn(results[e]['sizes'][s]):>{width}}" for e, s in cols))
+        first = len(lines) == 2
+        lines.append(f"{label:<40}" + "".join(f"{cell(fn, e, s, first):>{width}}" for e, s in cols))
 
     row("batch ingest, new topics (facts/s)", lambda r: f"{r['batch_new'][0]:,.0f}")
     row("  same rows raw (facts/s)", lambda r: f"{r['batch_new'][1]:,.0f}")
+    row("  governed / raw time", lambda r: f"{r['batch_new'][1] / r['batch_new'][0]:.2f}x")
     row("batch ingest, updates (facts/s)", lambda r: f"{r['batch_update'][0]:,.0f}")
     row("  same rows raw (facts/s)", lambda r: f"{r['batch_update'][1]:,.0f}")
     row("  governed / raw time", lambda r: f"{r['batch_update'][1] / r['batch_update'][0]:.2f}x")
@@ -210,6 +309,7 @@ def table(results: dict[str, dict]) -> str:
     row("free-text retrieve p50 / p95 ms", lambda r: f"{r['text'][0]:.2f} / {r['text'][1]:.2f}")
     row("  in the engine p50 / p95 ms", lambda r: f"{r['text_engine'][0]:.2f} / {r['text_engine'][1]:.2f}")
     row("  first after growth (refresh) s", lambda r: f"{r['first_text']:.2f}")
+    row("  first / later p50", lambda r: f"{r['first_text'] * 1e3 / r['text'][0]:.1f}x")
     row("forget pass s (units attenuated)", lambda r: f"{r['forget']:.2f} ({r['attenuated']:,})")
     row("  in the engine s", lambda r: f"{r['forget_engine']:.2f}")
     row("  per unit attenuated us", lambda r: f"{r['forget'] / max(1, r['attenuated']) * 1e6:.0f}")
@@ -218,12 +318,45 @@ def table(results: dict[str, dict]) -> str:
     row("    in the engine ms", lambda r: f"{r['forget_again_engine'] * 1e3:.1f}")
     row("open, snapshot current s", lambda r: f"{r['open']:.2f}")
     row("audit full s / since last s", lambda r: f"{r['audit_full']:.2f} / {r['audit_since']:.3f}")
-    row("RSS MB", lambda r: f"{r['rss_mb']:,.0f}")
+    row("RSS MB, peak / now", lambda r: f"{r['rss_mb']:,.0f} / {r['rss_now_mb']:,.0f}")
+    row("  peak per fact KB", lambda r: f"{r['rss_mb'] * 1024 / r['facts']:.2f}")
     row("bytes on disk per fact", lambda r: f"{r['bytes_per_fact']:,.0f}")
     row("  of them derived files (snapshot)", lambda r: f"{r['derived_bytes_per_fact']:,.0f}")
     row("  same rows raw (no snapshot)", lambda r: f"{r['raw_bytes_per_fact']:,.0f}")
     row("facts", lambda r: f"{r['facts']:,}")
+    lines += growth(results)
     return "\n".join(lines)
+
+
+GROWTH = (  # the cost of one operation (seconds per fact for ingests)
+    ("batch ingest, new topics", lambda r: 1 / r["batch_new"][0]),
+    ("batch ingest, updates", lambda r: 1 / r["batch_update"][0]),
+    ("single ingest p50", lambda r: r["single"][0][0]),
+    ("structured retrieve p95", lambda r: r["structured"][1]),
+    ("free-text retrieve p95", lambda r: r["text"][1]),
+    ("forget pass per unit attenuated", lambda r: r["forget"] / max(1, r["attenuated"])),
+    ("audit full per fact", lambda r: r["audit_full"] / r["facts"]),
+    ("open", lambda r: r["open"]),
+    ("RSS peak per fact", lambda r: r["rss_mb"] / r["facts"]),
+)
+
+
+def growth(results: dict[str, dict]) -> list[str]:
+    """Each operation's cost at the largest size over its cost at the smallest (target 1.5x
+    from 10k to 100k topics)."""
+    lines = []
+    for e, r in results.items():
+        sizes = list(r["sizes"])
+        if len(sizes) < 2:
+            continue
+        small, large = r["sizes"][sizes[0]], r["sizes"][sizes[-1]]
+        lines.append(f"\ngrowth {e} {int(sizes[0]):,} -> {int(sizes[-1]):,} topics (cost ratio)")
+        for label, cost in GROWTH:
+            try:
+                lines.append(f"  {label:<38}{cost(large) / cost(small):>10.2f}x")
+            except (KeyError, TypeError, ZeroDivisionError):
+                continue
+    return lines
 
 
 def main() -> int:
@@ -231,15 +364,36 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--fields", type=int, default=10)
     parser.add_argument("--engines", default="kuzu,ladybug")
-    parser.add_argument("--child", choices=["kuzu", "ladybug"])
+    parser.add_argument("--updates", type=int, default=30, help="batches of 2,000 updates per size")
+    parser.add_argument("--peers", default="mem0,kuzu-memory",
+                        help="peer rows (bench/peers.py), '' for none; NAME:N runs NAME only "
+                             "up to N topics (mem0 writes ~30 facts/s here)")
+    parser.add_argument("--child", choices=["kuzu", "ladybug", "mem0", "kuzu-memory"])
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--table", nargs="+", metavar="JSON",
+                        help="only print the table of results written by --json (one or more runs)")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    if args.child:
-        print(json.dumps(child(args.child, sizes, args.fields)))
+    if args.table:
+        merged: dict = {}
+        for name in args.table:
+            with open(name) as f:
+                for system, result in json.load(f).items():
+                    merged[system if system not in merged else f"{system} ({name})"] = result
+        print(table(merged))
         return 0
-    results = side_by_side(__file__, ["--sizes", args.sizes, "--fields", str(args.fields)],
-                           tuple(args.engines.split(",")))
+    sizes = [int(s) for s in args.sizes.split(",")]
+    peers = dict((p.split(":") + [""])[:2] for p in args.peers.split(",") if p)
+    if args.child in peers:
+        limit = int(peers[args.child] or sizes[-1])
+        print(json.dumps(peer_child(args.child, [s for s in sizes if s <= limit], args.fields,
+                                    args.updates)))
+        return 0
+    if args.child:
+        print(json.dumps(child(args.child, sizes, args.fields, args.updates)))
+        return 0
+    results = side_by_side(__file__, ["--sizes", args.sizes, "--fields", str(args.fields),
+                                      "--updates", str(args.updates), "--peers", args.peers],
+                           (*filter(None, args.engines.split(",")), *peers))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

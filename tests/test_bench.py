@@ -35,7 +35,7 @@ RUNS = {
 
 
 def test_every_benchmark_is_listed():
-    scripts = {p.name for p in BENCH.glob("*.py")} - {"common.py"}
+    scripts = {p.name for p in BENCH.glob("*.py")} - {"common.py", "peers.py"}
     assert scripts == set(RUNS), "add the new benchmark to RUNS with tiny arguments"
 
 
@@ -55,3 +55,21 @@ def test_benchmark_runs_at_a_tiny_size(script, tmp_path):
         pytest.skip(done.stdout.strip())
     assert len(done.stdout.strip().splitlines()) >= 2, done.stdout  # a table: a header and rows
     assert not list(scratch.iterdir()), f"{script} left temporary files: {sorted(os.listdir(scratch))}"
+
+
+def test_scale_table_says_a_missing_peer_is_not_installed(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import scale
+
+    ran = {"peer": "kuzu-memory", "sizes": {"10": {
+        "batch_new": (500.0, None), "batch_update": (400.0, None), "single": ((2.0, 3.0), None),
+        "first_text": 0.004, "text": (2.0, 5.0), "open": 0.3, "rss_mb": 200.0, "rss_now_mb": 190.0,
+        "facts": 100, "bytes_per_fact": 900.0}}}
+    lines = scale.table({"kuzu-memory": ran, "mem0": {"peer": "mem0", "missing": True, "sizes": {}}})
+    lines = lines.splitlines()
+    assert lines[0].split()[-3:] == ["kuzu-memory", "@10", "mem0"]
+    first = lines[2]
+    assert first.endswith("not installed") and "500" in first
+    assert "2.0x" in next(line for line in lines if "first / later p50" in line)
+    # what a peer has no equivalent of (structured, raw twin, forgetting) is a dash
+    assert next(line for line in lines if line.startswith("structured")).split()[-2:] == ["-", "-"]
