@@ -199,12 +199,12 @@ _COPY = ("import shutil, sys, os\n"
 # one leaves unwritten.
 CHECKPOINT_THRESHOLD = {"ladybug": 64 << 20}
 
-# The engine's buffer pool when the caller sizes none. The engines' own default is 80% of the
-# machine's RAM, and the pool keeps every page it ever read: a memory that ingested 10k topics
-# held ~1 GB of database pages it rarely reads again. Pages the pool drops stay in the OS's
-# page cache, so reading one again costs a copy, not a disk read (bench/footprint.py measures
-# what this setting costs batches and retrievals).
-DEFAULT_BUFFER_POOL = 256 << 20
+# gem leaves the engine's buffer pool at the engine's own default (80% of the RAM) unless the
+# caller sizes it. The pool holds pages only once they are read, so a small memory stays light
+# either way (bench/footprint.py: 128 and 256 MiB gave the same RSS at 10k topics), but a pool too
+# small for a query's sort or join fails it ("the buffer pool is full") instead of slowing it: a
+# 256 MiB default failed update batches at 100k topics on Kuzu and the full audit at 10k on
+# LadybugDB, and a memory left running grows past any size fixed when it was opened.
 
 
 class GraphStore:
@@ -212,8 +212,8 @@ class GraphStore:
 
     `buffer_pool_size` and `max_db_size` (bytes) go to the engine's `Database`: each database
     reserves `max_db_size` of address space (8 TiB by default on kuzu 0.11.3, so the 16th
-    database of a process fails to map) and a buffer pool of `DEFAULT_BUFFER_POOL` unless
-    the caller sizes it (the engine's own default is 80% of the RAM).
+    database of a process fails to map) and the engine's default buffer pool (80% of the RAM)
+    unless the caller sizes it.
     They apply when this process opens the path first; later handles share that `Database`.
     """
 
@@ -260,7 +260,6 @@ class GraphStore:
             ("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size))
             if value is not None}
         if buffer_pool_size is None:
-            options["buffer_pool_size"] = DEFAULT_BUFFER_POOL
             if self.engine in CHECKPOINT_THRESHOLD:
                 options["checkpoint_threshold"] = CHECKPOINT_THRESHOLD[self.engine]
         self._options = options
