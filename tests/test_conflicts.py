@@ -10,6 +10,7 @@ from conftest import T0
 from gem.api import ops
 from gem.cli import render
 from gem.dashboard import pages
+from gem.dashboard.html import esc
 
 
 def test_a_denial_of_the_current_value_contests_it(mem, clock):
@@ -66,7 +67,7 @@ def test_a_contested_field_says_why_its_less_reliable_value_is_current(mem, cloc
         [c.current for c in view.candidates]
     assert why in render.topic(ops.inspect(mem, "Budget"))
     assert why in render.explain(ops.explain(mem, "Budget", "amount"))
-    assert pages.esc(why) in pages.topic(mem, "Budget")
+    assert esc(why) in pages.topic(mem, "Budget")
 
 
 def test_an_uncontested_field_needs_no_reason(mem, clock):

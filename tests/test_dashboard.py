@@ -166,7 +166,7 @@ def test_policies_page_has_sources_and_the_trigger_graph(client):
     graph = page.split('class="layered"', 1)[1].split("</svg>", 1)[0]
     # one box per policy, and per event: the 7 of facts and topics and 2 of episodes
     assert graph.count('class="box event"') == 9
-    assert graph.count('class="box policy"') == len(policies.policies) == 10
+    assert graph.count('class="box policy"') == len(policies.policies) == 12
     assert 'class="arrow emits"' in graph
     assert "Events and the policies they trigger" in page
     assert html.escape(policies.sources[0].text, quote=True)[:200] in page
@@ -298,7 +298,7 @@ def test_episodes_page_lists_filters_pages_escapes_and_keeps_to_its_scope(tmp_pa
             listed = rows(first, "episodes")
             assert len(listed) == 50 and "&lt;script&gt;" in listed[0]  # newest first, escaped
             assert "<script" not in first and "<b>Eve" not in first
-            assert "Episodes (1-50 of 61; 61 active · 0 hidden)" in first and "older →" in first
+            assert "Episodes (1-50 of 61; 61 active · 0 hidden · 0 compressed)" in first and "older →" in first
             assert "secret recipe" not in first  # another scope's
             older = get(c, "/episodes", offset="50")
             assert len(rows(older, "episodes")) == 11 and "turn 0:" in rows(older, "episodes")[-1]
@@ -328,7 +328,7 @@ def test_the_episodes_and_overview_pages_show_what_remains_after_an_erasure(tmp_
     try:
         with httpx.Client(base_url=server.url, timeout=30) as c:
             said = get(c, "/episodes")
-            assert "Episodes (1-1 of 1; 1 active · 0 hidden)" in said
+            assert "Episodes (1-1 of 1; 1 active · 0 hidden · 0 compressed)" in said
             assert [r for r in rows(said, "episodes") if "Lunch is at the deli" in r]
             assert "April 20" not in said
             overview = get(c, "/")

@@ -27,8 +27,8 @@ def _rows_read_at_open(topics: int, monkeypatch) -> int:
         counted = [0]
         rows = graph._rows
 
-        def counting(result):
-            for row in rows(result):
+        def counting(result, times=None):
+            for row in rows(result, times):
                 counted[0] += 1
                 yield row
 
