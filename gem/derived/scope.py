@@ -500,9 +500,9 @@ class ScopeState:
         bulk load then finds nothing left to derive (it derived 1M documents, ~50 s, before).
         While the unit layer is still in the snapshot's files, up to UNIT_STEP stale units wait
         for the first reader (a process that writes a little and never searches does not read
-        the layer); past that, the layer is read (arrays, ~20x faster per unit than deriving)
-        and derived after each commit from then on: a bulk load into a reopened memory left
-        all of it to the first reader (150k documents, 45 s, at 10k topics)."""
+        the layer); past that, the layer is read (arrays: 0.5 s for 100k units, where deriving
+        90k took 7 s) and derived after each commit from then on. A bulk load into a reopened
+        memory left it all to the first reader: 45 s at 10k topics, 338x a later query."""
         if self.stale_units and (self.units_loaded or len(self.stale_units) > self.UNIT_STEP):
             self.refresh_units(cache, made + self.UNIT_STEP)
 
