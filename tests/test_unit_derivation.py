@@ -43,3 +43,28 @@ def test_a_backlog_of_stale_units_drains_a_bounded_step_per_commit(tmp_path, clo
         assert derived_disagreements(mem) == []
         assert mem.retrieve("value 12", k=1).topics[0].title == "Topic 12"
         assert scope.stale_units == {}
+
+
+def test_after_a_reopen_and_a_bulk_ingest_the_first_free_text_retrieval_derives_a_bounded_few(
+        tmp_path, clock, monkeypatch):
+    """Reopened, the unit layer stays in the snapshot's files until read. A few new units are
+    left for the first reader (a process that only writes does not read the layer); a backlog
+    past UNIT_STEP loads it, and from then on each commit derives its units, as on a fresh
+    memory: the first free-text retrieval derives at most UNIT_STEP units, not the whole load."""
+    monkeypatch.setattr(ScopeState, "UNIT_STEP", 16)
+    path = str(tmp_path / "db")
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact(f"Topic {i}", "f", f"value {i}") for i in range(30)])
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        scope = mem._engine.derived.scope("default")
+        assert not scope.units_loaded
+        mem.ingest([gem.Fact(f"Few {i}", "f", f"few value {i}") for i in range(5)])
+        assert not scope.units_loaded and len(scope.stale_units) == 5  # a small backlog waits
+        for b in range(8):  # a bulk load of 400 units, in batches
+            mem.ingest([gem.Fact(f"Bulk {b * 10 + i}", f"f{j}", f"bulk value {b * 10 + i}.{j}")
+                        for i in range(10) for j in range(5)])
+        assert len(scope.stale_units) <= ScopeState.UNIT_STEP  # all the first reader derives
+        assert mem.retrieve("bulk value 63.2", k=1).topics[0].title == "Bulk 63"
+        assert scope.stale_units == {}
+        assert len(scope.unit_docs) == 30 + 5 + 400
+        assert derived_disagreements(mem) == []

@@ -498,9 +498,12 @@ class ScopeState:
         """After a commit that made `made` units stale: derive them and a bounded step of
         the older ones, while the commit's rows are in the row cache. A free-text query after a
         bulk load then finds nothing left to derive (it derived 1M documents, ~50 s, before).
-        Not while the unit layer is still in the snapshot's files: a process that writes and
-        never searches does not read it, and the first reader derives what is stale."""
-        if self.stale_units and self.units_loaded:
+        While the unit layer is still in the snapshot's files, up to UNIT_STEP stale units wait
+        for the first reader (a process that writes a little and never searches does not read
+        the layer); past that, the layer is read (arrays: 0.5 s for 100k units, where deriving
+        90k took 7 s) and derived after each commit from then on. A bulk load into a reopened
+        memory left it all to the first reader: 45 s at 10k topics, 338x a later query."""
+        if self.stale_units and (self.units_loaded or len(self.stale_units) > self.UNIT_STEP):
             self.refresh_units(cache, made + self.UNIT_STEP)
 
     def summary(self, cache: "CommittedCache", summarizer: Summarizer, tid: str) -> str:
