@@ -230,7 +230,7 @@ def test_dense_vectors_are_kept_as_a_matrix_and_sparse_ones_take_a_fraction_of_i
     sparse = VectorIndex(e.dim, approximate_above=None)
     sparse.upsert_many([f"t{i}" for i in range(2000)], e.embed(texts))
     assert type(sparse._rows).__name__ == "SparseRows"
-    assert sparse.nbytes < 0.25 * 2000 * 256 * 4
+    assert sparse.nbytes < 0.4 * 2000 * 256 * 4  # ~35 entries a row, 9 bytes each
 
 
 # ---------------------------------------------------------------- approximate search
