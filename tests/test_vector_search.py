@@ -206,6 +206,30 @@ def test_sparse_rows_answer_exactly_what_brute_force_float64_does(ops, seed):
     assert [fresh.search(q, 5) for q in qs] == [ix.search(q, 5) for q in qs]
 
 
+def test_sparse_rows_compacted_after_many_rewrites_still_hold_exactly_the_last_vectors():
+    """Rewrites and removals leave garbage entries; once they are a quarter of all entries the
+    live ones are copied out in row order. Nothing a reader sees changes when that happens."""
+    dim = 256
+    rng = np.random.default_rng(9)
+    ix = VectorIndex(dim, approximate_above=None)
+    written = 0  # entries appended: more than are stored once garbage has been dropped
+    for rnd in range(8):
+        ids = [f"d{i}" for i in range(400) if (i + rnd) % 7]
+        ix.upsert_many(ids, [sparse_vector(rng, dim, 8) for _ in ids])
+        for i in range(rnd, 400, 13):
+            ix.remove(f"d{i}")
+        ix.upsert(f"d{rnd}", sparse_vector(rng, dim, 8))
+        written += 8 * (len(ids) + 1)
+    assert type(ix._rows).__name__ == "SparseRows" and ix._rows.used < written / 2
+    assert ix._rows.garbage <= max(1024, ix._rows.used // 4)
+    model = {d: ix.get(d) for d in ix}
+    fresh = VectorIndex(dim, approximate_above=None)
+    fresh.upsert_many(list(model), list(model.values()))
+    for q in [sparse_vector(rng, dim, 30) for _ in range(5)]:
+        assert ix.search(q, 10) == reference(model, q, 10) == fresh.search(q, 10)
+        assert ix.most_similar(q, 0.3) == reference(model, q, threshold=0.3)
+
+
 def test_sparse_rows_keep_negative_zeros_and_all_zero_rows():
     ix = VectorIndex(256, approximate_above=None)
     v = np.zeros(256, dtype=np.float32)
