@@ -47,21 +47,37 @@ from gem.index import LexicalIndex, VectorIndex  # noqa: E402
 from gem.numeric import single_threaded  # noqa: E402
 
 BASELINE = "a3fbc48"  # main before the derived-index work
+SKETCHES = "4b5d922"  # main with float sketches, before sign codes and sparse rows
 LOCOMO = Path(os.environ.get("GEM_LOCOMO") or ROOT.parent / "shared" / "data" / "locomo-dev.json")
 DIM = 256
 K = 10
 
 
 # ---------------------------------------------------------------------- helpers
-def old_module(rev: str, path: str, name: str) -> types.ModuleType | None:
+def old_module(rev: str, path: str, name: str, package: str | None = None
+               ) -> types.ModuleType | None:
+    """A module as of git revision rev; `package` resolves its relative imports (against
+    today's modules of that package)."""
     try:
         src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
                              capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     mod = types.ModuleType(name)
-    exec(compile(src, f"{rev}:{path}", "exec"), mod.__dict__)
+    mod.__package__ = package
+    try:
+        exec(compile(src, f"{rev}:{path}", "exec"), mod.__dict__)
+    except ImportError:
+        return None
     return mod
+
+
+def held_bytes(ix) -> int:
+    """Bytes of the arrays a VectorIndex holds: today's (nbytes), or one with float sketches."""
+    if hasattr(ix, "nbytes"):
+        return ix.nbytes
+    sketches = getattr(ix, "_sketches", None)
+    return ix._m.nbytes + (sketches.rows.nbytes if sketches is not None else 0)
 
 
 def ms(seconds: float) -> str:
@@ -320,58 +336,69 @@ def recall(got, want) -> float:
     return min(K, sum(1 for _, s in got if s >= kth)) / min(K, len(want))
 
 
-def bench_search(old_index, corpus: Corpus, sizes: list[int], n_queries: int, rng,
-                 variants: list[tuple[int, float]]) -> None:
+def bench_search(sketch_index, corpus: Corpus, sizes: list[int], n_queries: int,
+                 rng, variants: list[tuple[int, float]], kinds: list[str]) -> None:
+    """Exact scan, float sketches (main before this work) and sign codes, on the same rows.
+
+    One index at a time is built and dropped (at 1M random vectors each holds ~1 GB)."""
     rows = []
+    sets: list[tuple[str, int, object, object]] = []
+    if "locomo" in kinds and LOCOMO.exists():
+        sets.append(("locomo turns", len(corpus.turns), lambda: embed_all(corpus.turns),
+                     lambda: embed_all((corpus.questions * 2)[:n_queries])))
     for n in sizes:
-        kinds = {"random": (lambda: unit_rows(rng, n), lambda: unit_rows(rng, n_queries)),
-                 "titles": (lambda: embed_all(corpus.titles(n)),
-                            lambda: embed_all(corpus.titles(n_queries)))}
-        if corpus.turns:
-            kinds["sentences"] = (lambda: embed_all(corpus.sentences(n)),
-                                  lambda: embed_all((corpus.questions * 2)[:n_queries]))
-        for kind, (make, make_q) in kinds.items():
-            vecs, qs = make(), make_q()
-            ids = [f"t{i}" for i in range(n)]
-            exact = VectorIndex(DIM, approximate_above=None)
-            exact.upsert_many(ids, vecs)
-            olds = None
-            if old_index is not None:
-                olds = old_index.VectorIndex(DIM)
-                olds.upsert_many(ids, vecs)
-            t_ex, t_old = [], []
-            want = []
-            for q in qs:
-                t_ex.append(timed(lambda: want.append(exact.search(q, K))))
-                if olds is not None:
-                    with single_threaded():
-                        t_old.append(timed(olds.search, q, K))
-            base = [["old exact (one thread)", t_old, None]] if t_old else []
-            base.append(["new exact", t_ex, 1.0])
-            for sketch_dim, share in variants:
-                approx = VectorIndex(DIM, approximate_above=1, sketch_dim=sketch_dim,
-                                     candidate_share=share)
-                t0 = time.perf_counter()
-                approx.upsert_many(ids, vecs)
-                train = time.perf_counter() - t0
-                t_ap, rec = [], []
-                for q, w in zip(qs, want):
-                    got = []
-                    t_ap.append(timed(lambda: got.extend(approx.search(q, K))))
-                    rec.append(recall(got, w))
-                base.append([f"sketch {sketch_dim} dims, top {share:.1%} re-scored "
-                             f"(build {train:.1f}s)", t_ap, float(np.mean(rec))])
-                del approx
-            ex50 = statistics.median(t_ex)
-            for label, ts, rc in base:
-                rows.append([f"{n}", kind, label, ms(statistics.median(ts)), ms(pct(ts, 95)),
-                             "" if rc is None else f"{rc:.3f}",
-                             ratio(ex50, statistics.median(ts)) if label != "new exact" else ""])
-            del exact, olds, vecs
+        makers = {"random": (lambda n=n: unit_rows(rng, n), lambda: unit_rows(rng, n_queries)),
+                  "titles": (lambda n=n: embed_all(corpus.titles(n)),
+                             lambda: embed_all(corpus.titles(n_queries))),
+                  "sentences": (lambda n=n: embed_all(corpus.sentences(n)),
+                                lambda: embed_all((corpus.questions * 2)[:n_queries]))}
+        sets += [(kind, n, *makers[kind]) for kind in kinds if kind in makers]
+    for kind, n, make, make_q in sets:
+        vecs, qs = make(), make_q()
+        ids = [f"t{i}" for i in range(n)]
+        results: list[tuple[str, list[float], float | None, float]] = []
+        exact = VectorIndex(DIM, approximate_above=None)
+        exact.upsert_many(ids, vecs)
+        t_ex: list[float] = []
+        want: list[list[tuple[str, float]]] = []
+        for q in qs:
+            t_ex.append(timed(lambda: want.append(exact.search(q, K))))
+        kept = "non-zero entries" if exact._rows.sparse else "float32 matrix"
+        results.append((f"exact scan of all rows ({kept})", t_ex, 1.0, held_bytes(exact) / n))
+        del exact
+        candidates = []
+        if sketch_index is not None:
+            candidates += [(f"sketches {d} dims, {share:.0%} re-scored ({SKETCHES})",
+                            lambda d=d, share=share: sketch_index.VectorIndex(
+                                DIM, approximate_above=1, sketch_dim=d, candidate_share=share),
+                            None) for d, share in ((80, 0.02),)]
+        candidates += [(f"sign codes {bits} bits, {share:.1%} re-scored",
+                        lambda bits=bits, share=share: VectorIndex(
+                            DIM, approximate_above=1, code_bits=bits, candidate_share=share),
+                        None) for bits, share in variants]
+        for label, build, _ in candidates:
             gc.collect()
-    table(f"Vector search k={K}, {n_queries} queries, one BLAS thread "
-          "(speedup = new exact p50 / row p50)",
-          ["n", "data", "method", "p50 ms", "p95 ms", "recall@10", "speedup"], rows)
+            ix = build()
+            t0 = time.perf_counter()
+            ix.upsert_many(ids, vecs)
+            label += f" (build {time.perf_counter() - t0:.1f}s)"
+            ts, rec = [], []
+            for q, w in zip(qs, want):
+                got: list[tuple[str, float]] = []
+                ts.append(timed(lambda: got.extend(ix.search(q, K))))
+                rec.append(recall(got, w))
+            results.append((label, ts, float(np.mean(rec)), held_bytes(ix) / n))
+            del ix
+        ex50 = statistics.median(t_ex)
+        for label, ts, rc, per_unit in results:
+            rows.append([f"{n}", kind, label, f"{per_unit:7.0f}", ms(statistics.median(ts)),
+                         ms(pct(ts, 95)), "" if rc is None else f"{rc:.3f}",
+                         ratio(ex50, statistics.median(ts)) if ts is not t_ex else ""])
+        del vecs
+        gc.collect()
+    table(f"Vector search k={K}, {n_queries} queries, one BLAS thread (bytes/unit: arrays the "
+          "index holds, capacity included; speedup = exact scan p50 / row p50)",
+          ["n", "data", "method", "B/unit", "p50 ms", "p95 ms", "recall@10", "speedup"], rows)
 
 
 def bench_many(old_index, corpus: Corpus, n: int, rng) -> None:
@@ -444,8 +471,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--snapshot-docs", type=int, default=100_000)
     ap.add_argument("--pair-sizes", type=int, nargs="+", default=[20_000, 100_000])
     ap.add_argument("--pair-threshold", type=float, default=0.9)
-    ap.add_argument("--variants", nargs="+", default=["80:0.02", "64:0.03"],
-                    help="approximate settings to compare, as sketch_dim:candidate_share")
+    ap.add_argument("--variants", nargs="+", default=["512:0.02", "256:0.04"],
+                    help="sign code settings to compare, as code_bits:candidate_share")
+    ap.add_argument("--kinds", nargs="+", default=["locomo", "random", "titles", "sentences"],
+                    help="data sets of the search section")
     ap.add_argument("--baseline", default=BASELINE)
     ap.add_argument("--only", nargs="+",
                     choices=["threads", "embed", "snapshots", "search", "many", "pairs"])
@@ -468,7 +497,10 @@ def main(argv: list[str] | None = None) -> None:
             bench_snapshots(old_index, corpus, a.snapshot_docs, rng)
         if "search" in only:
             variants = [(int(v.split(":")[0]), float(v.split(":")[1])) for v in a.variants]
-            bench_search(old_index, corpus, a.sizes, a.queries, rng, variants)
+            sketch_index = old_module(SKETCHES, "gem/index/vector.py", "gem_sketch_index",
+                                      package="gem.index")
+            bench_search(sketch_index, corpus, a.sizes, a.queries, rng, variants,
+                         a.kinds)
         if "many" in only:
             bench_many(old_index, corpus, max(a.sizes), rng)
         if "pairs" in only:

@@ -150,7 +150,7 @@ def vector_results(ix, dim):
 @given(vector_ops, vector_ops, st.sampled_from([None, 1, 3]), st.randoms(use_true_random=False))
 def test_vector_round_trip_then_updates(tmp_path, before, after, approximate_above, rnd):
     dim = 5
-    live, model = VectorIndex(dim, approximate_above=approximate_above, sketch_dim=2,
+    live, model = VectorIndex(dim, approximate_above=approximate_above, code_bits=64,
                               candidate_share=0.3), {}
     apply_vectors(live, model, before, dim)
     path = tmp_path / "vectors.snap"
@@ -162,8 +162,10 @@ def test_vector_round_trip_then_updates(tmp_path, before, after, approximate_abo
     for d in model:
         assert loaded.get(d).tobytes() == live.get(d).tobytes()
     assert vector_results(loaded, dim) == vector_results(live, dim)
-    if live.approximate:
-        assert read_snapshot_file(path, "vector")[2]["sketches"].dtype == np.float16
+    if live.approximate:  # codes saved, not recomputed
+        assert read_snapshot_file(path, "vector")[2]["codes"].shape == (1, len(live))
+        assert loaded._codes.words[:, : len(live)].tobytes() == \
+            live._codes.words[:, : len(live)].tobytes()
 
     apply_vectors(live, dict(model), after, dim)
     apply_vectors(loaded, model, after, dim)
@@ -221,19 +223,38 @@ def test_packed_vector_rows_that_do_not_fit_are_refused(tmp_path):
             VectorIndex.load(tmp_path / "bad.snap")
 
 
-def test_float32_sketches_of_an_older_snapshot_are_kept_as_they_were(tmp_path):
-    """Sketches saved before they were rounded to half precision are float32 values that
-    float16 cannot hold: they are saved and loaded as float32, so the index keeps picking
-    exactly the candidates it picked."""
-    ix = VectorIndex(8, approximate_above=10, sketch_dim=3)
-    ix.upsert_many([f"d{i}" for i in range(30)], np.stack([random_unit(i, 8) for i in range(30)]))
-    ix._sketches.rows[:30] += np.float32(1e-6)  # as an older gem computed them: unrounded
-    ix.save(tmp_path / "v.snap", {"seq": 1})
-    assert read_snapshot_file(tmp_path / "v.snap", "vector")[2]["sketches"].dtype == np.float32
-    loaded, _ = VectorIndex.load(tmp_path / "v.snap")
-    assert loaded._sketches.rows[:30].tobytes() == ix._sketches.rows[:30].tobytes()
-    qs = [random_unit(100 + i, 8) for i in range(5)]
-    assert [loaded.search(q, k=3) for q in qs] == [ix.search(q, k=3) for q in qs]
+def test_a_snapshot_written_with_float_sketches_is_read_and_given_codes(tmp_path):
+    """Before sign codes, an approximate index saved float16 sketches and their axes (and
+    dense rows as a matrix): such a file loads, its sketches are ignored, and it answers as
+    an index built from the same vectors does."""
+    dim, n = 8, 30
+    ids = [f"d{i}" for i in range(n)]
+    fresh = VectorIndex(dim, approximate_above=10, candidate_share=0.02)
+    fresh.upsert_many(ids, np.stack([random_unit(i, dim) for i in range(n)]))
+    vecs = np.stack([fresh.get(d) for d in ids])  # as stored: normalised float32
+    ids_utf8, ids_offsets = gem.index.encode_strings(ids)
+    meta = {"dim": dim, "rows": n, "approximate_above": 10, "sketch_dim": 3,
+            "candidate_share": 0.02, "sketches_trained_at": n}
+    arrays = {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets, "vectors": vecs,
+              "sketch_axes": np.eye(dim, 3, dtype=np.float32),
+              "sketches": vecs[:, :3].astype(np.float16)}
+    gem.index.write_snapshot_file(tmp_path / "old.snap", "vector", {"seq": 1}, meta, arrays)
+    loaded, stamp = VectorIndex.load(tmp_path / "old.snap")
+    assert stamp == {"seq": 1} and loaded.approximate
+    assert loaded._codes.words[:, :n].tobytes() == fresh._codes.words[:, :n].tobytes()
+    assert all(loaded.get(d).tobytes() == fresh.get(d).tobytes() for d in ids)
+    qs = [random_unit(100 + i, dim) for i in range(5)]
+    assert [loaded.search(q, k=3) for q in qs] == [fresh.search(q, k=3) for q in qs]
+
+
+def test_codes_that_do_not_fit_the_rows_are_refused(tmp_path):
+    _, vec_path = saved_pair(tmp_path)
+    stamp, meta, arrays = gem.index.read_snapshot_file(vec_path, "vector")
+    broken = {k: np.array(v) for k, v in arrays.items()}
+    broken["codes"] = broken["codes"][:, :-1]
+    gem.index.write_snapshot_file(tmp_path / "bad.snap", "vector", stamp, meta, broken)
+    with pytest.raises(SnapshotError, match="codes do not match"):
+        VectorIndex.load(tmp_path / "bad.snap")
 
 
 # ---------------------------------------------------------------- bad files

@@ -1,4 +1,4 @@
-"""Cosine search over embeddings: gem's vector index, exact, or projected sketches above a size."""
+"""Cosine search over embeddings: gem's vector index, exact, or sign codes first above a size."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,9 @@ import numpy as np
 from gem.errors import InvalidInput, SnapshotError
 from gem.numeric import single_threaded
 
+from .codes import SignCodes
 from .common import check_doc_id, check_k, ranked
+from .rows import DenseRows, SparseRows, capacity_for
 from .snapfile import encode_strings, read_snapshot_file, snapshot_strings, write_snapshot_file
 
 
@@ -68,158 +70,88 @@ def _check_threshold(threshold: object) -> float:
     return float(threshold)
 
 
-# ---------------------------------------------------------------------- projected scan
+# ---------------------------------------------------------------------- approximate search
 #
-# Above `approximate_above` vectors, search() stops reading every full vector. Each vector
-# also has a short "sketch": its coordinates on the top `sketch_dim` principal axes of the
-# stored vectors (eigenvectors of the uncentred second-moment matrix of a fixed-seed sample,
-# so dot products of sketches approximate dot products of vectors). A query scores every
-# sketch (5/16 of the bytes of a full scan by default), the best `candidate_share` of the
-# rows are re-scored with their full vectors, and those candidates are ranked exactly.
-# Measured at 100k HashingEmbedder vectors of titles and of sentences, 80 of 256 axes and 2%
-# re-scored found 0.98-0.99 of the exact top 10 (64 axes / 3%: 0.96-0.97) in half the time
-# of the full scan (the scan is memory-bound: 80 floats a row are read instead of 256); at
-# 1M, 0.99+ in 18-20 ms against 34 ms. An IVF coarse quantiser (k-means lists, exact re-rank)
-# was built and measured first: text hashed into 256 dimensions forms no clusters, and it
-# reached 0.93-0.96 recall@10 only when probing 40% of the lists, for no speedup. HNSW graphs
-# (faiss 1.15 and usearch 2.26, f32 and i8) were measured on the 1M field vectors of a 100k-topic
-# memory: one core built them at 3-10k vectors/s (95-330 s), and even asked for 800
-# candidates re-ranked exactly their top 50 held 0.92-0.97 of the exact top 50 (sketches: 0.996,
-# in 20 ms against their 1.7-2.6 ms).
+# Above `approximate_above` vectors, search() stops reading every vector. Each row also has a
+# sign code (gem/index/codes.py: 512 bits, 64 bytes); a query computes Hamming distances to
+# all codes (a 64 MB scan at 1M rows, 1/5 of what scoring 80-dim float32 sketches read), the
+# best `candidate_share` of the rows get products from their exact rows, and those
+# candidates are ranked exactly. Measured (bench/vectors.py): 0.99+ of the exact top 10 at
+# 100k and 1M rows of LoCoMo sentences and of titles, re-scoring 2%.
+#
+# Tried before: projected float sketches (80 of 256 principal axes; float16 values scanned as
+# float32, 320 bytes a row in memory) found 0.98-0.99 of the top 10 re-scoring 2%, but the
+# scan of 1M sketches read 320 MB a query (12.5 ms). An IVF coarse quantiser (k-means lists,
+# exact re-rank): text hashed into 256 dimensions forms no clusters, and it reached 0.93-0.96
+# recall@10 only when probing 40% of the lists, for no speedup. HNSW graphs (faiss 1.15 and
+# usearch 2.26, f32 and i8) on the 1M field vectors of a 100k-topic memory: one core built
+# them at 3-10k vectors/s (95-330 s), and even asked for 800 candidates re-ranked exactly
+# their top 50 held 0.92-0.97 of the exact top 50.
 
-_SKETCH_SEED = 20240229
-_SKETCH_SAMPLE = 20_000  # rows sampled to find the axes (a 256 x 256 product per 1k rows)
+_BLOCK_ROWS = 16_384  # rows densified (or encoded) at a time: 16 MB at dim 256
 _PRODUCT_ELEMENTS = 1 << 22  # float32 scores held at once by blocked products (16 MB)
-
-
-def _principal_axes(vecs: np.ndarray, n_axes: int) -> np.ndarray:
-    """(dim, n_axes) float32: the top axes of a fixed-seed sample of the rows of vecs."""
-    rng = np.random.default_rng(_SKETCH_SEED)
-    n = vecs.shape[0]
-    sample = vecs if n <= _SKETCH_SAMPLE else vecs[np.sort(rng.choice(n, _SKETCH_SAMPLE,
-                                                                      replace=False))]
-    x = sample.astype(np.float64)
-    moments = x.T @ x
-    values, axes = np.linalg.eigh(moments)  # ascending; ties keep eigh's order
-    return np.ascontiguousarray(axes[:, ::-1][:, :n_axes]).astype(np.float32)
 
 
 def _packed_rows(m: np.ndarray) -> dict[str, np.ndarray]:
     """A float32 matrix as it is saved: whole, or its non-zero entries row by row when that is
-    smaller. A hashing embedder's vector of a field's value has ~45 non-zero components of
-    256: 5 bytes each (column and value) instead of 1 KB a row, and still exactly the same
-    float32 values once unpacked."""
+    smaller (5 bytes a component, column and value, instead of 4 a column of the row)."""
     n, dim = m.shape
-    column_type = np.uint8 if dim <= 1 << 8 else np.uint16 if dim <= 1 << 16 else np.int32
-    counts = np.zeros(n, dtype=np.int32)
-    step = max(1, _PRODUCT_ELEMENTS // dim)
-    for a in range(0, n, step):
-        # by bit pattern: a -0.0 is kept, so the rows come back bit for bit
-        counts[a : a + step] = np.count_nonzero(m[a : a + step].view(np.int32), axis=1)
-    nnz = int(counts.sum())
-    if nnz * (np.dtype(column_type).itemsize + 4) + 4 * n >= m.nbytes:
-        return {"vectors": m}
-    columns = np.empty(nnz, dtype=column_type)
-    values = np.empty(nnz, dtype=np.float32)
-    at = 0
-    for a in range(0, n, step):
-        block = m[a : a + step]
-        rows, cols = np.nonzero(block.view(np.int32))  # row-major: columns ascend in a row
-        columns[at : at + cols.shape[0]] = cols
-        values[at : at + cols.shape[0]] = block[rows, cols]
-        at += cols.shape[0]
-    return {"row_nonzeros": counts, "columns": columns, "values": values}
+    rows = SparseRows(dim, n)
+    for a in range(0, n, _BLOCK_ROWS):
+        rows.set(np.arange(a, min(a + _BLOCK_ROWS, n)), m[a : a + _BLOCK_ROWS])
+    return _smaller(rows, n, m)
 
 
-def _unpacked_rows(a: dict[str, np.ndarray], n: int, dim: int) -> np.ndarray:
-    """The matrix `_packed_rows` saved (at least 16 rows: an index's smallest capacity)."""
+def _smaller(rows: SparseRows, n: int, dense: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    if rows.entries * (rows.columns.itemsize + 4) + 4 * n >= n * rows.dim * 4:
+        return {"vectors": rows.dense(slice(0, n)) if dense is None else dense}
+    return rows.saved(n)
+
+
+def _loaded_rows(a: dict[str, np.ndarray], n: int, dim: int, capacity: int
+                 ) -> DenseRows | SparseRows:
+    """The rows `_packed_rows` saved, dense or sparse as they were saved."""
     if "vectors" in a:
         vectors = a["vectors"]
         if vectors.shape != (n, dim):
             raise ValueError("vector matrix and ids disagree")
-        if n >= 16:  # adopted, not copied: the next insert grows it as any index grows
-            return vectors
-        m = np.zeros((16, dim), dtype=np.float32)
-        m[:n] = vectors
-        return m
+        dense = DenseRows(dim, 0)
+        # adopted, not copied, when it has room enough: the next insert grows it as any index
+        dense.m = vectors if n >= capacity else np.zeros((capacity, dim), dtype=np.float32)
+        if n < capacity:
+            dense.m[:n] = vectors
+        return dense
     counts, columns, values = a["row_nonzeros"], a["columns"], a["values"]
     if counts.shape != (n,) or columns.shape != values.shape or columns.ndim != 1 \
             or values.dtype != np.float32 or int(counts.sum(dtype=np.int64)) != columns.shape[0] \
             or (n and int(counts.min()) < 0) or (columns.shape[0] and int(columns.max()) >= dim):
         raise ValueError("the packed vector rows do not fit the matrix")
-    m = np.zeros((max(n, 16), dim), dtype=np.float32)
-    ends = np.cumsum(counts, dtype=np.int64)
-    step = max(1, _PRODUCT_ELEMENTS // dim)
-    for a0 in range(0, n, step):
-        a1 = min(a0 + step, n)
-        lo, hi = (int(ends[a0 - 1]) if a0 else 0), int(ends[a1 - 1]) if a1 else 0
-        rows = np.repeat(np.arange(a0, a1, dtype=np.int64), counts[a0:a1])
-        m[rows, columns[lo:hi]] = values[lo:hi]
-    return m
-
-
-def _half_if_exact(m: np.ndarray) -> np.ndarray:
-    """m as float16 if that holds every value exactly (sketches: see _Sketches.set), else m
-    (sketches loaded from a snapshot written before they were rounded)."""
-    half = m.astype(np.float16)
-    step = max(1, _PRODUCT_ELEMENTS // max(1, m.shape[1]))
-    for a in range(0, m.shape[0], step):
-        if not np.array_equal(half[a : a + step].astype(np.float32), m[a : a + step]):
-            return m
-    return half
-
-
-class _Sketches:
-    """The projected rows of a VectorIndex, in the same row order as its matrix."""
-
-    def __init__(self, axes: np.ndarray, trained_at: int, capacity: int) -> None:
-        self.axes = axes
-        self.trained_at = trained_at  # index size when the axes were found
-        self.rows = np.zeros((capacity, axes.shape[1]), dtype=np.float32)
-
-    def reserve(self, capacity: int) -> None:
-        if capacity > self.rows.shape[0]:
-            grown = np.zeros((capacity, self.rows.shape[1]), dtype=np.float32)
-            grown[: self.rows.shape[0]] = self.rows
-            self.rows = grown
-
-    def set(self, rows, vecs: np.ndarray) -> None:
-        # Rounded to half precision (relative error 2^-11, far below what tells candidates
-        # apart; sketch values are projections of unit vectors, so within [-1, 1]) and held
-        # as float32 for the scan: saved as float16 they take half the bytes, and a loaded
-        # index still holds exactly these values.
-        self.rows[rows] = (vecs @ self.axes).astype(np.float16)
-
-    def candidates(self, n: int, q: np.ndarray, pool: int) -> np.ndarray:
-        """The `pool` rows whose sketches score best against q, in row order."""
-        s = self.rows[:n] @ (q @ self.axes)
-        if pool >= n:
-            return np.arange(n, dtype=np.int64)
-        return np.sort(np.argpartition(s, n - pool)[n - pool :]).astype(np.int64)
+    return SparseRows.loaded(dim, counts.astype(np.int32), columns, values, max(n, capacity))
 
 
 class VectorIndex:
-    """Cosine search over vectors kept in one contiguous float32 matrix.
+    """Cosine search over vectors kept exactly, as a float32 matrix or as their non-zero
+    entries (gem/index/rows.py: whichever is smaller, decided as vectors arrive).
 
     Rows are packed (a removal moves the last row into the hole). Vectors are L2-normalised on
     the way in and the query is normalised too, so the dot product is the cosine even if a
     caller's embedder is slightly off; a zero vector stays zero and is similar to nothing.
 
-    Candidates are found with float32 products; every returned score is then recomputed in
-    float64 (see _exact_scores), and the candidate set is widened by the float32 error bound,
-    so exact searches return exactly the top k of those float64 scores, bit for bit the same
-    however the index was built, saved or loaded.
+    Candidates are found with float32 products (float64 sums of sparse rows); every returned
+    score is then recomputed in float64 (see _exact_scores), and the candidate set is widened
+    by the float32 error bound, so exact searches return exactly the top k of those float64
+    scores, bit for bit the same however the index was built, saved or loaded.
 
-    With `approximate_above` set (the default), search() and search_many() score projected
-    sketches first (see above) once the index holds that many vectors, and re-score only the
-    best `candidate_share` of the rows with full vectors; below it, with ids=, k=None, and
-    in most_similar() and pairs_above(), every row is scored in full. The axes are found
-    when the index first reaches the size and again each time it doubles (one 256 x 256
-    eigendecomposition and one projection of every row: ~0.1 s at 100k vectors).
+    With `approximate_above` set (the default, 20k: an exact scan of 100k sparse rows took
+    20-38 ms, of 20k 4-8 ms, sign codes 2-3 ms), search() and search_many() scan sign codes
+    first (see above) once the index holds that many vectors, and re-score only the best
+    `candidate_share` of the rows; below it, with ids=, k=None, and in most_similar() and
+    pairs_above(), every row is scored. Codes are made for every row when the index reaches
+    the size, and dropped when it falls below half of it.
     """
 
-    def __init__(self, dim: int, *, approximate_above: int | None = 100_000,
-                 sketch_dim: int | None = None, candidate_share: float = 0.02) -> None:
+    def __init__(self, dim: int, *, approximate_above: int | None = 20_000,
+                 code_bits: int = 512, candidate_share: float = 0.02) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise InvalidInput(f"VectorIndex dim must be a positive int, got {dim!r}")
         if approximate_above is not None and (
@@ -227,27 +159,26 @@ class VectorIndex:
                 or approximate_above < 1):
             raise InvalidInput(f"approximate_above must be a positive int or None, "
                                f"got {approximate_above!r}")
-        if sketch_dim is None:
-            sketch_dim = max(1, min(dim, (5 * dim) // 16))  # 80 of 256
-        if isinstance(sketch_dim, bool) or not isinstance(sketch_dim, int) or not (
-                1 <= sketch_dim <= dim):
-            raise InvalidInput(f"sketch_dim must be an int in [1, {dim}], got {sketch_dim!r}")
+        if isinstance(code_bits, bool) or not isinstance(code_bits, int) or code_bits < 64 \
+                or code_bits % 64:
+            raise InvalidInput(f"code_bits must be a positive multiple of 64, got {code_bits!r}")
         if isinstance(candidate_share, bool) or not isinstance(candidate_share, (int, float)) \
                 or not (0.0 < candidate_share <= 1.0):
             raise InvalidInput(f"candidate_share must be in (0, 1], got {candidate_share!r}")
         self.dim = dim
         self.approximate_above = approximate_above
-        self.sketch_dim = sketch_dim
+        self.code_bits = code_bits
         self.candidate_share = float(candidate_share)
         self._slack = _float32_slack(dim)
         self._reset()
 
     def _reset(self) -> None:
-        self._m = np.zeros((16, self.dim), dtype=np.float32)
+        self._rows: DenseRows | SparseRows = SparseRows(self.dim)
+        self._cap = 16
         self._n = 0
         self._row_of: dict[str, int] = {}
         self._id_of_row: list[str] = []
-        self._sketches: _Sketches | None = None
+        self._codes: SignCodes | None = None
 
     def __len__(self) -> int:
         return self._n
@@ -263,9 +194,14 @@ class VectorIndex:
 
     @property
     def approximate(self) -> bool:
-        """Whether search() currently scores sketches first instead of every full row."""
-        return (self._sketches is not None and self.approximate_above is not None
+        """Whether search() currently scans sign codes first instead of every row."""
+        return (self._codes is not None and self.approximate_above is not None
                 and self._n >= self.approximate_above)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays this index holds (rows and codes; not the id mapping)."""
+        return self._rows.nbytes + (self._codes.nbytes if self._codes is not None else 0)
 
     def _as_unit_rows(self, vecs, what: str) -> np.ndarray:
         a = np.asarray(vecs, dtype=np.float64)
@@ -280,19 +216,29 @@ class VectorIndex:
         return a.astype(np.float32)
 
     def _reserve(self, n: int) -> None:
-        cap = self._m.shape[0]
-        if n <= cap:
-            return
-        # A quarter more at a time, not twice: doubling left up to half of the matrix and its
-        # sketches empty (at 30k topics 214k of 524k rows, ~280 MB), for copies that cost
-        # ~1 s in all over a million inserts.
-        while cap < n:
-            cap = max(cap + 16, cap * 5 // 4)
-        grown = np.zeros((cap, self.dim), dtype=np.float32)
-        grown[: self._n] = self._m[: self._n]
-        self._m = grown
-        if self._sketches is not None:
-            self._sketches.reserve(cap)
+        if n > self._cap:
+            self._cap = capacity_for(self._cap, n)
+            self._rows.reserve(self._cap)
+            if self._codes is not None:
+                self._codes.reserve(self._cap)
+
+    def _store(self, rows: np.ndarray, block: np.ndarray) -> None:
+        self._rows.set(rows, block)
+        if self._codes is not None:
+            self._codes.set(rows, block)
+        rows_store = self._rows
+        if isinstance(rows_store, SparseRows):
+            # Dense vectors (a sentence-transformer's) are cheaper as a matrix: switch once
+            # the entries cost 3/4 of one.
+            if rows_store.entries * (rows_store.columns.itemsize + 4) + 12 * self._n \
+                    >= 3 * self._n * self.dim:
+                dense = DenseRows(self.dim, self._cap)
+                for a in range(0, self._n, _BLOCK_ROWS):
+                    b = min(a + _BLOCK_ROWS, self._n)
+                    dense.m[a:b] = rows_store.dense(slice(a, b))
+                self._rows = dense
+            else:
+                rows_store.compact(self._n)
 
     # ------------------------------------------------------------------ writes
     def upsert(self, doc_id: str, vec) -> None:
@@ -307,11 +253,9 @@ class VectorIndex:
             self._n += 1
             self._row_of[doc_id] = row
             self._id_of_row.append(doc_id)
-        self._m[row] = v[0]
         with single_threaded():
-            if self._sketches is not None:
-                self._sketches.set(row, self._m[row])
-            self._maybe_train()
+            self._store(np.array([row], dtype=np.int64), v)
+            self._maybe_encode()
 
     def upsert_many(self, doc_ids: Iterable[str], vecs) -> None:
         """Bulk upsert (used when rebuilding from the database): one copy instead of n."""
@@ -326,26 +270,20 @@ class VectorIndex:
             last = {d: i for i, d in enumerate(ids)}
             keep = sorted(last.values())
             ids, m = [ids[i] for i in keep], m[keep]
-        changed: list[int] = []
-        existing = [(i, self._row_of[d]) for i, d in enumerate(ids) if d in self._row_of]
-        if existing:
-            src, dst = map(list, zip(*existing))
-            self._m[dst] = m[src]
-            changed += dst
-        new = [i for i, d in enumerate(ids) if d not in self._row_of]
-        if new:
-            self._reserve(self._n + len(new))
-            self._m[self._n : self._n + len(new)] = m[new]
-            for j, i in enumerate(new):
-                self._row_of[ids[i]] = self._n + j
+        rows = np.fromiter(map(self._row_of.get, ids, repeat(-1)), dtype=np.int64,
+                           count=len(ids))
+        new = np.flatnonzero(rows < 0)
+        if new.shape[0]:
+            self._reserve(self._n + new.shape[0])
+            rows[new] = np.arange(self._n, self._n + new.shape[0])
+            for i in new.tolist():
+                self._row_of[ids[i]] = self._n
                 self._id_of_row.append(ids[i])
-            changed += range(self._n, self._n + len(new))
-            self._n += len(new)
+                self._n += 1
         with single_threaded():
-            if self._sketches is not None and changed:
-                rows = np.asarray(changed, dtype=np.int64)
-                self._sketches.set(rows, self._m[rows])
-            self._maybe_train()
+            for a in range(0, len(ids), _BLOCK_ROWS):
+                self._store(rows[a : a + _BLOCK_ROWS], m[a : a + _BLOCK_ROWS])
+            self._maybe_encode()
 
     def remove(self, doc_id: str) -> None:
         """Forget doc_id (absent ids are ignored); the last row moves into its place."""
@@ -355,39 +293,36 @@ class VectorIndex:
         last = self._n - 1
         if row != last:
             moved = self._id_of_row[last]
-            self._m[row] = self._m[last]
+            self._rows.move(last, row)
             self._id_of_row[row] = moved
             self._row_of[moved] = row
-            if self._sketches is not None:
-                self._sketches.rows[row] = self._sketches.rows[last]
+            if self._codes is not None:
+                self._codes.move(last, row)
+        else:
+            self._rows.drop(last)
         self._id_of_row.pop()
-        self._m[last] = 0.0
         self._n = last
-        if (self._sketches is not None and self.approximate_above is not None
+        if isinstance(self._rows, SparseRows):
+            self._rows.compact(self._n)
+        if (self._codes is not None and self.approximate_above is not None
                 and self._n < self.approximate_above // 2):
-            self._sketches = None  # far below the threshold: exact search, memory back
+            self._codes = None  # far below the threshold: exact search, memory back
 
-    def _maybe_train(self) -> None:
-        if self.approximate_above is None or self._n < self.approximate_above:
+    def _maybe_encode(self) -> None:
+        if self._codes is not None or self.approximate_above is None \
+                or self._n < self.approximate_above:
             return
-        if self._sketches is not None and self._n < 2 * self._sketches.trained_at:
-            return
-        self._train()
-
-    def _train(self) -> None:
-        n = self._n
-        sketches = _Sketches(_principal_axes(self._m[:n], self.sketch_dim), n,
-                             self._m.shape[0])
-        step = max(1, _PRODUCT_ELEMENTS // self.sketch_dim)
-        for a in range(0, n, step):
-            sketches.set(slice(a, min(a + step, n)), self._m[a : min(a + step, n)])
-        self._sketches = sketches
+        codes = SignCodes(self.dim, self.code_bits, self._cap)
+        for a in range(0, self._n, _BLOCK_ROWS):
+            b = min(a + _BLOCK_ROWS, self._n)
+            codes.set(slice(a, b), self._rows.dense(slice(a, b)))
+        self._codes = codes
 
     # ------------------------------------------------------------------ reads
     def get(self, doc_id: str) -> np.ndarray | None:
         """A copy of the stored (normalised) vector, or None if doc_id is not indexed."""
         row = self._row_of.get(doc_id)
-        return None if row is None else self._m[row].copy()
+        return None if row is None else self._rows.dense(np.array([row]))[0].copy()
 
     def _query(self, vec) -> np.ndarray:
         q = self._as_unit_rows(vec, "query vector")
@@ -411,12 +346,12 @@ class VectorIndex:
     def _float32_scores(self, q: np.ndarray, rows: np.ndarray | None
                         ) -> tuple[np.ndarray, np.ndarray]:
         if rows is None:
-            return self._m[: self._n] @ q, np.arange(self._n, dtype=np.int64)
-        if 4 * rows.shape[0] >= self._n:
+            return self._rows.dots(None, self._n, q), np.arange(self._n, dtype=np.int64)
+        if 4 * rows.shape[0] >= self._n and not self._rows.sparse:
             # Gathering rows copies them before the product; for a large share of the index
             # the streaming product over all rows is cheaper (measured ~4x at 1k of 1k rows).
-            return (self._m[: self._n] @ q)[rows], rows
-        return self._m[rows] @ q, rows
+            return self._rows.dots(None, self._n, q)[rows], rows
+        return self._rows.dots(rows, self._n, q), rows
 
     def _finish(self, q: np.ndarray, s32: np.ndarray, rows: np.ndarray, k: int | None,
                 threshold: float | None = None) -> list[tuple[str, float]]:
@@ -425,7 +360,7 @@ class VectorIndex:
         else:
             keep = np.flatnonzero(s32 >= threshold - self._slack)
         rows = rows[keep]
-        exact = _exact_scores(self._m[rows], q.astype(np.float64))
+        exact = _exact_scores(self._rows.dense(rows), q.astype(np.float64))
         if threshold is not None:
             hit = exact >= threshold
             exact, rows = exact[hit], rows[hit]
@@ -436,7 +371,7 @@ class VectorIndex:
     ) -> list[tuple[str, float]]:
         """Cosine similarity to vec, best first (ties by id), optionally only among `ids`.
 
-        Approximate (sketches first) when `approximate` is true, k is given and ids is not."""
+        Approximate (sign codes first) when `approximate` is true, k is given and ids is not."""
         check_k(k)
         q = self._query(vec)
         if isinstance(ids, str):
@@ -451,12 +386,14 @@ class VectorIndex:
             return self._finish(q, s32, rows, k)
 
     def _pool(self, k: int) -> int:
-        return max(8 * k, math.ceil(self.candidate_share * self._n))
+        # at least 1024 rows: re-scoring them costs ~0.2 ms, and 2% of a small index is too
+        # few for sign codes (0.89 of the top 10 of 2.8k LoCoMo turns at 56 rows)
+        return max(8 * k, 1024, math.ceil(self.candidate_share * self._n))
 
     def _approximate_candidates(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        assert self._sketches is not None
-        rows = self._sketches.candidates(self._n, q, self._pool(k))
-        return self._m[rows] @ q, rows
+        assert self._codes is not None
+        rows = self._codes.candidates(self._n, q, self._pool(k))
+        return self._rows.dots(rows, self._n, q), rows
 
     def most_similar(
         self, vec, threshold: float, ids: Iterable[str] | None = None
@@ -498,7 +435,7 @@ class VectorIndex:
             out = []
             for j in range(n_q):
                 rows = hit_rows[bounds[j] : bounds[j + 1]]
-                exact = _exact_scores(self._m[rows], qs[j].astype(np.float64))
+                exact = _exact_scores(self._rows.dense(rows), qs[j].astype(np.float64))
                 out.append(ranked(exact, rows, self._id_of_row, k))
             return out
 
@@ -514,7 +451,7 @@ class VectorIndex:
         best = np.full((0, n_q), -np.inf, dtype=np.float32)
         rows_out, queries_out = [], []
         for a in range(0, self._n, step):
-            s = self._m[a : min(a + step, self._n)] @ qs.T  # (rows, queries)
+            s = self._rows.dense(slice(a, min(a + step, self._n))) @ qs.T  # (rows, queries)
             both = np.concatenate([best, s])
             if both.shape[0] > k:
                 best = np.partition(both, both.shape[0] - k, axis=0)[both.shape[0] - k :]
@@ -546,7 +483,8 @@ class VectorIndex:
         if isinstance(ids, str) or isinstance(involving, str):
             raise InvalidInput("ids and involving must be collections of ids, not a str")
         rows = np.arange(self._n, dtype=np.int64) if ids is None else self._rows_of(ids)
-        vecs = self._m[: self._n] if ids is None else self._m[rows]
+        # sparse rows are densified here: O(n x dim) floats for the pass (topic vectors)
+        vecs = self._rows.dense(slice(0, self._n) if ids is None else rows)
         n = rows.shape[0]
         # Positions (into rows) that may be the first member of a pair, in order.
         if involving is None:
@@ -594,30 +532,32 @@ class VectorIndex:
     def save(self, path: str | os.PathLike, stamp: Mapping[str, Any]) -> None:
         """Write this index to `path` (atomically), with the caller's JSON-able `stamp`.
 
-        Sketches are saved too (as float16: their values are), so a loaded index picks exactly
-        the same candidates."""
+        Codes are saved too (a loaded index need not recompute them: ~5 s at 1M rows)."""
         n = self._n
         ids_utf8, ids_offsets = encode_strings(self._id_of_row)
+        rows = self._rows
+        saved = _smaller(rows, n) if isinstance(rows, SparseRows) else _packed_rows(rows.m[:n])
         arrays: dict[str, np.ndarray] = {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
-                                         **_packed_rows(self._m[:n])}
+                                         **saved}
         meta: dict[str, Any] = {"dim": self.dim, "rows": n,
                                 "approximate_above": self.approximate_above,
-                                "sketch_dim": self.sketch_dim,
-                                "candidate_share": self.candidate_share,
-                                "sketches_trained_at": None}
-        if self._sketches is not None:
-            meta["sketches_trained_at"] = self._sketches.trained_at
-            arrays["sketch_axes"] = self._sketches.axes
-            arrays["sketches"] = _half_if_exact(self._sketches.rows[:n])
+                                "code_bits": self.code_bits,
+                                "candidate_share": self.candidate_share}
+        if self._codes is not None:
+            arrays["codes"] = self._codes.words[:, :n].view(np.int64)  # same bits
         write_snapshot_file(path, "vector", stamp, meta, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> tuple[VectorIndex, dict[str, Any]]:
-        """(index, stamp) from a file written by save(); SnapshotError if it is unusable."""
+        """(index, stamp) from a file written by save(); SnapshotError if it is unusable.
+
+        A file written before sign codes (with float sketches) is read: its sketches are
+        ignored and codes are made from the rows."""
         stamp, meta, a = read_snapshot_file(path, "vector")
         try:
             ix = cls(int(meta["dim"]), approximate_above=meta["approximate_above"],
-                     sketch_dim=meta["sketch_dim"], candidate_share=meta["candidate_share"])
+                     code_bits=int(meta.get("code_bits", 512)),
+                     candidate_share=meta["candidate_share"])
             n = int(meta["rows"])
             ids = snapshot_strings(a, "ids")
             if len(ids) != n:
@@ -625,18 +565,22 @@ class VectorIndex:
             row_of = dict(zip(ids, range(n)))
             if len(row_of) != n:
                 raise ValueError("duplicate ids")
-            ix._m = _unpacked_rows(a, n, ix.dim)
+            ix._cap = max(n, 16)
+            ix._rows = _loaded_rows(a, n, ix.dim, ix._cap)
             ix._n, ix._row_of, ix._id_of_row = n, row_of, ids
-            if meta["sketches_trained_at"] is not None:
-                axes, rows = a["sketch_axes"], a["sketches"]
-                if axes.shape != (ix.dim, ix.sketch_dim) or rows.shape != (n, ix.sketch_dim):
-                    raise ValueError("sketches do not match the vectors")
-                if rows.dtype not in (np.float16, np.float32):
-                    raise ValueError("sketches are neither float16 nor float32")
-                sketches = _Sketches(axes.copy(), int(meta["sketches_trained_at"]), 0)
-                sketches.rows = rows.astype(np.float32, copy=False)
-                sketches.reserve(ix._m.shape[0])
-                ix._sketches = sketches
+            if "codes" in a:
+                words = a["codes"]
+                if words.dtype != np.int64 or words.shape != (ix.code_bits // 64, n):
+                    raise ValueError("codes do not match the vectors")
+                codes = SignCodes(ix.dim, ix.code_bits, 0)
+                words = words.view(np.uint64)
+                codes.words = words if n >= ix._cap else np.zeros((words.shape[0], ix._cap),
+                                                                  dtype=np.uint64)
+                if n < ix._cap:
+                    codes.words[:, :n] = words
+                ix._codes = codes
+            with single_threaded():
+                ix._maybe_encode()
         except SnapshotError:
             raise
         except (KeyError, ValueError, TypeError, InvalidInput) as e:
