@@ -107,22 +107,30 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--keep", help="build the memory here once and reuse it on later runs")
     parser.add_argument("--child")
+    parser.add_argument("--build")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child)))
         return 0
+    if args.build:
+        build(args.build, args.topics)
+        return 0
     with tempfile.TemporaryDirectory() as d:
-        base = os.path.join(args.keep or d, f"m{args.topics}", "gov.db")
-        if not os.path.exists(base):
-            os.makedirs(os.path.dirname(base), exist_ok=True)
-            start = time.perf_counter()
-            build(base, args.topics)
-            print(f"built {args.topics} topics in {time.perf_counter() - start:.0f} s", file=sys.stderr)
         old_code = os.path.join(d, "baseline")
         os.makedirs(old_code)
         archive = subprocess.run(["git", "-C", ROOT, "archive", args.baseline, "gem", "grammar",
                                   "policies"], capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", old_code], input=archive, check=True)
+        base = os.path.join(args.keep or d, f"m{args.topics}", "gov.db")
+        if not os.path.exists(base):
+            # Built by the baseline: a memory stores its policies, and the baseline's compiler
+            # cannot read policies written in the language of later code; later code reads older.
+            os.makedirs(os.path.dirname(base), exist_ok=True)
+            start = time.perf_counter()
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--build", base,
+                            "--topics", str(args.topics)], env={**ENV, "PYTHONPATH": old_code},
+                           cwd=HERE, check=True)
+            print(f"built {args.topics} topics in {time.perf_counter() - start:.0f} s", file=sys.stderr)
         results: dict[str, list[dict]] = {"baseline": [], "this tree": []}
         for r in range(args.rounds):
             order = [("baseline", old_code), ("this tree", ROOT)]
