@@ -179,7 +179,7 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
         parts["row cache"] = size(cache.rows, cache.children, cache.edges)
         for name, s in derived.scopes.items():
             units = s._units
-            parts["unit vectors (+sketches)"] = size(units.vectors) if units else 0.0
+            parts["unit vectors (+codes)"] = size(units.vectors) if units else 0.0
             parts["unit lexical"] = size(units.lexical) if units else 0.0
             parts["unit docs + valid"] = size(units.docs, units.valid) if units else 0.0
             parts["topic summaries + lexical + vectors"] = size(s.summaries, s.lexical, s.vectors)
