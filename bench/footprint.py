@@ -30,17 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from common import rss_now_mb  # noqa: E402
+
 MB = 1 << 20
 WORDS = ("alpha", "budget", "launch", "design", "review", "hiring", "roadmap", "pricing", "audit",
          "migration", "onboarding", "security", "analytics", "support", "research", "partner")
-
-
-def rss_now() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def malloc_held() -> float:
@@ -110,7 +104,7 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
 
     rng = random.Random(7)
     out: dict = {"topics": n}
-    base_rss = rss_now()
+    base_rss = rss_now_mb()
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "gov.db")
         kwargs = {} if buffer_pool_mb is None else {"buffer_pool_size": buffer_pool_mb * MB}
@@ -170,7 +164,7 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
         out["unit_recall10"] = hits / max(1, total)
 
         trim()
-        out["rss_mb"] = rss_now()
+        out["rss_mb"] = rss_now_mb()
         out["base_rss_mb"] = base_rss
         out["malloc_mb"] = malloc_held()
         size = Sizer()
@@ -194,10 +188,10 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
         out["parts"] = parts
         out["rest_mb"] = out["rss_mb"] - python_total
         # What dropping the row cache gives back to the system (it refills on demand).
-        before = rss_now()
+        before = rss_now_mb()
         cache.clear()
         trim()
-        out["row_cache_rss_drop_mb"] = before - rss_now()
+        out["row_cache_rss_drop_mb"] = before - rss_now_mb()
         mem.close()
         del np
     return out

@@ -34,19 +34,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from common import rss_now_mb  # noqa: E402
 from index import make_docs, make_queries  # noqa: E402
 
 from gem.index import LexicalIndex  # noqa: E402
 
 K = 10
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def trim() -> None:
@@ -117,7 +110,7 @@ def child(kind: str, size: int, n_queries: int, seed: int, rev: str, exact_file:
         saved = json.loads(Path(exact_file).read_text())
         exact = {None: saved["None"], 0.5: saved["0.5"]}
     trim()
-    before = rss_mb()
+    before = rss_now_mb()
     out: dict = {"kind": kind, "docs": size}
     t0 = time.perf_counter()
     if kind in ("gem", "baseline"):
@@ -127,7 +120,7 @@ def child(kind: str, size: int, n_queries: int, seed: int, rev: str, exact_file:
             ix.upsert(d, text)
         out["build_s"] = time.perf_counter() - t0
         trim()
-        out["rss_mb"] = rss_mb() - before
+        out["rss_mb"] = rss_now_mb() - before
         if kind == "gem":
             exact = {m: [ix.search(q, None, m)[:200] for q in queries] for m in (None, 0.5)}
             Path(exact_file).write_text(json.dumps({str(m): v for m, v in exact.items()}))
@@ -151,7 +144,7 @@ def child(kind: str, size: int, n_queries: int, seed: int, rev: str, exact_file:
                     show_progress=False)
         out["build_s"] = time.perf_counter() - t0
         trim()
-        out["rss_mb"] = rss_mb() - before
+        out["rss_mb"] = rss_now_mb() - before
 
         def search(q: str) -> list[str]:
             tok = bm25s.tokenize([q], stopwords=None, show_progress=False)
@@ -177,7 +170,7 @@ def child(kind: str, size: int, n_queries: int, seed: int, rev: str, exact_file:
         searcher = index.searcher()
         out["build_s"] = time.perf_counter() - t0
         trim()
-        out["rss_mb"] = rss_mb() - before
+        out["rss_mb"] = rss_now_mb() - before
 
         def search(q: str) -> list[str]:
             hits = searcher.search(index.parse_query(q, ["text"]), K).hits

@@ -95,6 +95,17 @@ def drop_location(location: str) -> None:
             database.close()
 
 
+def files_hold(folder: str, needle: bytes) -> list[str]:
+    """The files below `folder` whose bytes contain `needle` (what an erasure must not leave)."""
+    hits = []
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as f:
+                if needle in f.read():
+                    hits.append(os.path.join(root, name))
+    return hits
+
+
 def raw_write(m: gem.Memory, statement: str) -> None:
     """An edit straight to the database, as someone with access to it would make, past gem."""
     store = m._engine.store

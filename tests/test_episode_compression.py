@@ -3,10 +3,9 @@
 ordinary cue still finds it and revives it; hiding comes only after it faded much further."""
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
-from conftest import ENGINE, T0
+from conftest import ENGINE, T0, files_hold
 
 import gem
 from gem.derived.documents import COMPRESSED_WORDS
@@ -91,15 +90,6 @@ def test_compressed_episodes_survive_a_reopen_and_a_rebuild(db_path, clock):
         assert derived_disagreements(mem) == [] and mem.audit(full=True).ok
 
 
-def _files_hold(folder: str, needle: bytes) -> list[str]:
-    hits = []
-    for root, _, files in os.walk(folder):
-        for name in files:
-            with open(os.path.join(root, name), "rb") as f:
-                if needle in f.read():
-                    hits.append(os.path.join(root, name))
-    return hits
-
 
 def test_an_erased_compressed_turn_leaves_nothing_not_even_its_summary(tmp_path, clock):
     path = str(tmp_path / "db")
@@ -117,8 +107,8 @@ def test_an_erased_compressed_turn_leaves_nothing_not_even_its_summary(tmp_path,
         if ENGINE != "falkordb":
             mem.compact()
     if ENGINE != "falkordb":
-        assert _files_hold(str(tmp_path), b"quillby") == []
-        assert _files_hold(str(tmp_path), b"Quillby") == []
+        assert files_hold(str(tmp_path), b"quillby") == []
+        assert files_hold(str(tmp_path), b"Quillby") == []
 
 
 def test_the_policy_language_compresses_episodes():

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 import gem
-from conftest import ENGINE, memory_location, raw_write, snapshot
+from conftest import ENGINE, files_hold, memory_location, raw_write, snapshot
 from gem.testing.consistency import cache_disagreements, derived_disagreements
 from servers import HANG  # a guard against hangs only (tests/servers.py)
 
@@ -238,15 +238,6 @@ def test_a_record_redacted_without_an_erasure_fails_the_audit(seeded):
     assert not report.ok and any(v.condition == "log" and v.unit == "3" for v in report.violations)
 
 
-def _files_hold(folder: str, needle: bytes) -> list[str]:
-    hits = []
-    for root, _, files in os.walk(folder):
-        for name in files:
-            with open(os.path.join(root, name), "rb") as f:
-                if needle in f.read():
-                    hits.append(os.path.join(root, name))
-    return hits
-
 
 EMBEDDED_FILES = pytest.mark.skipif(ENGINE == "falkordb", reason="compaction rewrites an embedded "
                                     "database's files; FalkorDB frees erased values at once")
@@ -258,15 +249,15 @@ def test_after_erasure_and_compaction_no_byte_of_the_value_is_left(tmp_path, clo
     with gem.open(path, clock=clock, engine=ENGINE) as mem:
         mem.ingest([gem.Fact("Bob", "ssn", MARKER), gem.Fact("Alice", "team", "red")])
         mem.retrieve(MARKER)                       # in the indexes, the summaries and the log
-    assert _files_hold(str(tmp_path), MARKER.encode())  # there, before
+    assert files_hold(str(tmp_path), MARKER.encode())  # there, before
     with gem.open(path, clock=clock, engine=ENGINE) as mem:
         receipt = mem.erase("Bob", reason="GDPR")
-        assert _files_hold(str(tmp_path), MARKER.encode())  # deleted rows linger in pages
+        assert files_hold(str(tmp_path), MARKER.encode())  # deleted rows linger in pages
         sizes = mem.compact()
         assert sizes["bytes_after"] > 0
         assert mem.verify_erasure(receipt).ok and mem.audit(full=True).ok
         assert mem.inspect("Alice").fields["team"].value == "red"
-    assert _files_hold(str(tmp_path), MARKER.encode()) == []
+    assert files_hold(str(tmp_path), MARKER.encode()) == []
     with gem.open(path, clock=clock, engine=ENGINE) as mem:
         assert mem.audit(full=True).ok and mem.verify_erasure(receipt).ok
 

@@ -64,24 +64,21 @@ def hide_field(t: Transition, fid: str) -> bool:
 
 
 def compress_episode(t: Transition, eid: str) -> bool:
-    row = t.row("Episode", eid)
-    if row is None or row["status"] != "active":
-        return False
-    t.update("Episode", eid, status="compressed")
-    t.touched.episodes[eid] = None
-    record_attenuated(t, eid, "compressed")
-    t.emit("attenuated", unit=EpisodeRef(eid), level="compressed")
-    return True
+    return _attenuate_episode(t, eid, "compressed", moves_from=("active",))
 
 
 def hide_episode(t: Transition, eid: str) -> bool:
+    return _attenuate_episode(t, eid, "hidden", moves_from=("active", "compressed"))
+
+
+def _attenuate_episode(t: Transition, eid: str, level: str, moves_from: tuple[str, ...]) -> bool:
     row = t.row("Episode", eid)
-    if row is None or row["status"] == "hidden":
+    if row is None or row["status"] not in moves_from:
         return False
-    t.update("Episode", eid, status="hidden")
+    t.update("Episode", eid, status=level)
     t.touched.episodes[eid] = None
-    record_attenuated(t, eid, "hidden")
-    t.emit("attenuated", unit=EpisodeRef(eid), level="hidden")
+    record_attenuated(t, eid, level)
+    t.emit("attenuated", unit=EpisodeRef(eid), level=level)
     return True
 
 
