@@ -9,10 +9,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import gem
-from conftest import ENGINE, Clock, snapshot
+from conftest import ENGINE, Clock, files_hold, snapshot
 from gem.store import open_store
 from gem.testing.consistency import cache_disagreements, derived_disagreements
-from test_erasure import _files_hold
 from test_transfer import _logical
 
 MARKER = "Zorblax-4471-quux"
@@ -164,7 +163,7 @@ def test_erasing_a_topic_erases_the_episodes_its_facts_came_from(db_path, clock)
         assert mem.verify_erasure(receipt).ok and mem.audit(full=True).ok
         _consistent(mem)
         mem.compact()
-    assert _files_hold(os.path.dirname(db_path), MARKER.encode()) == []
+    assert files_hold(os.path.dirname(db_path), MARKER.encode()) == []
     with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
         assert [e.source for e in mem.retrieve("secret").episodes][:1] == ["chat:2"]
         assert mem.audit(full=True).ok
