@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from gem.errors import InvalidInput
 from gem.index import LexicalIndex, VectorIndex
 from gem.index.common import ranked as _ranked
+from test_index_snapshots import apply_lexical
 
 # ---------------------------------------------------------------- BM25
 
@@ -185,13 +186,7 @@ def test_pruned_top_k_equals_brute_force_bm25(ops, queries, k, params):
     # documents, the same float scores, ties by id, after upserts, rewrites and removals.
     ix = _SmallSegments(*params)
     model: dict[str, str] = {}
-    for op, doc_id, text in ops:
-        if op == "upsert":
-            ix.upsert(doc_id, text)
-            model[doc_id] = text
-        else:
-            ix.remove(doc_id)
-            model.pop(doc_id, None)
+    apply_lexical(ix, model, ops)
     for words in queries:
         q = " ".join(words)
         want = brute_bm25(model, q, *params)
