@@ -1,5 +1,5 @@
 """Which statement reads a 1-hop from many parents on kuzu: the forms gem chooses between
-(gem/store/queries.py `_kuzu_one_hop`), side by side on the same rows.
+(gem/store/queries/reads.py `_kuzu_one_hop`), side by side on the same rows.
 
     python bench/engine_forms.py [--sizes 2000,20000] [--fields 10] [--reps 12]
 
@@ -60,7 +60,7 @@ def main() -> None:
                 for tid, fid in tx.run("MATCH (t:Topic)-[:HAS_FIELD]->(f:Field) RETURN t.id, f.id"):
                     fields_of.setdefault(tid, []).append(fid)
             topics = sorted(fields_of)
-            defaults = (*(getattr(queries, name) for name in SETTINGS),
+            defaults = (*(getattr(queries.reads, name) for name in SETTINGS),
                         schema.RELS["HAS_ENTRY"].parent_column)
             has_entry = schema.RELS["HAS_ENTRY"]
             for count in (1, 20, 200):
@@ -72,9 +72,9 @@ def main() -> None:
                     for name in order:
                         *settings, column = FORMS.get(name, defaults)
                         for setting, value in zip(SETTINGS, settings):
-                            setattr(queries, setting, value)
+                            setattr(queries.reads, setting, value)
                         # without the parent column, the forms that read through the parents
-                        queries.RELS["HAS_ENTRY"] = dataclasses.replace(has_entry, parent_column=column)
+                        schema.RELS["HAS_ENTRY"] = dataclasses.replace(has_entry, parent_column=column)
                         with store.reading() as tx:
                             started = time.perf_counter()
                             rows = queries.read_children(tx, "HAS_ENTRY", keys)
@@ -83,8 +83,8 @@ def main() -> None:
                         if rep:  # the first round warms the statement cache
                             times[name].append(took)
                 for setting, value in zip(SETTINGS, defaults):
-                    setattr(queries, setting, value)
-                queries.RELS["HAS_ENTRY"] = has_entry
+                    setattr(queries.reads, setting, value)
+                schema.RELS["HAS_ENTRY"] = has_entry
                 gem_p50 = statistics.median(times["gem"])
                 for name, values in times.items():
                     p50 = statistics.median(values)

@@ -30,7 +30,7 @@ from .units import dumps
 
 PARTS = ("units", "policies", "detail", "salience", "writes")
 WRITTEN_BEHIND = frozenset({"strength", "last_access"})
-# Columns added to the schema after rows were first attested (gem/store/queries.py
+# Columns added to the schema after rows were first attested (gem/store/queries/log.py
 # `add_missing_columns`): a row written before one existed reads it back empty ([] or null), so
 # an empty value is left out of the hash and the rows of an older database still match what
 # its log attests.

@@ -261,7 +261,7 @@ def test_bad_database_sizes_are_invalid_input_and_create_nothing(tmp_path, optio
 
 
 
-# Settings of gem/store/queries.py that force each form of a one-hop read, per engine. kuzu:
+# Settings of gem/store/queries/reads.py that force each form of a one-hop read, per engine. kuzu:
 # (KUZU_FEW_KEYS, KUZU_ROWS_PER_KEYED_READ, KUZU_IN_LIST_KEYS, KUZU_CHILD_ROWS_PER_KEYED_READ,
 # KUZU_CHILD_ROWS_PER_TOPIC_READ); owned children have a parent column, so the IN list and the
 # parents' hash join read typed edges only. LadybugDB: lookups of the parents, or the join with
@@ -307,7 +307,7 @@ def test_every_statement_form_of_a_one_hop_read_returns_the_same_rows(db_path, c
         def read(settings: dict[str, int]) -> dict[str, object]:
             with monkeypatch.context() as patch:
                 for name, value in settings.items():
-                    patch.setattr(queries, name, value)
+                    patch.setattr(queries.reads, name, value)
                 with store.reading() as tx:
                     fields = [r[0] for r in tx.run("MATCH (f:Field) RETURN f.id")]
                     topics = [r[0] for r in tx.run("MATCH (t:Topic) RETURN t.id")]

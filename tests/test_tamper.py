@@ -177,7 +177,7 @@ def test_an_untouched_copy_audits_clean(base, tmp_path):
 
 def test_columns_added_later_leave_the_hash_of_older_rows_as_it_was():
     """A database made before labels, a retraction's reason and who cleared a flag existed
-    reads them back empty once they are added (gem/store/queries.py add_missing_columns): its
+    reads them back empty once they are added (gem/store/queries/log.py add_missing_columns): its
     rows must still match what its log attested."""
     from gem.attest import row_hash
     entry = {"id": "e1", "value": '"x"', "source": "s"}

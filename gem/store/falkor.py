@@ -11,7 +11,7 @@ A graph is one Redis key, so a Redis Cluster places each scope on the shard that
 key's hash slot: scopes spread over the shards, and everything of one scope is on one.
 
 Each graph is a whole gem database (Topic ... Transition, gem/store/schema.py), written and
-read with the same queries as the embedded engines (gem/store/queries.py), with its own
+read with the same queries as the embedded engines (gem/store/queries/), with its own
 transition log: a scope's log is its own hash chain, numbered from 1, so no write ever needs
 two graphs (FalkorDB has no transaction across queries: MULTI/EXEC is not all-or-nothing and
 Lua cannot call graph queries; a single GRAPH.QUERY is atomic).
@@ -27,7 +27,7 @@ catches up from the log and runs the whole transition again (gem/engine.py).
 Values go as query parameters. FalkorDB's localdatetime drops microseconds, the client
 cannot send a datetime, and a double comes back rounded to 15 digits: datetimes are stored as
 ISO text (UTC, microseconds: text order is time order) and floats as Python's exact repr, and
-both are typed back by the schema (gem/store/queries.py). Each table's key has an index and a
+both are typed back by the schema (gem/store/queries/forms.py). Each table's key has an index and a
 unique constraint, as the embedded engines' primary keys.
 """
 from __future__ import annotations
@@ -152,7 +152,7 @@ class FalkorTx:
     transaction ends (`FalkorGraph.transaction`)."""
 
     engine = ENGINE
-    text_values = True  # datetimes and floats as text (gem/store/queries.py)
+    text_values = True  # datetimes and floats as text (gem/store/queries/forms.py)
 
     def __init__(self, graph: "FalkorGraph", writing: bool) -> None:
         self._graph = graph
@@ -164,7 +164,7 @@ class FalkorTx:
 
     def stream(self, query: str, params: dict[str, Any] | None = None,
                times: Sequence[int] | None = None) -> Iterator[list[Any]]:
-        return iter(self.run(query, params))  # times are text here, typed by gem/store/queries.py
+        return iter(self.run(query, params))  # times are text here, typed by gem/store/queries/forms.py
 
     def one(self, query: str, params: dict[str, Any] | None = None) -> list[Any] | None:
         rows = self.run(query, params)

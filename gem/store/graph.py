@@ -115,7 +115,7 @@ class Tx:
     query texts, and preparing costs as much as running a key lookup (measured ~2x).
     """
 
-    text_values = False  # datetimes and floats are stored as such (see gem/store/queries.py)
+    text_values = False  # datetimes and floats are stored as such (see gem/store/queries/forms.py)
 
     def __init__(self, conn: Any, prepared: dict[str, Any], engine: str = "kuzu",
                  sizes: dict[str, int] | None = None) -> None:
@@ -126,7 +126,7 @@ class Tx:
 
     def size(self, table: str) -> int:
         """Rows in a table, roughly: counted once, then kept up to date by creates (a
-        statement form is chosen by it, see gem/store/queries.py)."""
+        statement form is chosen by it, see gem/store/queries/reads.py)."""
         if table not in self._sizes:
             self._sizes[table] = int(self.scalar(f"MATCH (n:{table}) RETURN count(*)") or 0)
         return self._sizes[table]
