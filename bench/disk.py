@@ -162,12 +162,19 @@ def per_table(path: str, engine: str, work: str) -> dict[str, int]:
     return out
 
 
-def child(engine: str, topics: int, fields: int, rounds: int, keep: str | None) -> dict:
+def child(engine: str, topics: int, fields: int, rounds: int, keep: str | None,
+          quick: bool = False, checkpoint_mb: int | None = None) -> dict:
+    if checkpoint_mb is not None:
+        from gem.store import graph
+        graph.CHECKPOINT_THRESHOLD[engine] = checkpoint_mb << 20
     with tempfile.TemporaryDirectory(dir=keep) as d:
         path = os.path.join(d, "gov.db")
         facts = build(path, engine, topics, fields, rounds)
-        out: dict = {"engine": engine, "facts": facts, "total": disk_bytes(path), "files": files(path)}
+        out: dict = {"engine": engine, "facts": facts, "total": disk_bytes(path), "files": files(path),
+                     "tables": {}, "columns": {}}
         out["log"] = log_parts(path, engine)
+        if quick:
+            return out
         out["columns"] = column_bytes(path, engine)
         work = os.path.join(d, "work")
         os.mkdir(work)
@@ -204,15 +211,20 @@ def main() -> int:
     parser.add_argument("--updates", type=int, default=30)
     parser.add_argument("--engines", default="kuzu,ladybug")
     parser.add_argument("--keep", help="copy each engine's database here")
+    parser.add_argument("--quick", action="store_true", help="files and the log only")
+    parser.add_argument("--checkpoint", type=int, help="the engine's checkpoint threshold, MiB")
     parser.add_argument("--child", choices=["kuzu", "ladybug"])
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.topics, args.fields, args.updates, args.keep)))
+        print(json.dumps(child(args.child, args.topics, args.fields, args.updates, args.keep,
+                              args.quick, args.checkpoint)))
         return 0
     results = side_by_side(__file__, ["--topics", str(args.topics), "--fields", str(args.fields),
                                       "--updates", str(args.updates)]
-                           + (["--keep", args.keep] if args.keep else []),
+                           + (["--keep", args.keep] if args.keep else [])
+                           + (["--quick"] if args.quick else [])
+                           + (["--checkpoint", str(args.checkpoint)] if args.checkpoint else []),
                            tuple(args.engines.split(",")))
     if args.json:
         with open(args.json, "w") as f:
