@@ -1,14 +1,14 @@
 """Where the bytes on disk go: bench/scale.py's workload (N topics x 10 fields, 30 batches of
 2,000 updates, 200 single facts, a forgetting pass after 45 idle days), then, after close, the
-bytes per fact of every file, of every table inside the engine, and of the log's parts.
+bytes per fact of every file, of every table inside the engine (the pages its column
+chunks hold, and each table imported alone), and of the log's parts.
 
     python bench/disk.py [--topics 10000] [--engines kuzu,ladybug] [--keep DIR]
 
 Per table: each table's rows (exported by the engine) imported alone into a fresh database;
 a relationship table is measured with its two node tables, less theirs. "compacted" is every
 table imported into one fresh database: what the live rows take without the pages that
-updates left behind. "raw rows" is a database holding the same number of rows of the same
-shape with short fixed values: the engine's own per-row cost. A benchmark, not a test.
+updates left behind. A benchmark, not a test.
 """
 from __future__ import annotations
 
@@ -80,6 +80,31 @@ def log_parts(path: str, engine: str) -> dict[str, int]:
             out["records"] = len(rows)
     finally:
         store.close()
+    return out
+
+
+def live_pages(path: str, engine: str) -> dict[str, int]:
+    """Bytes of the pages the engine's column chunks hold (CALL storage_info), per table and
+    per column of the log; what the file holds besides them is its primary-key indexes,
+    metadata and free pages."""
+    from gem.store.schema import RELS, TABLES
+    module = __import__(engine)
+    db = module.Database(path, read_only=True)
+    conn = module.Connection(db)
+    out: dict[str, int] = {}
+    try:
+        for name in (*TABLES, *RELS):
+            result = conn.execute(f"CALL storage_info('{name}') RETURN column_name, num_pages")
+            while result.has_next():
+                column, pages = result.get_next()
+                out[name] = out.get(name, 0) + pages * 4096
+                if name == "Transition" and column.endswith("_data"):
+                    out[f"Transition.{column}"] = pages * 4096
+    finally:
+        conn.close()
+        db.close()
+    out["not live (indexes, metadata, free pages)"] = \
+        os.path.getsize(path) - sum(v for k, v in out.items() if "." not in k)
     return out
 
 
@@ -173,6 +198,7 @@ def child(engine: str, topics: int, fields: int, rounds: int, keep: str | None,
         out: dict = {"engine": engine, "facts": facts, "total": disk_bytes(path), "files": files(path),
                      "tables": {}, "columns": {}}
         out["log"] = log_parts(path, engine)
+        out["pages"] = live_pages(path, engine)
         if quick:
             return out
         out["columns"] = column_bytes(path, engine)
@@ -191,6 +217,8 @@ def table(results: dict[str, dict]) -> str:
         lines.append(f"\n{e}: {n:,} facts, {r['total'] / n:,.0f} B/fact on disk")
         for name, b in r["files"].items():
             lines.append(f"  file {name:<40}{b / n:>10,.0f}")
+        for name, b in r.get("pages", {}).items():
+            lines.append(f"  pages {name:<39}{b / n:>10,.0f}")
         for name, b in r["tables"].items():
             lines.append(f"  table {name:<39}{b / n:>10,.0f}")
         logs = r["log"]
