@@ -199,12 +199,11 @@ def child(engine: str, topics: int, fields: int, rounds: int, keep: str | None,
                      "tables": {}, "columns": {}}
         out["log"] = log_parts(path, engine)
         out["pages"] = live_pages(path, engine)
-        if quick:
-            return out
-        out["columns"] = column_bytes(path, engine)
-        work = os.path.join(d, "work")
-        os.mkdir(work)
-        out["tables"] = per_table(path, engine, work)
+        if not quick:
+            out["columns"] = column_bytes(path, engine)
+            work = os.path.join(d, "work")
+            os.mkdir(work)
+            out["tables"] = per_table(path, engine, work)
         if keep:
             shutil.copytree(d, os.path.join(keep, f"{engine}-{topics}"), dirs_exist_ok=True)
     return out
