@@ -61,6 +61,31 @@ def test_erasing_a_field_keeps_the_topic(seeded):
     consistent(seeded)
 
 
+def test_verifying_an_erasure_reads_the_snapshot_tables_string_columns(db_path, clock):
+    """The tables file keeps ids as UTF-8 string tables (snapshot format 8): an erased value
+    found in one is reported, as it was in numpy's fixed-width strings."""
+    import numpy as np
+
+    from gem.derived import snapshot_dir
+    from gem.index import encode_strings, snapshot_strings
+
+    with gem.open(path=db_path, clock=clock, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact("Bob", "ssn", MARKER), gem.Fact("Bob", "team", "blue")])
+        receipt = mem.erase("Bob", "ssn", reason="GDPR")
+    with gem.open(path=db_path, clock=clock, engine=ENGINE) as mem:
+        assert mem.verify_erasure(receipt).ok
+        folder = snapshot_dir(db_path)
+        (name,) = [f for f in os.listdir(folder) if f.endswith(".npz")]
+        with np.load(os.path.join(folder, name), allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+        ids = snapshot_strings(arrays, "fields_ids")
+        arrays["fields_ids_utf8"], arrays["fields_ids_offsets"] = encode_strings([*ids, MARKER])
+        with open(os.path.join(folder, name), "wb") as f:
+            np.savez(f, allow_pickle=False, **arrays)
+        check = mem.verify_erasure(receipt)
+        assert not check.ok and any(name in p for p in check.problems)
+
+
 def test_erasing_what_one_source_said_restores_the_history_rules(seeded, clock):
     seeded.ingest(gem.Fact("Bob", "team", "green", source="chat"))  # corroborates green
     receipt = seeded.erase("Bob", "team", source="hr", reason="hr system retracted")

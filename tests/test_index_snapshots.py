@@ -104,6 +104,26 @@ def test_lexical_snapshot_without_forward_tfs_still_loads(tmp_path):
     assert lexical_results(loaded) == lexical_results(live)
 
 
+def test_lexical_snapshot_keeps_counts_in_16_bits_unless_one_is_larger(tmp_path):
+    # Term counts in one document are small: 2 bytes each on disk, 4 when one is not, and
+    # either file loads to the same answers.
+    small, large = LexicalIndex(), LexicalIndex()
+    for i in range(30):
+        text = " ".join(VOCAB[(i * j) % 8] for j in range(1 + i % 5))
+        small.upsert(f"d{i}", text)
+        large.upsert(f"d{i}", text)
+    large.upsert("big", " ".join(["alpha"] * 70000))
+    for name, ix, dtype in (("small", small, "<u2"), ("large", large, "<i4")):
+        path = tmp_path / f"{name}.snap"
+        ix.save(path, {})
+        _, _, arrays = read_snapshot_file(path, "lexical")
+        assert arrays["post_tf"].dtype.str == arrays["row_tf"].dtype.str == dtype
+        assert arrays["ids_offsets"].dtype.str == "<i4"
+        loaded, _ = LexicalIndex.load(path)
+        assert lexical_results(loaded) == lexical_results(ix)
+        assert loaded.search("alpha", k=1) == ix.search("alpha", k=1)
+
+
 def test_lexical_snapshot_of_an_empty_index(tmp_path):
     LexicalIndex(k1=0.9, b=0.4).save(tmp_path / "e.snap", {})
     ix, stamp = LexicalIndex.load(tmp_path / "e.snap")

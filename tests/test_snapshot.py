@@ -159,6 +159,34 @@ def test_a_format_6_snapshot_is_read_and_its_field_lists_ignored(tmp_path, clock
         assert derived_disagreements(mem) == []
 
 
+def test_the_tables_file_keeps_ids_as_utf8_and_a_format_7_one_is_still_read(tmp_path, clock):
+    """Format 8 writes the tables' ids as UTF-8 and offsets (numpy's fixed-width strings take
+    4 bytes a character) and row numbers in 32 bits; a format-7 file is read, not rebuilt."""
+    import numpy as np
+
+    path, before, folder, meta_path, meta = seeded_snapshot(tmp_path, clock)
+    tables_path = os.path.join(folder, meta["files"]["scopes"]["default"]["tables"])
+    with np.load(tables_path, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    assert not [k for k, a in arrays.items() if a.dtype.kind == "U"]
+    assert arrays["fields_owner"].dtype == np.int32 and arrays["touched_seqs"].dtype == np.int32
+    old = {}
+    for name, a in arrays.items():
+        if name.endswith("_ids_utf8"):
+            base = name[:-len("_utf8")]
+            old[base] = np.asarray(gem.snapshot.snapshot_strings(arrays, base), dtype=str)
+        elif not name.endswith("_ids_offsets"):
+            old[name] = a.astype(np.int64) if a.dtype == np.int32 else a
+    with open(tables_path, "wb") as f:
+        np.savez(f, allow_pickle=False, **old)
+    open(meta_path, "w").write(json.dumps({**meta, "format": 7}))
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert "index titles" not in steps  # loaded, not rebuilt
+        assert answers(mem) == before
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+
+
 def unit_files(path: str) -> dict[str, str]:
     meta = json.loads(open(os.path.join(snapshot_dir(path), "meta.json")).read())
     return {k: v for k, v in meta["files"]["scopes"]["default"].items()

@@ -144,10 +144,13 @@ def read_snapshot_file(path: str | os.PathLike, kind: str
 
 
 def encode_strings(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """One UTF-8 blob and the strings' start offsets in characters (n + 1 of them)."""
+    """One UTF-8 blob and the strings' start offsets in characters (n + 1 of them; 32-bit
+    when they fit: at 10k topics the unit files' four offset arrays were 3.2 of their 55 MB)."""
     lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
     offsets = np.zeros(len(strings) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] < 2**31:
+        offsets = offsets.astype(np.int32)
     # surrogatepass: ids are arbitrary str, and a lone surrogate must round-trip too.
     blob = "".join(strings).encode("utf-8", "surrogatepass")
     return np.frombuffer(blob, dtype=np.uint8), offsets

@@ -311,12 +311,15 @@ class Scan:
             return
         for file in sorted(os.listdir(folder)):
             path = os.path.join(folder, file)
-            if file.endswith(".npz"):
-                with np.load(path, allow_pickle=False) as arrays:
-                    for key in arrays.files:
-                        if arrays[key].dtype.kind == "U":
-                            for text in arrays[key].tolist():
-                                self.text(f"derived snapshot file {file}", text)
+            if file.endswith(".npz"):  # fixed-width strings (format 7) or string tables
+                with np.load(path, allow_pickle=False) as npz:
+                    arrays = {key: npz[key] for key in npz.files}
+                for key, values in arrays.items():
+                    texts = values.tolist() if values.dtype.kind == "U" else \
+                        snapshot_strings(arrays, key[:-5]) \
+                        if key.endswith("_utf8") and key[:-5] + "_offsets" in arrays else []
+                    for text in texts:
+                        self.text(f"derived snapshot file {file}", text)
             elif file.endswith(".snap"):
                 for text in _snap_strings(path):
                     self.text(f"derived snapshot file {file}", text)
