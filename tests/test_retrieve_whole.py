@@ -10,7 +10,7 @@ import gem
 from conftest import ENGINE, T0
 from gem.state.cache import CommittedCache
 from gem.state.whole import load_whole
-from gem.store import graph, whole
+from gem.store import graph, queries, whole
 
 pytestmark = pytest.mark.skipif(ENGINE != "kuzu", reason="the one-statement read is kuzu's")
 
@@ -58,6 +58,17 @@ def test_a_topic_whose_fields_differ_from_the_derived_ones_is_left_to_the_usual_
     assert cache.nbytes == 0
 
 
+def test_more_topics_than_kuzu_reads_a_topic_at_a_time_are_left_to_the_usual_reads(mem):
+    mem.ingest([gem.Fact(f"Topic {i}", "x", i) for i in range(queries.KUZU_FEW_KEYS + 1)])
+    derived = mem._engine.derived.scope("default")
+    tids = sorted(derived.names.title_of)
+    cache = fresh_cache(mem)
+    load_whole(cache, tids, derived.fields_of)
+    assert cache.nbytes == 0
+    load_whole(cache, tids[:queries.KUZU_FEW_KEYS], derived.fields_of)
+    assert set(cache.children["HAS_FIELD"]) == set(tids[:queries.KUZU_FEW_KEYS])
+
+
 def statements(monkeypatch) -> list[str]:
     ran: list[str] = []
     run = graph.Tx.run
@@ -89,7 +100,7 @@ def test_retrieval_reads_a_stale_topic_in_one_statement(tmp_path, clock, monkeyp
 def test_what_a_retrieval_returns_is_the_same_read_whole_or_not(tmp_path, clock, monkeypatch):
     results = []
     for supported in (True, False):
-        monkeypatch.setattr(whole, "supported", lambda tx, ok=supported: ok)
+        monkeypatch.setattr(whole, "supported", lambda tx, topics, ok=supported: ok)
         path = os.path.join(str(tmp_path), f"m{supported}.db")
         clock.now = T0
         with gem.open(path, clock=clock) as mem:

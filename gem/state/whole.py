@@ -27,7 +27,7 @@ def load_whole(cache: CommittedCache, tids: Iterable[str],
     if not wanted:
         return
     with cache.store.reading() as tx:
-        if not whole.supported(tx):
+        if not whole.supported(tx, len(wanted)):
             return
         found = {tid: whole.read_topic_whole(tx, tid) for tid in wanted}
     rows, histories = cache.rows, cache.children["HAS_ENTRY"]

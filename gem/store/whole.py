@@ -13,15 +13,19 @@ from __future__ import annotations
 from typing import Any
 
 from .graph import Tx
+from . import queries
 from .queries import _rows
 from .schema import TABLES, Row
 
 _TOPIC, _FIELD, _ENTRY = (TABLES[t].columns for t in ("Topic", "Field", "Entry"))
 
 
-def supported(tx: Tx) -> bool:
-    """Only on kuzu, where it was measured (LadybugDB and FalkorDB plan hops otherwise)."""
-    return tx.engine == "kuzu"
+def supported(tx: Tx, topics: int) -> bool:
+    """Only on kuzu, where it was measured (LadybugDB and FalkorDB plan hops otherwise), and
+    for as many topics as kuzu reads histories of a topic at a time anyway (more are read in
+    one scan of the entries: gem/store/queries.py)."""
+    return tx.engine == "kuzu" and topics <= max(
+        queries.KUZU_FEW_KEYS, tx.size("Entry") // queries.KUZU_CHILD_ROWS_PER_TOPIC_READ)
 
 
 def _returns(var: str, cols: tuple[str, ...] | list[str]) -> str:
