@@ -227,15 +227,6 @@ class Writes:
     salience: tuple[tuple[str, str, float, Any], ...] = ()  # written behind now: (table, key, strength, last)
     salience_seq: int | None = None                          # and the log position they reflect
 
-    @property
-    def log_only(self) -> bool:
-        """Whether the log record is all it writes (a retrieval's salience is written behind)."""
-        return self.log_record is not None and not (
-            self.salience_seq is not None or self.store_writes or self.parent_of
-            or any(self.created.values()) or any(self.updated.values())
-            or any(self.deleted.values()) or any(self.rels_added.values())
-            or any(self.rels_removed.values()))
-
     @classmethod
     def of(cls, t: Transition) -> "Writes":
         return cls(t.created, t.updated, t.parent_of, t.rels_added, t.rels_removed,
@@ -288,17 +279,13 @@ def write(tx: Any, w: Writes) -> None:
 
 
 def flush(t: Transition, engine: "Engine") -> None:
-    """Write the proposal in one engine transaction (a write set of one statement, the log record
-    alone, in one auto-committed statement); when enough salience changes have piled up
+    """Write the proposal in one engine transaction; when enough salience changes have piled up
     behind the log, they go with it. The writes follow the log head the transition was computed
     on: where other processes write too, the store refuses them if one committed meanwhile
     (`WriteConflict`, and the engine runs the transition again)."""
     t.salience_written = engine.derived.salience_due(t)
-    writes = Writes.of(t)
-    # one statement (the log record alone) commits on its own: two engine round trips fewer
-    begin = engine.store.statement if writes.log_only else engine.store.transaction
-    with begin(after=(engine.derived.seq, engine.derived.hash)) as tx:
-        write(tx, writes)
+    with engine.store.transaction(after=(engine.derived.seq, engine.derived.hash)) as tx:
+        write(tx, Writes.of(t))
 
 
 STAGES: tuple[Stage, ...] = (

@@ -440,8 +440,6 @@ class FalkorGraph:
                                         f"transition {after[0]}") from exc
                 raise StoreError(f"FalkorDB refused the write set of {self.graph}: {exc}") from exc
 
-    statement = transaction  # a write set is one query here anyway
-
     def _moved(self, after: tuple[int, str]) -> bool:
         """Whether the log's head is no longer `after`."""
         rows = self.query("OPTIONAL MATCH (n:Transition {seq: $next}) OPTIONAL MATCH "

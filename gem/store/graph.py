@@ -182,18 +182,6 @@ class Tx:
         return row[0] if row else None
 
 
-class _OneWrite(Tx):
-    """The statements of `GraphStore.statement`: reads, and one write."""
-
-    wrote = False
-
-    def write(self, query: str, params: dict[str, Any] | None = None, rows: int = 1) -> None:
-        if self.wrote:
-            raise StoreError(f"a second write in a one-statement write set [query: {query}]")
-        self.wrote = True
-        self.run(query, params)
-
-
 # What the child process of `GraphStore.copy_files` runs: pairs of (source, destination).
 _COPY = ("import shutil, sys, os\n"
          "for src, dst in zip(sys.argv[1::2], sys.argv[2::2]):\n"
@@ -341,18 +329,6 @@ class GraphStore:
             except RuntimeError as exc:
                 self._rollback()
                 raise StoreError(f"commit failed: {exc}") from exc
-            self._sync_new_log()
-
-    @contextmanager
-    def statement(self, after: tuple[int, str] | None = None) -> Iterator[Tx]:
-        """A write set of one statement, which the engine commits on its own (auto-commit):
-        one transaction, as atomic and durable as `transaction()`'s (its log is synced at
-        commit), without the BEGIN and COMMIT round trips. A retrieval's write set is its log
-        record alone: measured on a loaded 2-core VM, the record after a ranking's numpy work
-        took 10.5 ms p50 this way against 13.5 ms in BEGIN ... COMMIT. A second write is refused."""
-        with self._shared.lock:
-            self.check_open()
-            yield _OneWrite(self._conn, self._prepared, self.engine, self._shared.sizes)
             self._sync_new_log()
 
     def _sync_new_log(self) -> None:
