@@ -32,6 +32,7 @@ from ..places import place_of
 from ..reliability import evidence_states
 from ..runtime import topic_summary
 from ..state.transition import Transition
+from ..state.whole import prefetch_stale
 from ..timecue import without_cue
 from ..units import EpisodeRef, FieldRef, TopicRef, unit_table
 from .common import field_evidence, field_named, provenance_of, refers_to
@@ -83,6 +84,7 @@ def retrieve(t: Transition, req: Request) -> Callable[[Transition], RetrieveResu
         ranked = [(tid, None) for tid in t.committed.most_salient_topics(
             req.k, t.now, t.half_life, statuses)]
     ids = [tid for tid, _ in ranked]
+    prefetch_stale(t, ids)
     t.prefetch("Topic", ids)
     t.prefetch_children("HAS_FIELD", ids)
     # The histories read: those shown, and all of a topic's whose summary is out of date (its
@@ -140,6 +142,7 @@ def _search(t: Transition, req: Request) -> Callable[[Transition], RetrieveResul
     fids = [h.unit for h in hits if unit_table(h.unit) == "Field"]
     eids = [h.unit for h in hits if unit_table(h.unit) == "Episode"]
     tids = list(dict.fromkeys(fid.split("/", 1)[0] for fid in fids))
+    prefetch_stale(t, tids)
     t.prefetch("Topic", tids)
     # The hits' topics' fields are read whole (views and context need them), and that read
     # brings the hits' rows too: read first, it saves a lookup per hit (0.3 ms each on kuzu

@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from ..state.transition import Transition
+from ..state.whole import prefetch_stale
 from ..text import tokens
 from ..timecue import asks_when, cue, mentions_time
 from .common import refers_to
@@ -117,7 +118,10 @@ def second_stage(t: Transition, query: str, first: Sequence[Hit], k: int,
         return OTHER_SPEAKER if row is not None and row["speaker"] not in named else 1.0
 
     # a field's history is read for its top k only, which the first stage's caller reads anyway
-    t.prefetch_children("HAS_ENTRY", [s.unit for s in pool[:k] if unit_table(s.unit) == "Field"])
+    # (and all of its topic, in the same statement, when the topic's summary will need it)
+    top = [s.unit for s in pool[:k] if unit_table(s.unit) == "Field"]
+    prefetch_stale(t, [fid.split("/", 1)[0] for fid in top])
+    t.prefetch_children("HAS_ENTRY", top)
     for i, s in enumerate(seeds):
         if unit_table(s.unit) == "Episode":
             row = t.row("Episode", s.unit)
