@@ -1,4 +1,4 @@
-"""`attest.row_hash` for many rows of one table: the same hashes, a third of the time.
+"""`attest.row_hash` for many rows of one table: the same hashes, for less.
 
 The full audit hashes every stored row (1.1M entries and 1M fields at 100k topics), and
 `dumps` spent most of a row's hash on building and sorting a dict and on calling back into
@@ -24,6 +24,7 @@ from .store.schema import TABLES, Row
 from .units import _isoformat  # the remembered text dumps writes: isoformat costs ~1 us aware
 
 _ESC: Callable[[str], str] = json.encoder.encode_basestring_ascii  # what dumps escapes with
+_sha256 = hashlib.sha256
 _BOOL = {True: "true", False: "false"}.__getitem__
 _NONE = type(None)
 
@@ -39,7 +40,7 @@ def _list(value: list[Any]) -> str:
     return "[" + ",".join(map(_ESC, value)) + "]"  # a non-str item raises: row_hash takes it
 
 
-# How each value type is written (None is written into the template: it has no function).
+# How each value type is written (None: see _NULL).
 _ENCODERS: dict[type, Callable[[Any], str]] = {
     str: _ESC, int: int.__repr__, bool: _BOOL, float: _float, datetime: _isoformat,
     list: _list}
@@ -55,13 +56,10 @@ def _dropped(key: str) -> Callable[[Any], str]:
     return text
 
 
-class _Plan:
-    """The text of rows whose values have one combination of types."""
-    __slots__ = ("template", "encoders", "values")
-
-    def __init__(self, template: str, encoders: tuple[Callable[[Any], str], ...],
-                 values: Callable[[Row], Any]) -> None:
-        self.template, self.encoders, self.values = template, encoders, values
+# A null column is written into the template; its value still fills a place (every hashed
+# column does, so one getter serves every plan), with no text or with "null".
+_DROPPED_NULL = {None: ""}.__getitem__
+_NULL = {None: "null"}.__getitem__
 
 
 class RowHasher:
@@ -70,16 +68,22 @@ class RowHasher:
     def __init__(self, table: str) -> None:
         self.table = table
         self.columns = tuple(sorted(TABLES[table].columns))
-        self._all = itemgetter(*self.columns)
-        self._plans: dict[tuple[type, ...], _Plan | None] = {}
+        behind = WRITTEN_BEHIND if table in ("Topic", "Field", "Episode") else frozenset()
+        self.hashed = tuple(c for c in self.columns if c not in behind)
+        self._behind = frozenset(behind)
+        self._values = itemgetter(*self.hashed)
+        # per combination of value types: the template and each value's encoder (None: row_hash)
+        self._plans: dict[tuple[type, ...], tuple[str, tuple[Callable[[Any], str], ...]] | None] = {}
 
     def __call__(self, row: Row) -> str:
-        if len(row) != len(self.columns):
+        # exactly the table's columns: as many, the hashed ones and the ones written behind
+        if len(row) != len(self.columns) or not row.keys() >= self._behind:
             return row_hash(self.table, row)
         try:
-            kinds = tuple(map(type, self._all(row)))
+            values = self._values(row)
         except KeyError:
             return row_hash(self.table, row)
+        kinds = tuple(map(type, values))
         try:
             plan = self._plans[kinds]
         except KeyError:
@@ -87,39 +91,39 @@ class RowHasher:
         if plan is None:
             return row_hash(self.table, row)
         try:
-            text = plan.template % tuple(map(call, plan.encoders, plan.values(row)))
+            text = plan[0] % tuple(map(call, plan[1], values))
         except (TypeError, ValueError):
             return row_hash(self.table, row)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+        return _sha256(text.encode("utf-8")).hexdigest()[:32]
 
-    def _plan(self, kinds: tuple[type, ...]) -> _Plan | None:
-        skip = WRITTEN_BEHIND if self.table in ("Topic", "Field", "Episode") else ()
+    def _plan(self, kinds: tuple[type, ...]) -> tuple[str, tuple[Callable[[Any], str], ...]] | None:
         pieces: list[str] = []
         encoders: list[Callable[[Any], str]] = []
-        taken: list[str] = []
-        for column, kind in zip(self.columns, kinds):
-            if column in skip or (kind is _NONE and column in (*ADDED_LATER, *PLACE_COLUMNS)):
-                continue
+        kept = False  # a column always written came before: the next one follows a comma
+        for column, kind in zip(self.hashed, kinds):
             key = _ESC(column) + ":"
-            if column in ADDED_LATER:
-                if not pieces or kind not in (str, list):
+            comma = "," if kept else ""
+            if kind is _NONE and column in (*ADDED_LATER, *PLACE_COLUMNS):
+                pieces.append("%s")
+                encoders.append(_DROPPED_NULL)
+            elif column in ADDED_LATER:
+                if not kept or kind not in (str, list):
                     return None  # dropped before any column is kept, it would leave a comma
                 pieces.append("%s")
                 encoders.append(_dropped(key))
             elif kind is _NONE:
-                pieces.append(("," if pieces else "") + key.replace("%", "%%") + "null")
-                continue
+                pieces.append(comma + key.replace("%", "%%") + "%s")
+                encoders.append(_NULL)
+                kept = True
             elif kind in _ENCODERS:
                 quote = '"' if kind is datetime else ""
-                pieces.append(("," if pieces else "") + key.replace("%", "%%") + quote + "%s" + quote)
+                pieces.append(comma + key.replace("%", "%%") + quote + "%s" + quote)
                 encoders.append(_ENCODERS[kind])
+                kept = True
             else:
                 return None
-            taken.append(column)
-        values = (lambda row: ()) if not taken else itemgetter(*taken) if len(taken) > 1 \
-            else (lambda row: (row[taken[0]],))
         template = self.table.replace("%", "%%") + "\n{" + "".join(pieces) + "}"
-        return _Plan(template, tuple(encoders), values)
+        return template, tuple(encoders)
 
 
 # value.isoformat(), remembered as dumps remembers it: the audit compares each stored salience
