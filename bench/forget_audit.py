@@ -17,6 +17,14 @@ swung 2x and CPU times are the ones to compare), 4b5d922 against the ladder atte
 C encoder made once, the collector paused in the audit and timestamp-only conversion:
 forget 10.28 -> 9.37 CPU s (67.5 -> 61.5 us per move, 0.91x), full audit 11.34 -> 7.98 CPU s
 (70.9 -> 49.8 us per entry, 0.70x; 78 -> 55 s at 1.1M entries).
+
+Then 07ae221 against the audit's row hasher (gem/rowhash.py: a template per row shape), each
+scan's times made aware once, and a moved row's likeliest written status tried first, two
+side-by-side runs of 2 rounds at load 10-13: full audit 9.91 -> 7.95 and 9.11 -> 8.05 CPU s
+(61.9 -> 49.7 and 56.9 -> 50.3 us per entry, 0.80x and 0.88x; ~55 s at 1.1M entries, against
+the target of 15). What is left, by py-spy samples in the audit: the engine's fetch ~18%, the
+canonical encoding ~21% and sha256 ~6%, the log's decoding and scan ~16% (its salience part is
+14 MB of JSON at 10k topics), C1/C2/C4 ~10%, row dicts ~7%, the rest bookkeeping.
 """
 from __future__ import annotations
 

@@ -52,6 +52,9 @@ def copy_of(base_path: str, dest: str) -> str:
 EDITS = {
     "an entry's value": (["MATCH (e:Entry {id: 'e4'}) SET e.value = '\"May 1\"'"], "e4"),
     "a provenance source": (["MATCH (e:Entry {id: 'e4'}) SET e.source = 'forged'"], "e4"),
+    # a null, or a column added later filled in, changes a row's shape (gem/rowhash.py)
+    "an entry's value nulled": (["MATCH (e:Entry {id: 'e4'}) SET e.value = NULL"], "e4"),
+    "a label added to an entry": (["MATCH (e:Entry {id: 'e2'}) SET e.labels = ['x']"], "e2"),
     "a confidence within [0, 1]": (["MATCH (e:Entry {id: 'e1'}) SET e.confidence = 0.5"], "e1"),
     "a valid time": (["MATCH (e:Entry {id: 'e4'}) SET e.valid_at = timestamp('2027-01-01 00:00:00')"], "e4"),
     "an observation changed": (["MATCH (o:Observation {id: 'o1'}) SET o.source = 'forged'"], "o1"),
