@@ -68,6 +68,20 @@ class Transition(TransitionReads):
                 self.touched.reindex[key] = None
                 self.touched.content[key] = None
 
+    def move_status(self, table: str, key: str, status: str) -> None:
+        """A ladder move that changes the unit's status alone, made without reading its row
+        (a forgetting pass moves 100k+ units): written by key, and the row, should anything
+        read it later in this transition, is the committed one with this status (`row`)."""
+        if key in self.rows[table] or key in self.created[table]:
+            self.update(table, key, status=status)
+            return
+        self.moved[table][key] = status
+        self.updated[table].setdefault(key, {})["status"] = status
+        if table == "Topic":  # as `update` of an indexed column
+            self.touched.topics[key] = None
+            self.touched.reindex[key] = None
+            self.touched.content[key] = None
+
     def add_edge(self, table: str, src: str, dst: str, props: Row) -> None:
         edge = (table, src, dst, props)
         for end in {src, dst}:

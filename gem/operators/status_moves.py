@@ -1,0 +1,69 @@
+"""The forgetting ladder's status moves, made for many units at once.
+
+Most of a forgetting pass moves units by their status alone: a field compressed that has no
+faded history to fold, any field hidden, a topic archived, an episode compressed or hidden
+(at 100k topics, ~1.8M moves). A tick plan (gem/operators/tick_plan.py) whose actions are
+such steps makes them here: for each unit, unit after unit, exactly the writes, touched
+units, log items and `detail.attenuated` entries that the step functions of
+gem/operators/forget.py make, without reading the unit's row (its status is the derived
+column's, or the one an earlier rung of the pass gave it; `Transition.move_status`). The flush
+writes them with one statement per table and status, the record attests them by
+`detail.attenuated` (gem/attest.py), and the derived state and the cache take the new
+statuses in bulk after the commit.
+
+A policy that listens to the events those functions emit needs each move as its own event:
+then the plan's actions run per unit (`moves_in_bulk`).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..state.events import Fired
+from ..state.transition import Transition
+
+# (table, action) -> (the level, the statuses the step moves a unit from), as forget.py's
+# compress_field (without a faded history), hide_field, compress_episode, hide_episode and
+# archive_topic decide it.
+STATUS_MOVES = {("Field", "compress"): ("compressed", ("active",)),
+                ("Field", "hide"): ("hidden", ("active", "compressed")),
+                ("Episode", "compress"): ("compressed", ("active",)),
+                ("Episode", "hide"): ("hidden", ("active", "compressed")),
+                ("Topic", "archive"): ("archived", ("active",))}
+STEP_EVENTS = ("attenuated", "archived")  # what those functions emit
+
+
+def moves_in_bulk(t: Transition, table: str, actions: Sequence[str]) -> bool:
+    """Whether a plan's actions on units of `table` can be made by `move_many`."""
+    return all((table, a) in STATUS_MOVES for a in actions) and \
+        not any(t.policies_for(e) for e in STEP_EVENTS)
+
+
+def move_many(t: Transition, table: str, steps: Sequence[tuple[str, Fired]],
+              units: dict[str, str]) -> None:
+    """Run `steps` (each action with its log item, `t.fired`'s: the log keeps no unit of a
+    call) on each unit of `units` (key -> its status in the proposed state), in order. A
+    compression of a field with a faded history to fold is no status move: such fields are
+    not among `units`."""
+    if not units:
+        return
+    moves = [STATUS_MOVES[(table, action)] + (fired,) for action, fired in steps]
+    done = t.detail.get("attenuated")
+    touched, fired_list, move = t.touched, t.fired, t.move_status
+    for key, status in units.items():
+        for level, moves_from, fired in moves:
+            fired_list.append(fired)
+            if status not in moves_from:
+                continue
+            status = level
+            move(table, key, level)
+            if done is None:  # as `forget.record_attenuated`: no entry until something moved
+                done = t.detail.setdefault("attenuated", {})
+            done.setdefault(level, []).append(key)
+            if table == "Field":
+                tid = key.split("/", 1)[0]
+                if level == "hidden":
+                    touched.content[tid] = None
+                touched.fields[key] = None
+                touched.topics[tid] = None
+            elif table == "Episode":
+                touched.episodes[key] = None
