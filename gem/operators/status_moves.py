@@ -18,24 +18,25 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..policy.vectorise import STEP_EVENTS
 from ..state.events import Fired
 from ..state.transition import Transition
 
 # (table, action) -> (the level, the statuses the step moves a unit from), as forget.py's
 # compress_field (without a faded history), hide_field, compress_episode, hide_episode and
-# archive_topic decide it.
+# archive_topic decide it (vectorise.STATUS_STEPS, for `gem policy explain`, names the same;
+# STEP_EVENTS are the events those functions emit).
 STATUS_MOVES = {("Field", "compress"): ("compressed", ("active",)),
                 ("Field", "hide"): ("hidden", ("active", "compressed")),
                 ("Episode", "compress"): ("compressed", ("active",)),
                 ("Episode", "hide"): ("hidden", ("active", "compressed")),
                 ("Topic", "archive"): ("archived", ("active",))}
-STEP_EVENTS = ("attenuated", "archived")  # what those functions emit
 
 
 def moves_in_bulk(t: Transition, table: str, actions: Sequence[str]) -> bool:
     """Whether a plan's actions on units of `table` can be made by `move_many`."""
     return all((table, a) in STATUS_MOVES for a in actions) and \
-        not any(t.policies_for(e) for e in STEP_EVENTS)
+        not any(t.policies_for(e) for e in STEP_EVENTS[table])
 
 
 def move_many(t: Transition, table: str, steps: Sequence[tuple[str, Fired]],
