@@ -235,7 +235,7 @@ class ScopeState:
         """Committed salience now, status and labels of `ids` (all of `table`'s), for the
         tick plans (gem/operators/tick_plan.py)."""
         units = {"Topic": self.topics, "Field": self.fields, "Episode": self.episodes}[table]
-        rows = np.fromiter((units.row_of[k] for k in ids), dtype=np.int64, count=len(ids))
+        rows = np.fromiter(map(units.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))
         s = self.field_salience(now, half_life, by_label) if table == "Field" else \
             units.salience(now, half_life)
         names = units.names

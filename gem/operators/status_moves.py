@@ -6,7 +6,7 @@ faded history to fold, any field hidden, a topic archived, an episode compressed
 such steps makes them here: for each unit, unit after unit, exactly the writes, touched
 units, log items and `detail.attenuated` entries that the step functions of
 gem/operators/forget.py make, without reading the unit's row (its status is the derived
-column's, or the one an earlier rung of the pass gave it; `Transition.move_status`). The flush
+column's, or the one an earlier rung of the pass gave it; `Transition.move_statuses`). The flush
 writes them with one statement per table and status, the record attests them by
 `detail.attenuated` (gem/attest.py), and the derived state and the cache take the new
 statuses in bulk after the commit.
@@ -42,29 +42,29 @@ def moves_in_bulk(t: Transition, table: str, actions: Sequence[str]) -> bool:
 def move_many(t: Transition, table: str, steps: Sequence[tuple[str, Fired]],
               units: dict[str, str]) -> None:
     """Run `steps` (each action with its log item, `t.fired`'s: the log keeps no unit of a
-    call) on each unit of `units` (key -> its status in the proposed state), in order. A
-    compression of a field with a faded history to fold is no status move: such fields are
-    not among `units`."""
+    call) on each unit of `units` (key -> its status in the proposed state), as calls unit
+    after unit would: each step on every unit in turn leaves the same writes, touched units
+    and `detail.attenuated` lists (each in unit order), and the log items are interleaved as
+    those calls make them. A compression of a field with a faded history to fold is no status
+    move: such fields are not among `units`."""
     if not units:
         return
-    moves = [STATUS_MOVES[(table, action)] + (fired,) for action, fired in steps]
-    done = t.detail.get("attenuated")
-    touched, fired_list, move = t.touched, t.fired, t.move_status
-    for key, status in units.items():
-        for level, moves_from, fired in moves:
-            fired_list.append(fired)
-            if status not in moves_from:
-                continue
-            status = level
-            move(table, key, level)
-            if done is None:  # as `forget.record_attenuated`: no entry until something moved
-                done = t.detail.setdefault("attenuated", {})
-            done.setdefault(level, []).append(key)
-            if table == "Field":
-                tid = key.split("/", 1)[0]
-                if level == "hidden":
-                    touched.content[tid] = None
-                touched.fields[key] = None
-                touched.topics[tid] = None
-            elif table == "Episode":
-                touched.episodes[key] = None
+    t.fired.extend([fired for _, fired in steps] * len(units))
+    status = dict(units)
+    touched = t.touched
+    for action, _ in steps:
+        level, moves_from = STATUS_MOVES[(table, action)]
+        going = [k for k, s in status.items() if s in moves_from]
+        if not going:
+            continue
+        t.move_statuses(table, going, level)
+        status.update(dict.fromkeys(going, level))
+        t.detail.setdefault("attenuated", {}).setdefault(level, []).extend(going)
+        if table == "Field":
+            topics = dict.fromkeys(k.split("/", 1)[0] for k in going)
+            if level == "hidden":
+                touched.content.update(topics)
+            touched.fields.update(dict.fromkeys(going))
+            touched.topics.update(topics)
+        elif table == "Episode":
+            touched.episodes.update(dict.fromkeys(going))

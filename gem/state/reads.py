@@ -200,11 +200,13 @@ class TransitionReads:
     def with_faded_history(self, fids: Sequence[str]) -> set[str]:
         """Which of these fields have a faded history (`faded_history` is not empty), read for
         all of them in one statement."""
-        known = self._whole_history_known
-        unread = [k for k in fids if k not in self._faded and not known(k)]
+        whole = self.children["HAS_ENTRY"].keys() | self._entries_changed | \
+            self.cache.children["HAS_ENTRY"].keys()  # as `_whole_history_known`
+        faded = self._faded
+        unread = [k for k in fids if k not in faded and k not in whole]
         if unread:
-            self._faded.update(self.cache.faded_history(unread))
-        return {k for k in fids if (self.faded_history(k) if known(k) else self._faded[k])}
+            faded.update(self.cache.faded_history(unread))
+        return {k for k in fids if (self.faded_history(k) if k in whole else faded[k])}
 
     def history_touched(self, fid: str) -> bool:
         """Whether this transition read the field's whole history, or changed any entry of
