@@ -49,7 +49,11 @@ def move_many(t: Transition, table: str, steps: Sequence[tuple[str, Fired]],
     move: such fields are not among `units`."""
     if not units:
         return
+    before = len(t.fired)
     t.fired.extend([fired for _, fired in steps] * len(units))
+    if t.progress is not None:  # as `PolicyRuntime.act` reports: every 1000th action
+        for done in range((before // 1000 + 1) * 1000, len(t.fired) + 1, 1000):
+            t.progress(f"{t.op}: policy actions", done, 0)
     status = dict(units)
     touched = t.touched
     for action, _ in steps:

@@ -163,8 +163,6 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
             batch = {}
         _per_unit(rt, policy, plan, [k])
     status_moves.move_many(t, plan.table, steps, batch)
-    if t.progress is not None:
-        t.progress(f"{t.op}: policy actions", len(t.fired), 0)
     return len(chosen) * len(plan.actions)
 
 
