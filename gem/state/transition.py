@@ -73,12 +73,16 @@ class Transition(TransitionReads):
         (a forgetting pass moves 100k+): written by key, and a row, should anything read it
         later in this transition, is the committed one with this status (`row`)."""
         rows, created, updated = self.rows[table], self.created[table], self.updated[table]
-        if any(k in rows or k in created for k in keys):  # some read: in order, one by one
+        if any(k in rows or k in created for k in keys):  # rows read: `update` them, in order
+            run: list[str] = []
             for key in keys:
                 if key in rows or key in created:
+                    self.move_statuses(table, run, status)
+                    run = []
                     self.update(table, key, status=status)
                 else:
-                    self.move_statuses(table, [key], status)
+                    run.append(key)
+            self.move_statuses(table, run, status)
             return
         self.moved[table].update(dict.fromkeys(keys, status))
         for key in keys:
