@@ -15,6 +15,7 @@ from conftest import ENGINE, T0, Clock, snapshot
 from gem.operators.status_moves import STATUS_MOVES
 from gem.pipeline import DEFAULT, Stage
 from gem.policy.vectorise import STATUS_STEPS
+from gem.store import queries
 from gem.testing.consistency import cache_disagreements, derived_disagreements
 
 TOPICS, FIELDS = 30, 4
@@ -58,7 +59,12 @@ def stored(mem: gem.Memory) -> tuple:
 
 
 @pytest.mark.skipif(ENGINE == "falkordb", reason="two embedded memories built side by side")
-def test_a_pass_over_many_units_leaves_what_per_unit_evaluation_leaves(tmp_path):
+@pytest.mark.parametrize("scan", [False, True])
+def test_a_pass_over_many_units_leaves_what_per_unit_evaluation_leaves(tmp_path, monkeypatch, scan):
+    """`scan`: the faded histories of many fields are read after a scan for the fields that
+    hold any (queries.read_faded_history; a pass asks for thousands)."""
+    if scan:
+        monkeypatch.setattr(queries, "FADED_SCAN_KEYS", 1)
     out = {}
     for mode in ("bulk", "per unit"):
         path = os.path.join(str(tmp_path), mode.replace(" ", "_"))
