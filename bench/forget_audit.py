@@ -12,11 +12,18 @@ loaded machine the steadier of the two). The baseline runs from `git archive <re
 tree; rounds alternate which goes first. Per-unit costs are per unit the pass moved and per
 entry audited. A benchmark, not a test: nothing asserts a time.
 
-Measured (10k topics, 2 rounds, best of each; the shared 2-core VM at load 9-15, so wall times
-swung 2x and CPU times are the ones to compare), 4b5d922 against the ladder attestation, the
-C encoder made once, the collector paused in the audit and timestamp-only conversion:
-forget 10.28 -> 9.37 CPU s (67.5 -> 61.5 us per move, 0.91x), full audit 11.34 -> 7.98 CPU s
-(70.9 -> 49.8 us per entry, 0.70x; 78 -> 55 s at 1.1M entries).
+Measured (10k topics, 2 rounds, best of each; the shared 2-core VM at load 12-14, so wall times
+swung 2x and CPU times are the ones to compare), 07ae221 against the ladder's status moves made
+in bulk (gem/operators/status_moves.py): forget 10.62 -> 8.90 CPU s (69.7 -> 58.4 us per move,
+0.84x). 43k of the 152k moves here are compressions that fold a faded history (30 batches of
+2,000 updates over 100k fields), still per unit: reading their 60k faded entries and 43k field
+rows (~2 s, most of it row conversion), hashing those 96k rows for the log, writing and caching
+them are most of what is left. On the same 10k topics without the updates (200k moves, status
+alone; built apart), 26.9-31.5 -> 7.3-7.8 us per move, ~4x; at 100k topics the same updates
+touch 6% of the 1M fields, so there the bulk cost dominates. Where a move went before (cProfile,
+07ae221): per-unit `act` and the step functions (row copy, update, touched, record) ~40%, loading
+every moved row and faded history ~20%, the log's hashes ~15%, the flush ~12%, the cache and
+derived state taking every row ~12%. The full audit is the same code (8.4-9.3 CPU s this run).
 """
 from __future__ import annotations
 
