@@ -21,9 +21,10 @@ rows (~2 s, most of it row conversion), hashing those 96k rows for the log, writ
 them are most of what is left. On the same 10k topics without the updates (200k moves, status
 alone; built apart), 26.9-31.5 -> 7.3-7.8 us per move, ~4x; at 100k topics the same updates
 touch 6% of the 1M fields, so there the bulk cost dominates. Where a move went before (cProfile,
-07ae221): per-unit `act` and the step functions (row copy, update, touched, record) ~40%, loading
-every moved row and faded history ~20%, the log's hashes ~15%, the flush ~12%, the cache and
-derived state taking every row ~12%. The full audit is the same code (8.4-9.3 CPU s this run).
+07ae221): per-unit `act` and the step functions (row copy, update, touched, record) ~40%, a
+third of it reading faded histories; loading every moved row ~9%, the log's hashes ~16%, the
+flush ~11%, the cache and derived state taking every row ~12%, candidates and the report ~10%.
+The full audit is the same code (8.4-9.3 CPU s this run).
 """
 from __future__ import annotations
 
