@@ -153,10 +153,10 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
     event = t.current_event.name if t.current_event is not None else ""
     steps = [(name, Fired(policy.name, event, name, (), {})) for name, _ in plan.actions]
     alone = set(single)
-    batch: dict[str, str] = {}
-    for k in chosen:
+    batch: dict[str, str] = {} if alone else {k: committed_status[k] for k in chosen}
+    for k in chosen if alone else ():
         if k not in alone:
-            batch[k] = str(committed_status[k])
+            batch[k] = committed_status[k]
             continue
         if batch:
             status_moves.move_many(t, plan.table, steps, batch)
