@@ -12,10 +12,10 @@ loaded machine the steadier of the two). The baseline runs from `git archive <re
 tree; rounds alternate which goes first. Per-unit costs are per unit the pass moved and per
 entry audited. A benchmark, not a test: nothing asserts a time.
 
-Measured (10k topics, 2 rounds, best of each; the shared 2-core VM at load 12-14, so wall times
+Measured (10k topics, 2 rounds, best of each; the shared 2-core VM at load 4-14, so wall times
 swung 2x and CPU times are the ones to compare), 07ae221 against the ladder's status moves made
-in bulk (gem/operators/status_moves.py): forget 10.62 -> 8.90 CPU s (69.7 -> 58.4 us per move,
-0.84x). 43k of the 152k moves here are compressions that fold a faded history (30 batches of
+in bulk (gem/operators/status_moves.py): forget 10.39 -> 8.68 CPU s (68.2 -> 56.9 us per move,
+0.84x; a run at load 12: 10.62 -> 8.90). 43k of the 152k moves here are compressions that fold a faded history (30 batches of
 2,000 updates over 100k fields), still per unit: reading their 60k faded entries and 43k field
 rows (~2 s, most of it row conversion), hashing those 96k rows for the log, writing and caching
 them are most of what is left. On the same 10k topics without the updates (200k moves, status
@@ -24,7 +24,7 @@ touch 6% of the 1M fields, so there the bulk cost dominates. Where a move went b
 07ae221): per-unit `act` and the step functions (row copy, update, touched, record) ~40%, a
 third of it reading faded histories; loading every moved row ~9%, the log's hashes ~16%, the
 flush ~11%, the cache and derived state taking every row ~12%, candidates and the report ~10%.
-The full audit is the same code (8.4-9.3 CPU s this run).
+The full audit is the same code (8.4-9.4 CPU s in these runs).
 """
 from __future__ import annotations
 
