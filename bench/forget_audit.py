@@ -25,6 +25,18 @@ side-by-side runs of 2 rounds at load 10-13: full audit 9.91 -> 7.95 and 9.11 ->
 the target of 15). What is left, by py-spy samples in the audit: the engine's fetch ~18%, the
 canonical encoding ~21% and sha256 ~6%, the log's decoding and scan ~16% (its salience part is
 14 MB of JSON at 10k topics), C1/C2/C4 ~10%, row dicts ~7%, the rest bookkeeping.
+
+Then, at load 4-14, 07ae221 against the ladder's status moves made
+in bulk (gem/operators/status_moves.py): forget 10.39 -> 8.68 CPU s (68.2 -> 56.9 us per move,
+0.84x; a run at load 12: 10.62 -> 8.90). 43k of the 152k moves here are compressions that fold a faded history (30 batches of
+2,000 updates over 100k fields), still per unit: reading their 60k faded entries and 43k field
+rows (~2 s, most of it row conversion), hashing those 96k rows for the log, writing and caching
+them are most of what is left. On the same 10k topics without the updates (200k moves, status
+alone; built apart), 26.9-31.5 -> 7.3-7.8 us per move, ~4x; at 100k topics the same updates
+touch 6% of the 1M fields, so there the bulk cost dominates. Where a move went before (cProfile,
+07ae221): per-unit `act` and the step functions (row copy, update, touched, record) ~40%, a
+third of it reading faded histories; loading every moved row ~9%, the log's hashes ~16%, the
+flush ~11%, the cache and derived state taking every row ~12%, candidates and the report ~10%.
 """
 from __future__ import annotations
 

@@ -321,7 +321,7 @@ class Engine:
         fail, what is derived no longer matches the database: it is dropped and rebuilt."""
         try:
             self.cache.absorb({k: v for k, v in t.rows.items()},  # type: ignore[misc]
-                              t.children, t.edges)
+                              t.children, t.edges, t.moved)
             title_vectors = t.directory.title_vectors() if t.directory is not None else None
             self.derived.apply(t, title_vectors)
         except BaseException:

@@ -226,12 +226,13 @@ class Writes:
     deleted: dict[str, dict[str, None]]
     salience: tuple[tuple[str, str, float, Any], ...] = ()  # written behind now: (table, key, strength, last)
     salience_seq: int | None = None                          # and the log position they reflect
+    moved: dict[str, dict[str, str]] | None = None  # updates that set the status alone (ladder)
 
     @classmethod
     def of(cls, t: Transition) -> "Writes":
         return cls(t.created, t.updated, t.parent_of, t.rels_added, t.rels_removed,
                    tuple(t.store_writes), t.log_record, t.deleted, tuple(t.salience_written),
-                   t.seq if t.salience_written else None)
+                   t.seq if t.salience_written else None, t.moved)
 
 
 def write(tx: Any, w: Writes) -> None:
@@ -263,12 +264,20 @@ def write(tx: Any, w: Writes) -> None:
     for table, updates in w.updated.items():
         if updates:
             changes: list[tuple[Any, Row]] = []
+            moved = (w.moved or {}).get(table, {})
+            statuses: dict[str, list[str]] = {}  # one statement per status for the ladder's moves
             for key, props in updates.items():
                 salience = due.pop((table, key), None)
                 if salience is not None:
                     props = {**props, "strength": salience[0], "last_access": salience[1]}
+                elif key in moved:
+                    statuses.setdefault(moved[key], []).append(key)
+                    continue
                 changes.append((key, props))
-            queries.update_rows(tx, table, changes)
+            if changes:
+                queries.update_rows(tx, table, changes)
+            for status, keys in statuses.items():
+                queries.set_status(tx, table, keys, status)
     for other in w.store_writes:
         other(tx)
     if w.salience_seq is not None:

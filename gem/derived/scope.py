@@ -235,7 +235,7 @@ class ScopeState:
         """Committed salience now, status and labels of `ids` (all of `table`'s), for the
         tick plans (gem/operators/tick_plan.py)."""
         units = {"Topic": self.topics, "Field": self.fields, "Episode": self.episodes}[table]
-        rows = np.fromiter((units.row_of[k] for k in ids), dtype=np.int64, count=len(ids))
+        rows = np.fromiter(map(units.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))
         s = self.field_salience(now, half_life, by_label) if table == "Field" else \
             units.salience(now, half_life)
         names = units.names
@@ -339,11 +339,15 @@ class ScopeState:
     def take(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None) -> None:
         """Take in what a committed transition of this scope changed."""
         def changed(table: str) -> dict[str, Row]:
-            keys = [*t.updated[table], *(k for k, kind in t.salience.items() if kind == table)]
+            moved = t.moved[table]  # their status alone changed: set below
+            keys = [*(k for k in t.updated[table] if k not in moved),
+                    *(k for k, kind in t.salience.items() if kind == table)]
             out: dict[str, Row] = {k: t.rows[table][k] for k in keys}  # type: ignore[misc]
             out.update(t.created[table])
             return out
 
+        self.topics.set_status(t.moved["Topic"])
+        self.fields.set_status(t.moved["Field"])
         topics = changed("Topic")
         for row in topics.values():
             self._put_topic(row)
@@ -354,6 +358,7 @@ class ScopeState:
         recompacted = [k for k, props in t.updated["Episode"].items() if "status" in props
                        and "compressed" in (props["status"], self.episodes.status_of(k))]
         self.stale_units.update(dict.fromkeys(recompacted))
+        self.episodes.set_status(t.moved["Episode"])
         for row in changed("Episode").values():
             self._put_episode(row)
         self.stale_units.update(dict.fromkeys(t.created["Episode"]))

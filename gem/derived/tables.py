@@ -96,6 +96,16 @@ class SalienceTable:
         self.status[row] = self.codes[status]
         self.owner[row] = owner
 
+    def set_status(self, moved: dict[str, str]) -> None:
+        """New statuses of units already here (the ladder's bulk moves), one step per status."""
+        if not moved:
+            return
+        row_of, by_status = self.row_of, {}  # type: dict[str, int], dict[str, list[int]]
+        for key, status in moved.items():
+            by_status.setdefault(status, []).append(row_of[key])
+        for status, rows in by_status.items():
+            self.status[np.asarray(rows, dtype=np.int64)] = self.codes[status]
+
     def status_of(self, key: str) -> str | None:
         row = self.row_of.get(key)
         return None if row is None else self.names[int(self.status[row])]

@@ -197,7 +197,7 @@ def enforce_bound(t: Transition) -> None:
         recheck.update(t.committed.fields_of(tid))
     ranked = t.committed.least_relevant_fields(excess, recheck | in_use, t.now, t.half_life,
                                                t.label_half_life)
-    t.prefetch("Field", list(recheck))
+    t.prefetch("Field", list(recheck - in_use))
     for fid in recheck - in_use:
         row = t.field_row(fid)
         topic = t.topic(row["topic_id"]) if row is not None else None

@@ -9,8 +9,13 @@ exactly the units per-unit evaluation moves (tests/test_vectorised_tick.py):
 - units this transition created or changed (their columns are not committed yet);
 - units whose salience is within a rounding error of a bound (numpy computes the decay with
   other operations than gem/salience.py).
-The actions then run per unit, through the same `act` as per-unit evaluation (same calls,
-same order, same log), on rows loaded for the whole set in one statement.
+When the actions are ladder steps that change a unit's status alone (and no policy listens
+to the events they emit), they are made for the whole set at once (gem/operators/
+status_moves.py), reading no row; the units that are not status moves (a field whose
+compression folds a faded history, a unit the pass created or changed in more than its
+status) go through the same `act` as per-unit evaluation, in their place in the order. Other
+actions run per unit through `act`, on rows loaded for the whole set in one statement.
+Either way: the same moves, in the same order, with the same log.
 """
 from __future__ import annotations
 
@@ -21,8 +26,10 @@ import numpy as np
 from ..policy import vectorise as V
 from ..policy.evaluate import truth
 from ..runtime import ACTIVE, PLAN_RUNNERS, VISIBLE, PolicyRuntime
+from ..state.events import Fired
 from ..state.transition import Transition
 from ..units import EpisodeRef, FieldRef, TopicRef
+from . import status_moves
 
 # Relative distance from a bound under which the per-unit formula decides (numpy and
 # gem/salience.py agree to a few ulps; this is many orders of magnitude wider).
@@ -111,10 +118,10 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
                                                  t.label_half_life if plan.table == "Field" else None)
     # A unit the pass moved already (compressed, then walked by the next rung) keeps its
     # salience and labels: only its status is read from the proposed row.
-    updated, own = t.updated[plan.table], t.rows[plan.table]
+    updated, own, moved = t.updated[plan.table], t.rows[plan.table], t.moved[plan.table]
     for i, k in enumerate(committed):
         if k in updated:
-            status[i] = own[k]["status"]  # type: ignore[index]
+            status[i] = moved[k] if k in moved else own[k]["status"]  # type: ignore[index]
     decided = decide(plan.predicate, bounds, np.asarray(s, dtype=float),
                      np.asarray(status, dtype=object), labels)
     if decided is None:
@@ -129,11 +136,44 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
         for k in exact:
             verdict[k] = truth(plan.where({**env, plan.var: ref(plan.table, k)}, rt))
     chosen = [k for k in keys if verdict[k]]
-    # Load what the actions read for the whole set at once: the rows, and (compression) the
-    # faded entries of every field, as the per-unit path's relation does.
-    t.prefetch(plan.table, chosen)
+    if not status_moves.moves_in_bulk(t, plan.table, [name for name, _ in plan.actions]):
+        return _per_unit(rt, policy, plan, chosen)
+    # Status moves, in bulk, for the units whose rows the pass has not read (their status is
+    # the column's, or the one an earlier rung gave them); the others, and the fields whose
+    # compression folds a faded history, through the per-unit calls, in the same order.
+    committed_status = dict(zip(committed, status))
+    folding: set[str] = set()
+    if plan.table == "Field" and any(name == "compress" for name, _ in plan.actions):
+        folding = t.with_faded_history([k for k in chosen if committed_status.get(k) == "active"])
+    single = [k for k in chosen if k in folding or k not in committed_status
+              or (k in own and own[k] is None)]
+    t.prefetch(plan.table, single)
     if plan.table in ("Field", "Topic"):
-        t.siblings(plan.table, chosen)
+        t.siblings(plan.table, single)
+    event = t.current_event.name if t.current_event is not None else ""
+    steps = [(name, Fired(policy.name, event, name, (), {})) for name, _ in plan.actions]
+    alone = set(single)
+    batch: dict[str, str] = {} if alone else {k: committed_status[k] for k in chosen}
+    for k in chosen if alone else ():
+        if k not in alone:
+            batch[k] = committed_status[k]
+            continue
+        if batch:
+            status_moves.move_many(t, plan.table, steps, batch)
+            batch = {}
+        _per_unit(rt, policy, plan, [k])
+    status_moves.move_many(t, plan.table, steps, batch)
+    return len(chosen) * len(plan.actions)
+
+
+def _per_unit(rt: PolicyRuntime, policy: Any, plan: V.TickPlan, chosen: list[str]) -> int:
+    """The plan's actions on each chosen unit through `act`, as per-unit evaluation calls
+    them; the rows and (compression) faded entries they read are loaded for the set at once."""
+    t = rt.t
+    if len(chosen) > 1:
+        t.prefetch(plan.table, chosen)
+        if plan.table in ("Field", "Topic"):
+            t.siblings(plan.table, chosen)
     calls = 0
     for k in chosen:
         unit = ref(plan.table, k)

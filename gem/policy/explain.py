@@ -18,7 +18,7 @@ from . import catalogue as C
 from .cascades import cascade_edges, describe_cycle, unbounded_cycles
 from .compose import ROLES, compose, governance
 from .fmt import fmt_expr
-from .vectorise import per_unit_because
+from .vectorise import how_it_moves, per_unit_because
 
 
 def explain(tree: A.PolicyFile | Sequence[A.PolicyFile]) -> str:
@@ -73,9 +73,11 @@ def explain(tree: A.PolicyFile | Sequence[A.PolicyFile]) -> str:
     if ticks:
         out.append("")
         out.append("Forgetting passes (tick): how each policy is evaluated:")
+        listened = {ev for p in policies for ev in p.events}
         for p in ticks:
             why = per_unit_because(p)
-            out.append(f"  {p.name}: " + ("vectorised, on the salience, status and labels columns"
+            out.append(f"  {p.name}: " + ("vectorised, on the salience, status and labels columns; "
+                                          + how_it_moves(p, listened)
                                           if why is None else f"per unit ({why})"))
 
     out.append("")

@@ -29,6 +29,12 @@ PLANNED_RELATIONS = {"active_fields": "Field", "visible_fields": "Field",
                      "active_topics": "Topic", "active_episodes": "Episode",
                      "visible_episodes": "Episode"}
 PLANNED_ACTIONS = frozenset({"compress", "hide", "archive"})
+# The steps a plan makes as status moves, for the whole chosen set at once, reading no row
+# (gem/operators/status_moves.py), unless some policy listens to an event they emit.
+STATUS_STEPS = frozenset({("Field", "compress"), ("Field", "hide"), ("Episode", "compress"),
+                          ("Episode", "hide"), ("Topic", "archive")})
+STEP_EVENTS = {"Field": ("attenuated",), "Episode": ("attenuated",),
+               "Topic": ("archived", "attenuated")}  # the events those steps emit
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,23 @@ def per_unit_because(p: A.Policy) -> str | None:
     if cond.where is None:
         return "EXISTS has no WHERE"
     return _why_not(cond.where, cond.var, PLANNED_RELATIONS[source] == "Field")
+
+
+def how_it_moves(p: A.Policy, listened: set[str]) -> str:
+    """How a planned policy's actions run, given the events some policy of the set listens
+    to (`gem policy explain`)."""
+    cond = p.condition
+    assert isinstance(cond, A.Exists)
+    source = cond.source.id if isinstance(cond.source, A.Name) else cond.var
+    table = PLANNED_RELATIONS[source]
+    if any((table, a.name) not in STATUS_STEPS for a in p.actions):
+        return "its actions per unit"
+    heard = sorted(listened.intersection(STEP_EVENTS[table]))
+    if heard:
+        return f"its actions per unit (a policy listens to {', '.join(heard)})"
+    folds = table == "Field" and any(a.name == "compress" for a in p.actions)
+    return "its moves made in bulk, by status" + (
+        " (a field with a faded history to fold: per unit)" if folds else "")
 
 
 def _attr(e: A.Expr, var: str) -> str | None:

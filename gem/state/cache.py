@@ -162,8 +162,16 @@ class CommittedCache:
 
     # ------------------------------------------------------------------ after a commit
     def absorb(self, rows: dict[str, dict[str, Row]], children: dict[str, dict[str, list[str]]],
-               edges: dict[str, list[Edge]]) -> None:
-        """Take over a committed transition's rows, child lists and edge lists."""
+               edges: dict[str, list[Edge]], moved: dict[str, dict[str, str]] | None = None) -> None:
+        """Take over a committed transition's rows, child lists and edge lists, and the new
+        status of rows it moved without reading them (`moved`: table -> key -> status)."""
+        for table, statuses in (moved or {}).items():
+            cached = self.rows[table]
+            for key, status in statuses.items():
+                row = cached.get(key)
+                if row is not None:
+                    self.nbytes += sys.getsizeof(status) - sys.getsizeof(row["status"])
+                    row["status"] = status
         for table, changed in rows.items():
             self.nbytes += _renew(self.rows[table], changed, row_bytes)
         for rel, lists in children.items():

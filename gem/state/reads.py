@@ -65,6 +65,9 @@ class TransitionReads:
         # its writes, for the flush
         self.created: dict[str, dict[str, Row]] = {t: {} for t in NODE_TABLES}
         self.updated: dict[str, dict[str, Row]] = {t: {} for t in NODE_TABLES}
+        # units whose status alone moved down the ladder, in bulk, without reading their rows
+        # (key -> status; also in `updated`): a row read later is the committed one with it
+        self.moved: dict[str, dict[str, str]] = {t: {} for t in NODE_TABLES}
         self.parent_of: dict[str, str] = {}  # created child -> parent (owning rel made with it)
         self.salience: dict[str, str] = {}   # unit -> table, for units whose salience changed
         self.deleted: dict[str, dict[str, None]] = {t: {} for t in NODE_TABLES}  # erasure only
@@ -130,6 +133,9 @@ class TransitionReads:
             self.cache.load_rows(table, self._group(table, key))
         committed = self.cache.rows[table].get(key)
         own[key] = None if committed is None else dict(committed)
+        status = self.moved[table].pop(key, None)
+        if status is not None and own[key] is not None:
+            own[key]["status"] = status  # type: ignore[index]
         return own[key]
 
     def get(self, table: str, key: str) -> Row:
@@ -180,16 +186,27 @@ class TransitionReads:
         transition changed the field's entries or its whole history is cached, only those
         entries are read (for the field and the siblings a policy walks with it), not the
         whole history: most fields that fade hold one entry."""
-        def whole_history_known(k: str) -> bool:
-            return self.history_touched(k) or k in self.cache.children["HAS_ENTRY"]
-
-        if whole_history_known(fid):
+        if self._whole_history_known(fid):
             return [e for e in self.entries(fid) if e["active"] and e["status"] != "current"]
         if fid not in self._faded:  # its group holds it, and nothing of the group was read yet
             self._faded.update(self.cache.faded_history(
                 [k for k in self._group("HAS_ENTRY", fid)
-                 if k not in self._faded and not whole_history_known(k)]))
+                 if k not in self._faded and not self._whole_history_known(k)]))
         return [self.row("Entry", k) for k in self._faded[fid]]  # type: ignore[misc]
+
+    def _whole_history_known(self, fid: str) -> bool:
+        return self.history_touched(fid) or fid in self.cache.children["HAS_ENTRY"]
+
+    def with_faded_history(self, fids: Sequence[str]) -> set[str]:
+        """Which of these fields have a faded history (`faded_history` is not empty), read for
+        all of them in one statement."""
+        whole = self.children["HAS_ENTRY"].keys() | self._entries_changed | \
+            self.cache.children["HAS_ENTRY"].keys()  # as `_whole_history_known`
+        faded = self._faded
+        unread = [k for k in fids if k not in faded and k not in whole]
+        if unread:
+            faded.update(self.cache.faded_history(unread))
+        return {k for k in fids if (self.faded_history(k) if k in whole else faded[k])}
 
     def history_touched(self, fid: str) -> bool:
         """Whether this transition read the field's whole history, or changed any entry of
@@ -244,14 +261,48 @@ class TransitionReads:
 
     # ------------------------------------------------------------------ global views
     def _changed_rows(self, table: str) -> dict[str, Row]:
-        changed = {k: self.rows[table][k] for k in self.updated[table]}
+        moved = self.moved[table]  # rows not read: `_moved_in`, `_moved_topics`
+        changed = {k: self.rows[table][k] for k in self.updated[table] if k not in moved}
         changed.update((k, self.rows[table][k]) for k, kind in self.salience.items() if kind == table)
         changed.update(self.created[table])
         return {k: r for k, r in changed.items() if r is not None}
 
     def _topic_status(self, tid: str) -> str | None:
         row = self.rows["Topic"].get(tid)
-        return row["status"] if row is not None else self.committed.topic_status(tid)
+        if row is not None:
+            return row["status"]
+        return self.moved["Topic"].get(tid) or self.committed.topic_status(tid)
+
+    def _moved_topics(self) -> dict[str, str]:
+        """Topics whose status this transition changed, with their status now."""
+        out = {tid: s for tid, s in self.moved["Topic"].items()
+               if s != self.committed.topic_status(tid)}
+        out.update((tid, row["status"]) for tid, row in self._changed_rows("Topic").items()
+                   if row["status"] != self.committed.topic_status(tid))
+        return out
+
+    def _committed_status(self, table: str, key: str) -> str | None:
+        if table == "Topic":
+            return self.committed.topic_status(key)
+        if table == "Field":
+            return self.committed.field_status(key)
+        return self.committed.unit_status(key)[0]
+
+    def _moved_in(self, table: str, found: set[str], statuses: frozenset[str],
+                  keep: Callable[[Row], bool]) -> None:
+        """Bring `found` (selected as committed) up to date with the units moved in bulk:
+        salience and everything else but the status is as committed, so a selected unit stays
+        while its status is in `statuses`; one the committed state did not select is judged on
+        its row (`keep`), read, unless its status then was one of `statuses` too (it was left
+        out for its salience or its topic's status, which a move of its own does not change)."""
+        for key, status in list(self.moved[table].items()):
+            if key in found:
+                if status not in statuses:
+                    found.discard(key)
+            elif status in statuses and self._committed_status(table, key) not in statuses:
+                row = self.row(table, key)
+                if row is not None and keep(row):
+                    found.add(key)
 
     def field_ids_where(self, statuses: frozenset[str], below: float | None = None) -> list[str]:
         """Fields of active topics whose status is in `statuses` (and, with `below`, whose
@@ -261,11 +312,15 @@ class TransitionReads:
         # Membership may differ in the proposed state for the fields this transition changed
         # and for every field of a topic whose status it changed.
         moved: dict[str, Row] = {}
-        for tid, row in self._changed_rows("Topic").items():
-            if row["status"] != self.committed.topic_status(tid):
-                fids = self.committed.fields_of(tid)
-                self.prefetch("Field", fids)
-                moved.update((fid, self.field_row(fid)) for fid in fids)  # type: ignore[misc]
+        for tid in self._moved_topics():
+            fids = self.committed.fields_of(tid)
+            self.prefetch("Field", fids)
+            moved.update((fid, self.field_row(fid)) for fid in fids)  # type: ignore[misc]
+
+        def keep(row: Row) -> bool:
+            return row["status"] in statuses and self._topic_status(row["topic_id"]) == "active" \
+                and (below is None or self.salience_now(row) < below)
+        self._moved_in("Field", found, statuses, keep)
         changed = self._changed_rows("Field")
         updated, created, salience = self.updated["Field"], self.created["Field"], self.salience
         for fid, row in {**changed, **moved}.items():
@@ -277,18 +332,24 @@ class TransitionReads:
                 if row["status"] not in statuses:
                     found.discard(fid)
                 continue
+            if fid not in found and fid not in moved and fid not in created and \
+                    fid not in salience and "labels" not in updated.get(fid, ()) and \
+                    self.committed.field_status(fid) in statuses:
+                continue  # left out for its salience or its topic's status: neither changed
             found.discard(fid)
-            if row["status"] in statuses and self._topic_status(row["topic_id"]) == "active" \
-                    and (below is None or self.salience_now(row) < below):
+            if keep(row):
                 found.add(fid)
         return sorted(found)
 
     def topic_ids_where(self, statuses: frozenset[str], below: float | None = None) -> list[str]:
         changed = self._changed_rows("Topic")
         found = set(self.committed.topic_ids_where(statuses, below, self.now, self.half_life))
+        def keep(row: Row) -> bool:
+            return row["status"] in statuses and (below is None or self.salience_now(row) < below)
+        self._moved_in("Topic", found, statuses, keep)
         for tid, row in changed.items():
             found.discard(tid)
-            if row["status"] in statuses and (below is None or self.salience_now(row) < below):
+            if keep(row):
                 found.add(tid)
         return sorted(found, key=topic_order)
 
@@ -301,16 +362,18 @@ class TransitionReads:
             return self.committed.field_status(fid) == "active" and \
                 self.committed.topic_status(tid) == "active"
 
-        for fid, row in fields.items():
-            now_active = row["status"] == "active" and self._topic_status(row["topic_id"]) == "active"
-            count += int(now_active) - int(committed_active(fid, row["topic_id"]))
-        for tid, row in self._changed_rows("Topic").items():
-            if self.committed.topic_status(tid) == row["status"]:
-                continue
+        moved = self.moved["Field"]
+        statuses = {fid: row["status"] for fid, row in fields.items()}
+        statuses.update(moved)
+        for fid, status in statuses.items():
+            tid = fid.split("/", 1)[0]
+            now_active = status == "active" and self._topic_status(tid) == "active"
+            count += int(now_active) - int(committed_active(fid, tid))
+        for tid, status in self._moved_topics().items():
             for fid in self.committed.fields_of(tid):
-                if fid in fields:
+                if fid in statuses:
                     continue
-                now_active = self.committed.field_status(fid) == "active" and row["status"] == "active"
+                now_active = self.committed.field_status(fid) == "active" and status == "active"
                 count += int(now_active) - int(committed_active(fid, tid))
         return count
 
@@ -318,9 +381,13 @@ class TransitionReads:
         """Episodes whose status is in `statuses` (and, with `below`, whose salience now is
         under it), in the proposed state, in creation order."""
         found = set(self.committed.episode_ids_where(statuses, below, self.now, self.half_life))
+
+        def keep(row: Row) -> bool:
+            return row["status"] in statuses and (below is None or self.salience_now(row) < below)
+        self._moved_in("Episode", found, statuses, keep)
         for key, row in self._changed_rows("Episode").items():
             found.discard(key)
-            if row["status"] in statuses and (below is None or self.salience_now(row) < below):
+            if keep(row):
                 found.add(key)
         return sorted(found, key=episode_order)
 

@@ -68,6 +68,33 @@ class Transition(TransitionReads):
                 self.touched.reindex[key] = None
                 self.touched.content[key] = None
 
+    def move_statuses(self, table: str, keys: Sequence[str], status: str) -> None:
+        """Ladder moves that change these units' status alone, made without reading their rows
+        (a forgetting pass moves 100k+): written by key, and a row, should anything read it
+        later in this transition, is the committed one with this status (`row`)."""
+        rows, created, updated = self.rows[table], self.created[table], self.updated[table]
+        if any(k in rows or k in created for k in keys):  # rows read: `update` them, in order
+            run: list[str] = []
+            for key in keys:
+                if key in rows or key in created:
+                    self.move_statuses(table, run, status)
+                    run = []
+                    self.update(table, key, status=status)
+                else:
+                    run.append(key)
+            self.move_statuses(table, run, status)
+            return
+        self.moved[table].update(dict.fromkeys(keys, status))
+        for key in keys:
+            props = updated.get(key)
+            if props is None:
+                updated[key] = {"status": status}
+            else:
+                props["status"] = status
+        if table == "Topic":  # as `update` of an indexed column
+            for touched in (self.touched.topics, self.touched.reindex, self.touched.content):
+                touched.update(dict.fromkeys(keys))
+
     def add_edge(self, table: str, src: str, dst: str, props: Row) -> None:
         edge = (table, src, dst, props)
         for end in {src, dst}:

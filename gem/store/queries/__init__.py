@@ -19,7 +19,7 @@ that reads them: a test or bench changes `queries.reads.KUZU_FEW_KEYS`.
 from __future__ import annotations
 
 from .reads import (read_rows, read_children, read_faded_history, read_edges, edge_holders)
-from .writes import (create_rows, update_rows, create_rels, delete_rels, delete_rows)
+from .writes import (create_rows, update_rows, set_status, create_rels, delete_rels, delete_rows)
 from .log import (ensure_schema, add_missing_columns, create_tables, meta_get, meta_put,
     write_salience, append_transition, last_transition, log_head, record_hash, transitions,
     details_mentioning, latest_counters, highest_ids, episode_ids_from, stream_episodes,
@@ -31,7 +31,7 @@ from .scans import (scan, current_values, placed_units, citing_entries, placed_e
     stream_rows, stream_rels, count_owned, negative_strengths)
 
 __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'edge_holders',
-           'create_rows', 'update_rows', 'create_rels', 'delete_rels', 'delete_rows',
+           'create_rows', 'update_rows', 'set_status', 'create_rels', 'delete_rels', 'delete_rows',
            'ensure_schema', 'add_missing_columns', 'create_tables', 'meta_get', 'meta_put',
            'write_salience', 'append_transition', 'last_transition', 'log_head', 'record_hash',
            'transitions', 'details_mentioning', 'latest_counters', 'highest_ids',

@@ -1,0 +1,139 @@
+"""A forgetting pass makes the ladder's status moves in bulk (gem/operators/status_moves.py):
+no row of a unit moved by its status alone is read, and the pass must still leave exactly the
+store, log, cache, derived state and audit that evaluating every policy per unit leaves; a
+pass a condition refuses leaves nothing of its bulk moves behind."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import pytest
+
+import gem
+from conftest import ENGINE, T0, Clock, snapshot
+from gem.operators.status_moves import STATUS_MOVES
+from gem.pipeline import DEFAULT, Stage
+from gem.policy.vectorise import STATUS_STEPS
+from gem.store import queries
+from gem.testing.consistency import cache_disagreements, derived_disagreements
+
+TOPICS, FIELDS = 30, 4
+
+
+def build(path: str, clock: Clock) -> None:
+    """Topics that fade to each level by the pass 200 days on: the first third archived, the
+    second hidden, the last compressed; a field of every third topic re-stated (a history to
+    fold), a few read again (still active), episodes."""
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        third = TOPICS // 3
+        for start, at in ((0, 0), (third, 150), (2 * third, 170)):
+            clock.advance(days=at - (clock.now - T0).days)
+            mem.ingest([gem.Fact(f"Project {i}", f"field {j}", f"value {i}.{j}")
+                        for i in range(start, start + third) for j in range(FIELDS)])
+            mem.ingest([gem.Fact(f"Project {i}", "field 0", f"changed {i}")
+                        for i in range(start, start + third, 3)])
+        for k in range(6):
+            mem.ingest(gem.Episode(text=f"We talked about project {k} on call {k}.", speaker="ana"))
+        clock.advance(days=10)
+        for i in range(2 * third, TOPICS, 4):
+            mem.retrieve(topic=f"Project {i}")
+        clock.advance(days=20)
+
+
+def per_unit(mem: gem.Memory) -> None:
+    """Take the plans away: every tick policy is evaluated per unit, its actions through act."""
+    shared = mem._engine.shared
+    ps = shared.policies
+    shared.install(dataclasses.replace(
+        ps, policies=tuple(dataclasses.replace(p, plan=None) for p in ps.policies)))
+
+
+def stored(mem: gem.Memory) -> tuple:
+    with mem._engine.store.reading() as tx:
+        rows = sorted(tuple(r) for table in ("Topic", "Field", "Episode") for r in tx.run(
+            f"MATCH (n:{table}) RETURN n.id, n.status, n.strength, n.last_access"))
+        fields = sorted(tuple(r) for r in tx.run("MATCH (f:Field) RETURN f.id, f.summary"))
+        entries = sorted(tuple(r) for r in tx.run("MATCH (e:Entry) RETURN e.id, e.active"))
+    return rows, fields, entries
+
+
+@pytest.mark.skipif(ENGINE == "falkordb", reason="two embedded memories built side by side")
+@pytest.mark.parametrize("scan", [False, True])
+def test_a_pass_over_many_units_leaves_what_per_unit_evaluation_leaves(tmp_path, monkeypatch, scan):
+    """`scan`: the faded histories of many fields are read after a scan for the fields that
+    hold any (queries.read_faded_history; a pass asks for thousands)."""
+    if scan:
+        monkeypatch.setattr(queries.reads, "FADED_SCAN_KEYS", 1)
+    out = {}
+    for mode in ("bulk", "per unit"):
+        path = os.path.join(str(tmp_path), mode.replace(" ", "_"))
+        clock = Clock()
+        build(path, clock)
+        with gem.open(path, clock=clock, engine=ENGINE) as mem:  # nothing cached yet
+            if mode == "per unit":
+                per_unit(mem)
+            report = mem.forget()
+            record = mem.transitions(since=report["transition"] - 1)[-1]
+            cached = set(mem._engine.cache.rows["Field"])
+            folded = set(record["writes"]) & {f"t{i + 1}/field 0" for i in range(TOPICS)}
+            moved = {u for u, level in report["level_ids"] if "/" in u} - folded
+            assert cache_disagreements(mem) == [] and derived_disagreements(mem) == []
+            assert mem.audit(full=True).ok
+            out[mode] = (report["level_ids"], {k: record[k] for k in (
+                "units", "policies", "detail", "writes", "salience")}, stored(mem))
+            # The rows of fields moved by their status alone were never read in bulk.
+            assert (cached & moved == set()) if mode == "bulk" else moved <= cached
+    levels = {level for _, level in out["bulk"][0]}
+    assert {"compressed", "hidden", "archived"} <= levels and folded and moved
+    assert out["bulk"] == out["per unit"]
+
+
+def test_a_pass_a_condition_refuses_leaves_nothing_of_its_bulk_moves(tmp_path):
+    """The proposal is broken after the policies moved the units in bulk (an entry loses its
+    source: C4), so the conditions refuse the whole pass; C5's count is taken on the set."""
+    clock = Clock()
+    path = os.path.join(str(tmp_path), "db")
+    build(path, clock)
+    seen = {}
+
+    def break_c4(t) -> None:
+        seen["moved"] = sum(len(m) for m in t.moved.values())
+        seen["active"] = t.active_field_count()
+        t.update("Entry", "e1", source="")
+        t.touched.entries["e1"] = None
+
+    with gem.open(path, clock=clock, engine=ENGINE) as mem:
+        before = snapshot(mem)
+        mem._engine.pipeline = DEFAULT.insert_after("commit_policies", Stage("break", lambda t, e: break_c4(t)))
+        with pytest.raises(gem.TransitionRejected) as refused:
+            mem.forget()
+        assert refused.value.condition == "C4" and seen["moved"] > 0
+        assert snapshot(mem) == before
+        mem._engine.pipeline = DEFAULT
+        report = mem.forget()
+        assert report["level_ids"] and mem.audit(full=True).ok
+        # The count of active fields the conditions took, before the commit, is the count after.
+        assert seen["active"] == mem._engine.derived.scope("default").active_field_count()
+
+
+def test_the_bulk_steps_are_the_steps_explain_names():
+    assert set(STATUS_MOVES) == STATUS_STEPS
+
+
+def test_a_policy_listening_to_the_ladder_events_gets_each_move_as_its_event(tmp_path):
+    """With a policy ON attenuated the moves run per unit, and that policy sees every one."""
+    clock = Clock()
+    path = os.path.join(str(tmp_path), "db")
+    build(path, clock)
+    listen = tmp_path / "listen.policy"
+    listen.write_text('POLICY note-level ON attenuated DO annotate(unit, "level", level)\n')
+    with gem.open(path, clock=clock, engine=ENGINE, policies=[str(listen)]) as mem:
+        report = mem.forget()
+        last = {u: level for u, level in report["level_ids"]}  # the last move of each unit
+        with mem._engine.store.reading() as tx:
+            notes = {k: json.loads(v) for table in ("Topic", "Field", "Episode") for k, v in tx.run(
+                f"MATCH (n:{table}) RETURN n.id, n.annotations")}
+        assert {"compressed", "hidden", "archived"} <= set(last.values())
+        assert {u: notes[u].get("level") for u in last} == last
+        assert mem.audit(full=True).ok
