@@ -142,8 +142,8 @@ class EngineTime:
             finally:
                 self.seconds += time.perf_counter() - start
 
-        def timed_stream(query: str, params: Any = None) -> Any:
-            rows = stream(query, params)
+        def timed_stream(query: str, params: Any = None, **options: Any) -> Any:
+            rows = stream(query, params, **options)
             while True:
                 start = time.perf_counter()
                 try:

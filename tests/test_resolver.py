@@ -47,3 +47,18 @@ def test_a_callers_resolver_decides(db_path, clock):
         mem.ingest(gem.Fact("Something else", "b", 2))
         assert topic_count(mem) == 1
         assert set(mem.inspect("Inbox").fields) == {"a", "b"}
+
+
+def test_a_name_created_earlier_in_the_batch_hosts_the_later_names(db_path, clock):
+    """Each name's exact match is looked up once per batch (Directory.settled); a topic the
+    batch creates must still be found by the names after it."""
+    from conftest import ENGINE
+
+    class EverythingIsOneTopic:
+        def resolve(self, name, topics):
+            return topics.exact("Inbox")
+
+    with gem.open(db_path, clock=clock, engine=ENGINE, resolver=EverythingIsOneTopic()) as mem:
+        mem.ingest([gem.Fact("Inbox", "a", 1), gem.Fact("Something else", "b", 2)])
+        assert topic_count(mem) == 1
+        assert set(mem.inspect("Inbox").fields) == {"a", "b"}

@@ -195,21 +195,22 @@ def _resolve_hosts(t: Transition, facts: Sequence[Fact],
     with the similarity, so no such match is silent."""
     directory = Directory.of(t)
     names = list(dict.fromkeys(f.topic for f in facts))
-    directory.prepare(names)  # embeds and matches every unknown name in one batch
-    # The topics the names already have, read in one statement, not one by one below.
-    t.prefetch("Topic", [tid for tid in map(directory.exact, names) if tid is not None])
     hosts: dict[str, str] = {}
     resolved: list[dict[str, Any]] = []
-    for name in names:
-        tid = t.services.resolver.resolve(name, directory)
-        if tid is None or t.topic(tid) is None:
-            tid = t.new_topic(name, aliases=[])["id"]
-            directory.add(tid, name)
-            created.append(tid)
-            t.emit("topic_created", topic=TopicRef(tid))
-        elif directory.exact(name) != tid:
-            resolved.append(_resolved(t, directory, name, tid))
-        hosts[name] = tid
+    with directory.settled():
+        directory.prepare(names)  # embeds and matches every unknown name in one batch
+        # The topics the names already have, read in one statement, not one by one below.
+        t.prefetch("Topic", [tid for tid in map(directory.exact, names) if tid is not None])
+        for name in names:
+            tid = t.services.resolver.resolve(name, directory)
+            if tid is None or t.topic(tid) is None:
+                tid = t.new_topic(name, aliases=[])["id"]
+                directory.add(tid, name)
+                created.append(tid)
+                t.emit("topic_created", topic=TopicRef(tid))
+            elif directory.exact(name) != tid:
+                resolved.append(_resolved(t, directory, name, tid))
+            hosts[name] = tid
     return hosts, resolved
 
 
