@@ -49,6 +49,60 @@ def malloc_held() -> float:
     return (m.uordblks + m.hblkhd) / MB
 
 
+ENGINE_SO = ("/kuzu/_kuzu", "/ladybug/_lbug")
+GIB = 1 << 30
+ARENA = 64 << 20  # glibc's HEAP_MAX_SIZE on 64-bit: a thread arena's heap is 64 MiB aligned
+
+
+def smaps() -> dict[str, float]:
+    """Resident MB per kind of mapping in /proc/self/smaps.
+
+    Anonymous mappings are told apart by shape: the engine's buffer pool is one virtual region
+    of GiBs reserved up front (pages resident once read); a thread's stack is the stack rlimit in
+    size; a glibc thread arena's heap starts 64 MiB aligned and is at most 64 MiB; what is left
+    is malloc's mmapped chunks (big numpy arrays, engine allocations above the mmap threshold)
+    and the interpreter's small-object arenas."""
+    import resource
+    stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    out = dict.fromkeys(("engine buffer pool", "engine .so", "other .so + python", "other files",
+                         "[heap] (main arena)", "thread arenas", "thread stacks",
+                         "other anonymous (mmapped chunks)"), 0.0)
+    start = end = 0
+    name = ""
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split(None, 5)
+            if "-" in head[0] and not head[0].endswith(":"):
+                lo, hi = (int(x, 16) for x in head[0].split("-"))
+                start, end = lo, hi
+                name = head[5].strip() if len(head) > 5 else ""
+                continue
+            if head[0] != "Rss:":
+                continue
+            kb = int(head[1]) / 1024
+            size = end - start
+            if any(k in name for k in ENGINE_SO):
+                kind = "engine .so"
+            elif name.startswith("/") and (".so" in name or "python" in name.rsplit("/", 1)[-1]):
+                kind = "other .so + python"
+            elif name.startswith("/"):
+                kind = "other files"
+            elif name == "[heap]":
+                kind = "[heap] (main arena)"
+            elif name == "[stack]" or (not name and stack > 0 and size == stack):
+                kind = "thread stacks"
+            elif name:
+                kind = "other files"  # [vdso], [vvar]: a page or two
+            elif size >= GIB:
+                kind = "engine buffer pool"
+            elif start % ARENA == 0 and size <= ARENA:
+                kind = "thread arenas"
+            else:
+                kind = "other anonymous (mmapped chunks)"
+            out[kind] += kb
+    return out
+
+
 def trim() -> None:
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -163,8 +217,11 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
             total += min(10, len(exact))
         out["unit_recall10"] = hits / max(1, total)
 
+        gc.collect()
+        out["rss_untrimmed_mb"] = rss_now_mb()  # what the process holds as gem leaves it
         trim()
         out["rss_mb"] = rss_now_mb()
+        out["smaps"] = smaps()
         out["base_rss_mb"] = base_rss
         out["malloc_mb"] = malloc_held()
         size = Sizer()
@@ -224,7 +281,10 @@ def main() -> None:
     print(f"{'MB':<44}" + "".join(f"{r['topics']:>12,}" for r in results))
     for label in labels:
         print(f"{label:<44}" + "".join(f"{r['parts'][label]:>12.1f}" for r in results))
-    for key in ("rest_mb", "rss_mb", "malloc_mb", "base_rss_mb", "row_cache_rss_drop_mb",
+    print("smaps: resident MB by mapping")
+    for label in results[0]["smaps"]:
+        print(f"  {label:<42}" + "".join(f"{r['smaps'][label]:>12.1f}" for r in results))
+    for key in ("rest_mb", "rss_untrimmed_mb", "rss_mb", "malloc_mb", "base_rss_mb", "row_cache_rss_drop_mb",
                 "first_text_ms", "structured_p50_ms", "structured_p95_ms", "text_p50_ms", "text_p95_ms", "unit_recall10", "grow_s"):
         print(f"{key:<44}" + "".join(f"{r[key]:>12.2f}" for r in results))
 
