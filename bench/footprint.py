@@ -150,14 +150,46 @@ class Sizer:
         return total / MB
 
 
-def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
+# What a variant may set (--variants "arena=0;arena=2,trim=0"): each patches one default of
+# gem before the memory opens, so a change and the default it replaces run side by side.
+SETTINGS = {
+    "arena": ("gem.store.allocator", "ARENA_MAX"),  # malloc arenas (0: glibc's own 8 per core)
+    "trim": ("gem.store.allocator", "TRIM_AFTER_ROWS"),  # rows past which a commit trims (0: never)
+    "threads": ("gem.store.graph", "MAX_THREADS"),  # the engine's query threads (0: one per core)
+    "cache_mb": ("gem.state.cache", "DEFAULT_BUDGET"),  # the row cache's budget
+    "defpool_mb": ("gem.store.graph", "DEFAULT_BUFFER_POOL"),  # pool when the caller sizes none
+}
+
+
+def apply_variant(variant: str) -> dict[str, int]:
+    import importlib
+    settings = dict(kv.split("=") for kv in variant.split(",") if kv and kv != "default")
+    out = {}
+    for key, value in settings.items():
+        if key == "pool_mb":
+            out["buffer_pool_mb"] = int(value)
+            continue
+        module, name = SETTINGS[key]
+        number = int(value) * MB if key.endswith("_mb") else int(value)
+        setattr(importlib.import_module(module), name, number)
+        if key == "cache_mb":
+            from gem.state.cache import CommittedCache
+            CommittedCache.__init__.__defaults__ = (number,) + \
+                CommittedCache.__init__.__defaults__[1:]
+    return out
+
+
+def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None,
+          variant: str = "default", audit: bool = False) -> dict:
     import numpy as np
 
     import gem
     from common import Clock
 
+    buffer_pool_mb = apply_variant(variant).get("buffer_pool_mb", buffer_pool_mb)
+
     rng = random.Random(7)
-    out: dict = {"topics": n}
+    out: dict = {"topics": n, "variant": variant}
     base_rss = rss_now_mb()
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "gov.db")
@@ -249,6 +281,17 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
         cache.clear()
         trim()
         out["row_cache_rss_drop_mb"] = before - rss_now_mb()
+        if audit:  # reads every row: the engine's pool at its fullest
+            t0 = time.perf_counter()
+            try:
+                ok = mem.audit(full=True).ok
+            except gem.GemError as exc:  # a pool too small fails it: say so, measure the rest
+                ok = False
+                out["audit_error"] = str(exc)[:300]
+            out["audit_s"] = time.perf_counter() - t0 if ok else float("nan")
+            gc.collect()
+            out["rss_after_audit_mb"] = rss_now_mb()
+            out["pool_after_audit_mb"] = smaps()["engine buffer pool"]
         mem.close()
         del np
     return out
@@ -260,33 +303,44 @@ def main() -> None:
     p.add_argument("--fields", type=int, default=10)
     p.add_argument("--engine", default="kuzu")
     p.add_argument("--buffer-pool-mb", type=int, default=None)
+    p.add_argument("--variants", default="default",
+                   help="';'-separated settings to compare, each 'default' or key=value,... "
+                        f"with keys {', '.join([*SETTINGS, 'pool_mb'])}")
+    p.add_argument("--audit", action="store_true", help="end with a full audit")
     p.add_argument("--child", action="store_true")
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.child:
-        print(json.dumps(child(sizes[0], args.fields, args.engine, args.buffer_pool_mb)))
+        print(json.dumps(child(sizes[0], args.fields, args.engine, args.buffer_pool_mb,
+                               args.variants, args.audit)))
         return
     results = []
     for n in sizes:
-        cmd = [sys.executable, __file__, "--child", "--sizes", str(n), "--fields",
-               str(args.fields), "--engine", args.engine]
-        if args.buffer_pool_mb is not None:
-            cmd += ["--buffer-pool-mb", str(args.buffer_pool_mb)]
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-        if done.returncode != 0:
-            sys.exit(done.stderr)
-        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+        for variant in args.variants.split(";"):
+            cmd = [sys.executable, __file__, "--child", "--sizes", str(n), "--fields",
+                   str(args.fields), "--engine", args.engine, "--variants", variant]
+            cmd += ["--audit"] if args.audit else []
+            if args.buffer_pool_mb is not None:
+                cmd += ["--buffer-pool-mb", str(args.buffer_pool_mb)]
+            done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+            if done.returncode != 0:  # a setting that fails a write: said, and left out
+                print(f"{n} {variant}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
+                continue
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     labels = list(results[0]["parts"])
     print(f"{'MB':<44}" + "".join(f"{r['topics']:>12,}" for r in results))
+    print(f"{'variant':<44}" + "".join(f"{r['variant'][:11]:>12}" for r in results))
     for label in labels:
         print(f"{label:<44}" + "".join(f"{r['parts'][label]:>12.1f}" for r in results))
     print("smaps: resident MB by mapping")
     for label in results[0]["smaps"]:
         print(f"  {label:<42}" + "".join(f"{r['smaps'][label]:>12.1f}" for r in results))
     for key in ("rest_mb", "rss_untrimmed_mb", "rss_mb", "malloc_mb", "base_rss_mb", "row_cache_rss_drop_mb",
-                "first_text_ms", "structured_p50_ms", "structured_p95_ms", "text_p50_ms", "text_p95_ms", "unit_recall10", "grow_s"):
-        print(f"{key:<44}" + "".join(f"{r[key]:>12.2f}" for r in results))
+                "first_text_ms", "structured_p50_ms", "structured_p95_ms", "text_p50_ms", "text_p95_ms", "unit_recall10", "grow_s", "audit_s",
+                "rss_after_audit_mb", "pool_after_audit_mb"):
+        if key in results[0]:
+            print(f"{key:<44}" + "".join(f"{r[key]:>12.2f}" for r in results))
 
 
 if __name__ == "__main__":

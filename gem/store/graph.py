@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator, Sequence
 
 from ..errors import GemError, InvalidInput, StoreError, StoreLocked
-from . import compact
+from . import allocator, compact
 from .owner import HEAD_SUFFIX, OwnerFile
 
 ENGINES = {"kuzu": "kuzu", "ladybug": "ladybug"}
@@ -199,6 +199,12 @@ _COPY = ("import shutil, sys, os\n"
 # one leaves unwritten.
 CHECKPOINT_THRESHOLD = {"ladybug": 64 << 20}
 
+# The engine's query threads (0: the engine's default, one per core).
+MAX_THREADS = 0
+
+# The buffer pool of a database whose caller sizes none (None: the engine's default).
+DEFAULT_BUFFER_POOL: int | None = None
+
 # gem leaves the engine's buffer pool at the engine's own default (80% of the RAM) unless the
 # caller sizes it. The pool holds pages only once they are read, so a small memory stays light
 # either way (bench/footprint.py: 128 and 256 MiB gave the same RSS at 10k topics), but a pool too
@@ -260,9 +266,14 @@ class GraphStore:
             ("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size))
             if value is not None}
         if buffer_pool_size is None:
+            if DEFAULT_BUFFER_POOL:
+                options["buffer_pool_size"] = DEFAULT_BUFFER_POOL
             if self.engine in CHECKPOINT_THRESHOLD:
                 options["checkpoint_threshold"] = CHECKPOINT_THRESHOLD[self.engine]
+        if MAX_THREADS:
+            options["max_num_threads"] = MAX_THREADS
         self._options = options
+        allocator.cap_arenas()  # before the engine starts its threads
         try:
             return module.Database(self.path, **options)
         except RuntimeError as exc:
