@@ -251,7 +251,9 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None,
 
         gc.collect()
         out["rss_untrimmed_mb"] = rss_now_mb()  # what the process holds as gem leaves it
+        t0 = time.perf_counter()
         trim()
+        out["trim_ms"] = (time.perf_counter() - t0) * 1000  # what gem's trim after a batch costs
         out["rss_mb"] = rss_now_mb()
         out["smaps"] = smaps()
         out["base_rss_mb"] = base_rss
@@ -281,6 +283,7 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None,
         cache.clear()
         trim()
         out["row_cache_rss_drop_mb"] = before - rss_now_mb()
+        out["db_mb"] = sum(f.stat().st_size for f in Path(d).glob("gov.db*") if f.is_file()) / MB
         if audit:  # reads every row: the engine's pool at its fullest
             t0 = time.perf_counter()
             try:
@@ -328,19 +331,27 @@ def main() -> None:
                 continue
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    if not results:
+        sys.exit("every run failed")
     labels = list(results[0]["parts"])
     print(f"{'MB':<44}" + "".join(f"{r['topics']:>12,}" for r in results))
-    print(f"{'variant':<44}" + "".join(f"{r['variant'][:11]:>12}" for r in results))
+    print(f"{'variant':<44}" + "".join(f"{'v' + str(i):>12}" for i in range(len(results))))
+    for i, r in enumerate(results):
+        print(f"  v{i}: {r['variant']}")
     for label in labels:
         print(f"{label:<44}" + "".join(f"{r['parts'][label]:>12.1f}" for r in results))
     print("smaps: resident MB by mapping")
     for label in results[0]["smaps"]:
         print(f"  {label:<42}" + "".join(f"{r['smaps'][label]:>12.1f}" for r in results))
-    for key in ("rest_mb", "rss_untrimmed_mb", "rss_mb", "malloc_mb", "base_rss_mb", "row_cache_rss_drop_mb",
-                "first_text_ms", "structured_p50_ms", "structured_p95_ms", "text_p50_ms", "text_p95_ms", "unit_recall10", "grow_s", "audit_s",
-                "rss_after_audit_mb", "pool_after_audit_mb"):
+    for key in ("rest_mb", "rss_untrimmed_mb", "rss_mb", "malloc_mb", "base_rss_mb",
+                "row_cache_rss_drop_mb", "trim_ms", "first_text_ms", "structured_p50_ms",
+                "structured_p95_ms", "text_p50_ms", "text_p95_ms", "unit_recall10", "grow_s",
+                "db_mb", "audit_s", "rss_after_audit_mb", "pool_after_audit_mb"):
         if key in results[0]:
-            print(f"{key:<44}" + "".join(f"{r[key]:>12.2f}" for r in results))
+            print(f"{key:<44}" + "".join(f"{r.get(key, float('nan')):>12.2f}" for r in results))
+    for i, r in enumerate(results):
+        if "audit_error" in r:
+            print(f"  v{i} audit failed: {r['audit_error']}")
 
 
 if __name__ == "__main__":
