@@ -1,7 +1,7 @@
 """Where a memory's RSS goes: row cache, derived state per component, the engine.
 
     python bench/footprint.py [--sizes 10000,30000] [--fields 10] [--engine kuzu]
-                              [--buffer-pool-mb N]
+                              [--buffer-pool-mb N] [--audit] [--variants "default;arena=0"]
 
 One child process per size grows a memory (batch ingest, as bench/scale.py does), updates
 some of it, runs structured and free-text retrieves (the first free-text one timed apart:
@@ -9,8 +9,15 @@ it derives every unit's search document), and then measures: the process's RSS n
 bytes of Python objects and numpy arrays each part of gem holds (walked with
 sys.getsizeof, arrays by nbytes, shared objects counted once, in the order listed), what
 glibc's allocator holds, and what is left: the engine's buffer pool, its other memory and
-the interpreter. Free-text p50/p95 and recall@10 of the unit vector index against an
-exact scan are printed too. A benchmark, not a test: nothing asserts a time.
+the interpreter. That rest is attributed by mapping (/proc/self/smaps): the engine's buffer
+pool region, the engine's library, other libraries, the main heap, thread arenas, thread
+stacks, other anonymous memory (the interpreter's object arenas, numpy's and the engine's large
+allocations). Free-text p50/p95 and recall@10 of the unit vector index against an exact scan
+are printed too; `--audit` ends with a full audit (the pool at its fullest). `--variants` runs
+one child per setting side by side (see SETTINGS). A benchmark, not a test: nothing asserts a
+time.
+
+    python bench/footprint.py --sizes 10000 --audit --variants "arena=0,trim=0;default"
 """
 from __future__ import annotations
 
@@ -155,7 +162,6 @@ class Sizer:
 SETTINGS = {
     "arena": ("gem.store.allocator", "ARENA_MAX"),  # malloc arenas (0: glibc's own 8 per core)
     "trim": ("gem.store.allocator", "TRIM_AFTER_ROWS"),  # rows past which a commit trims (0: never)
-    "threads": ("gem.store.graph", "MAX_THREADS"),  # the engine's query threads (0: one per core)
     "cache_mb": ("gem.state.cache", "DEFAULT_BUDGET"),  # the row cache's budget
     "defpool_mb": ("gem.store.graph", "DEFAULT_BUFFER_POOL"),  # pool when the caller sizes none
 }

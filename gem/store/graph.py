@@ -199,9 +199,6 @@ _COPY = ("import shutil, sys, os\n"
 # one leaves unwritten.
 CHECKPOINT_THRESHOLD = {"ladybug": 64 << 20}
 
-# The engine's query threads (0: the engine's default, one per core).
-MAX_THREADS = 0
-
 # The buffer pool of a database whose caller sizes none (None: the engine's default).
 DEFAULT_BUFFER_POOL: int | None = None
 
@@ -270,8 +267,6 @@ class GraphStore:
                 options["buffer_pool_size"] = DEFAULT_BUFFER_POOL
             if self.engine in CHECKPOINT_THRESHOLD:
                 options["checkpoint_threshold"] = CHECKPOINT_THRESHOLD[self.engine]
-        if MAX_THREADS:
-            options["max_num_threads"] = MAX_THREADS
         self._options = options
         allocator.cap_arenas()  # before the engine starts its threads
         try:
