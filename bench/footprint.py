@@ -61,19 +61,30 @@ GIB = 1 << 30
 ARENA = 64 << 20  # glibc's HEAP_MAX_SIZE on 64-bit: a thread arena's heap is 64 MiB aligned
 
 
-def smaps() -> dict[str, float]:
-    """Resident MB per kind of mapping in /proc/self/smaps.
+def default_pool() -> int:
+    """The engines' default buffer pool: 80% of the physical memory."""
+    with open("/proc/meminfo") as f:
+        total = next(int(line.split()[1]) for line in f if line.startswith("MemTotal:")) * 1024
+    return int(total * 0.8)
+
+
+def smaps(pool: int) -> dict[str, float]:
+    """Resident MB per kind of mapping in /proc/self/smaps, for an engine whose buffer pool is
+    `pool` bytes.
 
     Anonymous mappings are told apart by shape: the engine's buffer pool is one virtual region
-    of GiBs reserved up front (pages resident once read); a thread's stack is the stack rlimit in
-    size; a glibc thread arena's heap starts 64 MiB aligned and is at most 64 MiB; what is left
-    is malloc's mmapped chunks (big numpy arrays, engine allocations above the mmap threshold)
-    and the interpreter's small-object arenas."""
+    reserved up front (pages resident once read), at least the pool's size; its eviction queue
+    is one array of 8 bytes per 4 KiB page of the pool, all of it touched when the database
+    opens; a thread's stack is the stack rlimit in size; a glibc thread arena's heap starts
+    64 MiB aligned and is at most 64 MiB; what is left is the interpreter's small-object arenas
+    (most Python objects), malloc's mmapped chunks (numpy arrays, large engine allocations)."""
     import resource
     stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
-    out = dict.fromkeys(("engine buffer pool", "engine .so", "other .so + python", "other files",
-                         "[heap] (main arena)", "thread arenas", "thread stacks",
-                         "other anonymous (mmapped chunks)"), 0.0)
+    queue = pool // 512
+    out = dict.fromkeys(("engine buffer pool", "engine eviction queue (pool/512)", "engine .so",
+                         "other .so + python", "other files", "[heap] (main arena)",
+                         "thread arenas", "thread stacks",
+                         "other anonymous (Python objects, numpy)"), 0.0)
     start = end = 0
     name = ""
     with open("/proc/self/smaps") as f:
@@ -100,12 +111,14 @@ def smaps() -> dict[str, float]:
                 kind = "thread stacks"
             elif name:
                 kind = "other files"  # [vdso], [vvar]: a page or two
-            elif size >= GIB:
+            elif size >= min(pool, GIB):
                 kind = "engine buffer pool"
+            elif queue <= size <= queue + (64 << 10):
+                kind = "engine eviction queue (pool/512)"
             elif start % ARENA == 0 and size <= ARENA:
                 kind = "thread arenas"
             else:
-                kind = "other anonymous (mmapped chunks)"
+                kind = "other anonymous (Python objects, numpy)"
             out[kind] += kb
     return out
 
@@ -261,7 +274,8 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None,
         trim()
         out["trim_ms"] = (time.perf_counter() - t0) * 1000  # what gem's trim after a batch costs
         out["rss_mb"] = rss_now_mb()
-        out["smaps"] = smaps()
+        pool = mem._engine.store.opened_with.get("buffer_pool_size") or default_pool()
+        out["smaps"] = smaps(pool)
         out["base_rss_mb"] = base_rss
         out["malloc_mb"] = malloc_held()
         size = Sizer()
@@ -300,7 +314,7 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None,
             out["audit_s"] = time.perf_counter() - t0 if ok else float("nan")
             gc.collect()
             out["rss_after_audit_mb"] = rss_now_mb()
-            out["pool_after_audit_mb"] = smaps()["engine buffer pool"]
+            out["pool_after_audit_mb"] = smaps(pool)["engine buffer pool"]
         mem.close()
         del np
     return out
