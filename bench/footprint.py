@@ -17,7 +17,7 @@ are printed too; `--audit` ends with a full audit (the pool at its fullest). `--
 one child per setting side by side (see SETTINGS). A benchmark, not a test: nothing asserts a
 time.
 
-    python bench/footprint.py --sizes 10000 --audit --variants "arena=0,trim=0;default"
+    python bench/footprint.py --sizes 10000 --audit --variants "arena=0;default"
 """
 from __future__ import annotations
 
@@ -170,11 +170,10 @@ class Sizer:
         return total / MB
 
 
-# What a variant may set (--variants "arena=0;arena=2,trim=0"): each patches one default of
+# What a variant may set (--variants "arena=0;arena=1,cache_mb=64"): each patches one default of
 # gem before the memory opens, so a change and the default it replaces run side by side.
 SETTINGS = {
     "arena": ("gem.store.allocator", "ARENA_MAX"),  # malloc arenas (0: glibc's own 8 per core)
-    "trim": ("gem.store.allocator", "TRIM_AFTER_ROWS"),  # rows past which a commit trims (0: never)
     "cache_mb": ("gem.state.cache", "DEFAULT_BUDGET"),  # the row cache's budget
     "defpool_mb": ("gem.store.graph", "DEFAULT_BUFFER_POOL"),  # pool when the caller sizes none
 }
@@ -272,7 +271,7 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None,
         out["rss_untrimmed_mb"] = rss_now_mb()  # what the process holds as gem leaves it
         t0 = time.perf_counter()
         trim()
-        out["trim_ms"] = (time.perf_counter() - t0) * 1000  # what gem's trim after a batch costs
+        out["trim_ms"] = (time.perf_counter() - t0) * 1000  # what a trim costs on this heap
         out["rss_mb"] = rss_now_mb()
         pool = mem._engine.store.opened_with.get("buffer_pool_size") or default_pool()
         out["smaps"] = smaps(pool)

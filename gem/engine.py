@@ -28,7 +28,7 @@ from .runtime import FactsDropped, PolicyRuntime, available_actions
 from .state.cache import CommittedCache
 from .state.committed import Counters, Services
 from .state.transition import Transition
-from .store import GraphStore, allocator, queries
+from .store import GraphStore, queries
 from .store.schema import SCHEMA_VERSION
 
 log = logging.getLogger("gem")
@@ -88,7 +88,6 @@ def open_shared(store: GraphStore, embedder: Embedder, progress: Progress | None
     check_log(store)
     check_head(store, accept_head)
     derived = snapshot.load(store, embedder, progress)
-    allocator.trim()  # what a rebuild read from the database and let go
     shared = SharedState(CommittedCache(store, patch=derived.patch), derived, embedder.name)
     with store.reading() as tx:
         sources = queries.meta_get(tx, "policy_sources")
@@ -310,8 +309,6 @@ class Engine:
             if t.log_record is not None and self.store.head_file is not None:
                 self.store.head_file.write(t.seq, t.log_record["hash"])  # acknowledged
             self._after_commit(t)
-            if allocator.TRIM_AFTER_ROWS and sum(map(len, t.rows.values())) >= allocator.TRIM_AFTER_ROWS:
-                allocator.trim()  # a batch's garbage, freed in every arena
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("gem transition %s %s by %s: %.2f ms, %d units, policies fired %s",
                           t.seq, op, actor, (time.perf_counter() - started) * 1e3,

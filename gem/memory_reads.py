@@ -20,7 +20,7 @@ from .operators import views
 from .operators.common import field_evidence, field_named
 from .reliability import evidence_states
 from .state.transition import Transition
-from .store import allocator, queries
+from .store import queries
 from .units import is_episode
 
 if TYPE_CHECKING:  # only for annotations: gem.memory imports this module
@@ -140,7 +140,6 @@ def audit(mem: "Memory", *, full: bool, progress: Progress | None,
                 with engine.store.lock:
                     report = audit_mod.merge(report, name, audit_mod.audit(
                         engine, full=full, progress=progress))
-    allocator.trim()  # an audit reads every row once; give back what it let go
     return report
 
 

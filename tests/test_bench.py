@@ -25,7 +25,7 @@ RUNS = {
     "lexical.py": ["--sizes", "300", "--queries", "10", "--only", "gem,baseline"],
     "places.py": ["--sizes", "300", "--queries", "10", "--memory", "50"],
     "footprint.py": ["--sizes", "60", "--fields", "2", "--audit",
-                     "--variants", "default;arena=0,trim=0"],
+                     "--variants", "default;arena=0"],
     "vectors.py": ["--sizes", "500", "--queries", "10", "--reps", "1", "--snapshot-docs", "500",
                    "--pair-sizes", "500"],
     "ingest_retrieve.py": ["--quick", "--engines", "kuzu"],

@@ -1,12 +1,15 @@
-"""How the process's C allocator serves the engine: few malloc arenas, freed memory given back.
+"""How the process's C allocator serves the engine: the engine's threads share few malloc arenas.
 
 glibc gives each thread that allocates its own arena (up to 8 per core), and a freed chunk goes
-back to the arena that made it, not to the system: the engine's worker threads each kept an
-arena of tens of MB that the next query only partly reused (bench/footprint.py). Capping the
-arenas before the engine starts its threads makes them share the main heap, and `trim()` after
-large work (a bulk ingest, a rebuild, an audit) returns the free pages in every arena.
-Both are no-ops where the C library is not glibc, and the cap is not applied when the
-environment sets MALLOC_ARENA_MAX (the user's choice wins, glibc read it at start).
+back to the arena that made it, never to another thread's: Kuzu's query threads each kept an
+arena of up to ~100 MB that the next query only partly reused (bench/footprint.py at 10k
+topics: 206 MB of thread arenas with glibc's default, 35 MB capped at 2). Capping the arenas
+before the engine starts its threads makes them share. A no-op where the C library is not
+glibc, and when the environment sets MALLOC_ARENA_MAX (the user's choice wins; glibc read it
+at start).
+
+Not done here, measured: malloc_trim after large commits gave back ~20 MB at 10k topics but
+took 1-2 s a call on that heap (it walks every free chunk), a quarter more time for batches.
 """
 from __future__ import annotations
 
@@ -17,12 +20,9 @@ import sys
 import threading
 from typing import Any
 
-# Arenas the process may use: 2 measured as RSS as 1 with no slower queries (bench/footprint.py)
+# Arenas the process may use: the main one and one the engine's threads share.
 ARENA_MAX = 2
 _M_ARENA_MAX = -8  # mallopt's parameter number (malloc.h)
-
-# Rows a transition writes past which its commit trims (a single write stays cheap).
-TRIM_AFTER_ROWS = 2000
 
 _lock = threading.Lock()
 _capped = False
@@ -33,11 +33,10 @@ def _libc() -> Any:
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        if not (hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim")
-                and hasattr(libc, "gnu_get_libc_version")):
-            return None  # musl and others: no arenas to cap
     except OSError:
         return None
+    if not (hasattr(libc, "mallopt") and hasattr(libc, "gnu_get_libc_version")):
+        return None  # musl and others: no arenas to cap
     return libc
 
 
@@ -53,9 +52,3 @@ def cap_arenas() -> None:
             return
         _LIBC.mallopt(_M_ARENA_MAX, ARENA_MAX)
         _capped = True
-
-
-def trim() -> None:
-    """Give the free pages of every malloc arena back to the system."""
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
