@@ -6,9 +6,9 @@ arena of up to ~100 MB that the next query only partly reused. Capping the arena
 engine starts its threads makes them share: bench/footprint.py at 10k topics on Kuzu, side by
 side, thread arenas 181 -> 49 MB, RSS 779 -> 738 MB (664 -> 645 after a malloc_trim), batches
 as fast (130 s), retrievals within noise (structured p50 23 -> 26 ms on a loaded 2-core VM).
-LadybugDB runs gem's queries on the calling thread (2 MB of thread arenas): nothing changes. A no-op where the C library is not
-glibc, and when the environment sets MALLOC_ARENA_MAX (the user's choice wins; glibc read it
-at start).
+LadybugDB runs gem's queries on the calling thread (2 MB of thread arenas): nothing changes.
+A no-op where the C library is not glibc, and when the environment sets MALLOC_ARENA_MAX (the
+user's choice wins; glibc read it at start).
 
 Not done here, measured: malloc_trim after large commits gave back ~20 MB at 10k topics but
 took 1-2 s a call on that heap (it walks every free chunk), a quarter more time for batches.
