@@ -1,7 +1,7 @@
 """Where a memory's RSS goes: row cache, derived state per component, the engine.
 
     python bench/footprint.py [--sizes 10000,30000] [--fields 10] [--engine kuzu]
-                              [--buffer-pool-mb N]
+                              [--buffer-pool-mb N] [--audit] [--variants "default;arena=0"]
 
 One child process per size grows a memory (batch ingest, as bench/scale.py does), updates
 some of it, runs structured and free-text retrieves (the first free-text one timed apart:
@@ -9,8 +9,15 @@ it derives every unit's search document), and then measures: the process's RSS n
 bytes of Python objects and numpy arrays each part of gem holds (walked with
 sys.getsizeof, arrays by nbytes, shared objects counted once, in the order listed), what
 glibc's allocator holds, and what is left: the engine's buffer pool, its other memory and
-the interpreter. Free-text p50/p95 and recall@10 of the unit vector index against an
-exact scan are printed too. A benchmark, not a test: nothing asserts a time.
+the interpreter. That rest is attributed by mapping (/proc/self/smaps): the engine's buffer
+pool region, the engine's library, other libraries, the main heap, thread arenas, thread
+stacks, other anonymous memory (the interpreter's object arenas, numpy's and the engine's large
+allocations). Free-text p50/p95 and recall@10 of the unit vector index against an exact scan
+are printed too; `--audit` ends with a full audit (the pool at its fullest). `--variants` runs
+one child per setting side by side (see SETTINGS). A benchmark, not a test: nothing asserts a
+time.
+
+    python bench/footprint.py --sizes 10000 --audit --variants "arena=0;default"
 """
 from __future__ import annotations
 
@@ -47,6 +54,73 @@ def malloc_held() -> float:
     libc.mallinfo2.restype = MallInfo2
     m = libc.mallinfo2()
     return (m.uordblks + m.hblkhd) / MB
+
+
+ENGINE_SO = ("/kuzu/_kuzu", "/ladybug/_lbug")
+GIB = 1 << 30
+ARENA = 64 << 20  # glibc's HEAP_MAX_SIZE on 64-bit: a thread arena's heap is 64 MiB aligned
+
+
+def default_pool() -> int:
+    """The engines' default buffer pool: 80% of the physical memory."""
+    with open("/proc/meminfo") as f:
+        total = next(int(line.split()[1]) for line in f if line.startswith("MemTotal:")) * 1024
+    return int(total * 0.8)
+
+
+def smaps(pool: int) -> dict[str, float]:
+    """Resident MB per kind of mapping in /proc/self/smaps, for an engine whose buffer pool is
+    `pool` bytes.
+
+    Anonymous mappings are told apart by shape: the engine's buffer pool is one virtual region
+    reserved up front (pages resident once read), at least the pool's size; its eviction queue
+    is one array of 8 bytes per 4 KiB page of the pool, all of it touched when the database
+    opens; a thread's stack is the stack rlimit in size; a glibc thread arena's heap starts
+    64 MiB aligned and is at most 64 MiB; what is left is the interpreter's small-object arenas
+    (most Python objects), malloc's mmapped chunks (numpy arrays, large engine allocations)."""
+    import resource
+    stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    queue = pool // 512
+    out = dict.fromkeys(("engine buffer pool", "engine eviction queue (pool/512)", "engine .so",
+                         "other .so + python", "other files", "[heap] (main arena)",
+                         "thread arenas", "thread stacks",
+                         "other anonymous (Python objects, numpy)"), 0.0)
+    start = end = 0
+    name = ""
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split(None, 5)
+            if "-" in head[0] and not head[0].endswith(":"):
+                lo, hi = (int(x, 16) for x in head[0].split("-"))
+                start, end = lo, hi
+                name = head[5].strip() if len(head) > 5 else ""
+                continue
+            if head[0] != "Rss:":
+                continue
+            kb = int(head[1]) / 1024
+            size = end - start
+            if any(k in name for k in ENGINE_SO):
+                kind = "engine .so"
+            elif name.startswith("/") and (".so" in name or "python" in name.rsplit("/", 1)[-1]):
+                kind = "other .so + python"
+            elif name.startswith("/"):
+                kind = "other files"
+            elif name == "[heap]":
+                kind = "[heap] (main arena)"
+            elif name == "[stack]" or (not name and stack > 0 and size == stack):
+                kind = "thread stacks"
+            elif name:
+                kind = "other files"  # [vdso], [vvar]: a page or two
+            elif size >= min(pool, GIB):
+                kind = "engine buffer pool"
+            elif queue <= size <= queue + (64 << 10):
+                kind = "engine eviction queue (pool/512)"
+            elif start % ARENA == 0 and size <= ARENA:
+                kind = "thread arenas"
+            else:
+                kind = "other anonymous (Python objects, numpy)"
+            out[kind] += kb
+    return out
 
 
 def trim() -> None:
@@ -96,14 +170,44 @@ class Sizer:
         return total / MB
 
 
-def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
+# What a variant may set (--variants "arena=0;arena=1,cache_mb=64"): each patches one default of
+# gem before the memory opens, so a change and the default it replaces run side by side.
+SETTINGS = {
+    "arena": ("gem.store.allocator", "ARENA_MAX"),  # malloc arenas (0: glibc's own 8 per core)
+    "cache_mb": ("gem.state.cache", "DEFAULT_BUDGET"),  # the row cache's budget
+    "defpool_mb": ("gem.store.graph", "DEFAULT_BUFFER_POOL"),  # pool when the caller sizes none
+}
+
+
+def apply_variant(variant: str) -> dict[str, int]:
+    import importlib
+    settings = dict(kv.split("=") for kv in variant.split(",") if kv and kv != "default")
+    out = {}
+    for key, value in settings.items():
+        if key == "pool_mb":
+            out["buffer_pool_mb"] = int(value)
+            continue
+        module, name = SETTINGS[key]
+        number = int(value) * MB if key.endswith("_mb") else int(value)
+        setattr(importlib.import_module(module), name, number)
+        if key == "cache_mb":
+            from gem.state.cache import CommittedCache
+            CommittedCache.__init__.__defaults__ = (number,) + \
+                CommittedCache.__init__.__defaults__[1:]
+    return out
+
+
+def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None,
+          variant: str = "default", audit: bool = False) -> dict:
     import numpy as np
 
     import gem
     from common import Clock
 
+    buffer_pool_mb = apply_variant(variant).get("buffer_pool_mb", buffer_pool_mb)
+
     rng = random.Random(7)
-    out: dict = {"topics": n}
+    out: dict = {"topics": n, "variant": variant}
     base_rss = rss_now_mb()
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "gov.db")
@@ -163,8 +267,14 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
             total += min(10, len(exact))
         out["unit_recall10"] = hits / max(1, total)
 
+        gc.collect()
+        out["rss_untrimmed_mb"] = rss_now_mb()  # what the process holds as gem leaves it
+        t0 = time.perf_counter()
         trim()
+        out["trim_ms"] = (time.perf_counter() - t0) * 1000  # what a trim costs on this heap
         out["rss_mb"] = rss_now_mb()
+        pool = mem._engine.store.opened_with.get("buffer_pool_size") or default_pool()
+        out["smaps"] = smaps(pool)
         out["base_rss_mb"] = base_rss
         out["malloc_mb"] = malloc_held()
         size = Sizer()
@@ -192,6 +302,18 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None) -> dict:
         cache.clear()
         trim()
         out["row_cache_rss_drop_mb"] = before - rss_now_mb()
+        out["db_mb"] = sum(f.stat().st_size for f in Path(d).glob("gov.db*") if f.is_file()) / MB
+        if audit:  # reads every row: the engine's pool at its fullest
+            t0 = time.perf_counter()
+            try:
+                ok = mem.audit(full=True).ok
+            except gem.GemError as exc:  # a pool too small fails it: say so, measure the rest
+                ok = False
+                out["audit_error"] = str(exc)[:300]
+            out["audit_s"] = time.perf_counter() - t0 if ok else float("nan")
+            gc.collect()
+            out["rss_after_audit_mb"] = rss_now_mb()
+            out["pool_after_audit_mb"] = smaps(pool)["engine buffer pool"]
         mem.close()
         del np
     return out
@@ -203,30 +325,52 @@ def main() -> None:
     p.add_argument("--fields", type=int, default=10)
     p.add_argument("--engine", default="kuzu")
     p.add_argument("--buffer-pool-mb", type=int, default=None)
+    p.add_argument("--variants", default="default",
+                   help="';'-separated settings to compare, each 'default' or key=value,... "
+                        f"with keys {', '.join([*SETTINGS, 'pool_mb'])}")
+    p.add_argument("--audit", action="store_true", help="end with a full audit")
     p.add_argument("--child", action="store_true")
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.child:
-        print(json.dumps(child(sizes[0], args.fields, args.engine, args.buffer_pool_mb)))
+        print(json.dumps(child(sizes[0], args.fields, args.engine, args.buffer_pool_mb,
+                               args.variants, args.audit)))
         return
     results = []
     for n in sizes:
-        cmd = [sys.executable, __file__, "--child", "--sizes", str(n), "--fields",
-               str(args.fields), "--engine", args.engine]
-        if args.buffer_pool_mb is not None:
-            cmd += ["--buffer-pool-mb", str(args.buffer_pool_mb)]
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-        if done.returncode != 0:
-            sys.exit(done.stderr)
-        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+        for variant in args.variants.split(";"):
+            cmd = [sys.executable, __file__, "--child", "--sizes", str(n), "--fields",
+                   str(args.fields), "--engine", args.engine, "--variants", variant]
+            cmd += ["--audit"] if args.audit else []
+            if args.buffer_pool_mb is not None:
+                cmd += ["--buffer-pool-mb", str(args.buffer_pool_mb)]
+            done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+            if done.returncode != 0:  # a setting that fails a write: said, and left out
+                print(f"{n} {variant}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
+                continue
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    if not results:
+        sys.exit("every run failed")
     labels = list(results[0]["parts"])
     print(f"{'MB':<44}" + "".join(f"{r['topics']:>12,}" for r in results))
+    print(f"{'variant':<44}" + "".join(f"{'v' + str(i):>12}" for i in range(len(results))))
+    for i, r in enumerate(results):
+        print(f"  v{i}: {r['variant']}")
     for label in labels:
         print(f"{label:<44}" + "".join(f"{r['parts'][label]:>12.1f}" for r in results))
-    for key in ("rest_mb", "rss_mb", "malloc_mb", "base_rss_mb", "row_cache_rss_drop_mb",
-                "first_text_ms", "structured_p50_ms", "structured_p95_ms", "text_p50_ms", "text_p95_ms", "unit_recall10", "grow_s"):
-        print(f"{key:<44}" + "".join(f"{r[key]:>12.2f}" for r in results))
+    print("smaps: resident MB by mapping")
+    for label in results[0]["smaps"]:
+        print(f"  {label:<42}" + "".join(f"{r['smaps'][label]:>12.1f}" for r in results))
+    for key in ("rest_mb", "rss_untrimmed_mb", "rss_mb", "malloc_mb", "base_rss_mb",
+                "row_cache_rss_drop_mb", "trim_ms", "first_text_ms", "structured_p50_ms",
+                "structured_p95_ms", "text_p50_ms", "text_p95_ms", "unit_recall10", "grow_s",
+                "db_mb", "audit_s", "rss_after_audit_mb", "pool_after_audit_mb"):
+        if key in results[0]:
+            print(f"{key:<44}" + "".join(f"{r.get(key, float('nan')):>12.2f}" for r in results))
+    for i, r in enumerate(results):
+        if "audit_error" in r:
+            print(f"  v{i} audit failed: {r['audit_error']}")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator, Sequence
 
 from ..errors import GemError, InvalidInput, StoreError, StoreLocked
-from . import compact
+from . import allocator, compact
 from .owner import HEAD_SUFFIX, OwnerFile
 
 ENGINES = {"kuzu": "kuzu", "ladybug": "ladybug"}
@@ -212,12 +212,19 @@ _COPY = ("import shutil, sys, os\n"
 # one leaves unwritten.
 CHECKPOINT_THRESHOLD = {"ladybug": 64 << 20}
 
+# The buffer pool of a database whose caller sizes none (None: the engine's default).
+DEFAULT_BUFFER_POOL: int | None = None
+
 # gem leaves the engine's buffer pool at the engine's own default (80% of the RAM) unless the
 # caller sizes it. The pool holds pages only once they are read, so a small memory stays light
 # either way (bench/footprint.py: 128 and 256 MiB gave the same RSS at 10k topics), but a pool too
 # small for a query's sort or join fails it ("the buffer pool is full") instead of slowing it: a
 # 256 MiB default failed update batches at 100k topics on Kuzu and the full audit at 10k on
-# LadybugDB, and a memory left running grows past any size fixed when it was opened.
+# LadybugDB, and a memory left running grows past any size fixed when it was opened. The audit's
+# failing statement is the log read in order (`MATCH (n:Transition) ... ORDER BY n.seq`: a sort
+# of every record; at 1k topics, a 15 MB database, 40 MiB failed and 64 MiB did not). Both
+# engines also touch 8 bytes per page of the pool at open (its eviction queue): 38 MB for 80% of
+# 24 GB, 2 MB for 1 GiB, which passed everything bench/footprint.py --audit does at 10k.
 
 
 class GraphStore:
@@ -273,9 +280,12 @@ class GraphStore:
             ("buffer_pool_size", buffer_pool_size), ("max_db_size", max_db_size))
             if value is not None}
         if buffer_pool_size is None:
+            if DEFAULT_BUFFER_POOL:
+                options["buffer_pool_size"] = DEFAULT_BUFFER_POOL
             if self.engine in CHECKPOINT_THRESHOLD:
                 options["checkpoint_threshold"] = CHECKPOINT_THRESHOLD[self.engine]
         self._options = options
+        allocator.cap_arenas()  # before the engine starts its threads
         try:
             return module.Database(self.path, **options)
         except RuntimeError as exc:
