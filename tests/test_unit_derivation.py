@@ -154,3 +154,17 @@ def test_close_stops_the_worker_and_leaves_nothing_pending_in_a_loaded_layer(tmp
         assert again._engine.derived.scope("default").stale_units == {}
         assert again.retrieve("value 42.3", k=1).topics[0].title == "Topic 42"
         assert derived_disagreements(again) == []
+
+
+@embedded
+def test_closing_while_holding_the_lock_does_not_wait_for_the_worker_forever(tmp_path, clock):
+    path = str(tmp_path / "db")
+    mem = gem.open(path, clock=clock, engine=ENGINE)
+    with mem._engine.store.lock:
+        mem.ingest([gem.Fact(f"Topic {i}", "f", f"value {i}") for i in range(50)])
+        assert mem._engine.deriver.running  # woken, and waiting for this lock
+        mem.close()
+    assert derive_threads(path) == []
+    with gem.open(path, clock=clock, engine=ENGINE) as again:
+        assert again.retrieve("value 42", k=1).topics[0].title == "Topic 42"
+        assert derived_disagreements(again) == []

@@ -46,6 +46,7 @@ class Deriver:
 
     BATCH = 128  # units a step derives: the longest a commit or a query waits for the lock
     BACKLOG = 2048  # pending units a commit leaves at most (a batch ingest's worth)
+    POLL = 0.05  # seconds between looks at `stop` while the lock is held elsewhere
 
     def __init__(self, lock: threading.RLock,
                  state: Callable[[], tuple["DerivedState", "CommittedCache"]],
@@ -100,17 +101,27 @@ class Deriver:
             # only once this one lets go of it, and the lock is not fair.
             time.sleep(0)
             self._wake.wait()
-            with self._lock:
+            # A thread that closes the memory while it holds the lock waits for this one:
+            # the wait for the lock gives up when asked to stop.
+            while not self._lock.acquire(timeout=self.POLL):
+                if self._stopping:
+                    return
+            try:
                 if self._stopping or self._closed():
                     return
-                derived, cache = self._state()
-                scope = next((s for s in derived.scopes.values() if due(s)), None)
-                if scope is None:
-                    self._wake.clear()  # a commit sets it again, under this lock
-                    continue
-                try:
-                    scope.refresh_units(cache, self.BATCH)
-                except Exception:  # the embedder failed before any index changed
-                    log.warning("gem: deriving search documents in the background failed; the "
-                                "next free-text retrieval derives them", exc_info=True)
-                    self._wake.clear()
+                self._step()
+            finally:
+                self._lock.release()
+
+    def _step(self) -> None:
+        derived, cache = self._state()
+        scope = next((s for s in derived.scopes.values() if due(s)), None)
+        if scope is None:
+            self._wake.clear()  # a commit sets it again, under this lock
+            return
+        try:
+            scope.refresh_units(cache, self.BATCH)
+        except Exception:  # the embedder failed before any index changed
+            log.warning("gem: deriving search documents in the background failed; the next "
+                        "free-text retrieval derives them", exc_info=True)
+            self._wake.clear()
