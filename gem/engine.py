@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from . import snapshot
 from .collector import paused_gc
 from .derived import GENESIS, DerivedState, Progress, Summarizer, default_summary
+from .derived.pending import Deriver
 from .embed import Embedder, default_embedder, embedder_named
 from .errors import GemError, InvalidInput, LostCommits, TransitionRejected, WriteConflict
 from .numeric import single_threaded
@@ -190,6 +191,9 @@ class Engine:
         self.shared: SharedState = shared
         if policy_home is not None:
             shared.governance = policy_home.shared.governance
+        # the search documents of what this handle commits, derived off the commit path
+        self.deriver = Deriver(store.lock, lambda: (self.derived, self.cache),
+                               lambda: self.store.closed, store.path)
 
     # ------------------------------------------------------------------ shared state
     @property
@@ -332,7 +336,10 @@ class Engine:
             self.store.shared_state = self.shared
             raise
         try:
-            self.derived.scope(t.scope).derive_step(self.cache, self.derived.made_stale)
+            if self.store.shared_writers:  # derived while the cache has this commit's rows
+                self.derived.scope(t.scope).derive_step(self.cache, self.derived.made_stale)
+            else:
+                self.deriver.committed(self.derived.scope(t.scope), self.cache)
         except Exception:  # the embedder failed before any index changed: the units stay
             log.warning("gem: deriving search documents after transition %s failed; the next "
                         "free-text retrieval derives them", t.seq, exc_info=True)

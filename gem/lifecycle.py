@@ -101,6 +101,7 @@ class Opened:
     wanted: PolicySet | None
 
     def close(self) -> None:
+        self.engine.deriver.stop()
         self.engine.store.close()
         if self.database is not None:
             self.database.close()
@@ -189,6 +190,7 @@ def close(mem: "Memory") -> None:
         mem.stop_maintenance()
         mem._closed = True
         for engine in reversed(mem._engines.opened()):  # the scopes' stores, then the root's
+            engine.deriver.stop()
             try:
                 # stamped: the stored columns then say they are current at the head, so
                 # the next open replays no record (unstamped, it replayed the log since

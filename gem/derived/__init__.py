@@ -17,8 +17,8 @@ salience written behind, the last clean audit):
 - the unit indexes free-text retrieval ranks: one document per field (its topic's names, its
   name and current value) and per episode (speaker and text), in a lexical index over search
   terms and a vector index, with each unit's valid time (for `between`). Forgotten units stay
-  in them, so a strong cue can still recall them (issue 10); like summaries they are
-  refreshed lazily, by the next free-text retrieval;
+  in them, so a strong cue can still recall them (issue 10); the units a commit changed
+  are derived off the commit path, by the handle's worker or the next reader (`pending.py`);
 - globally, the log head (sequence number, hash, and time: no transition is earlier).
 
 It changes only after a commit (`apply`), from the committed transition's rows, so a rejected

@@ -500,9 +500,11 @@ class ScopeState:
     UNIT_STEP = 256
 
     def derive_step(self, cache: "CommittedCache", made: int) -> None:
-        """After a commit that made `made` units stale: derive them and a bounded step of
-        the older ones, while the commit's rows are in the row cache. A free-text query after a
-        bulk load then finds nothing left to derive (it derived 1M documents, ~50 s, before).
+        """On a store other processes write (an embedded one derives off the commit path,
+        gem/derived/pending.py), after a commit that made `made` units stale: derive them and
+        a bounded step of the older ones, while the commit's rows are in the row cache. A
+        free-text query after a bulk load then finds nothing left to derive (it derived 1M
+        documents, ~50 s, before).
         While the unit layer is still in the snapshot's files, up to UNIT_STEP stale units wait
         for the first reader (a process that writes a little and never searches does not read
         the layer); past that, the layer is read (arrays: 0.5 s for 100k units, where deriving
