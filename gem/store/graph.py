@@ -131,11 +131,12 @@ class Tx:
     text_values = False  # datetimes and floats are stored as such (see gem/store/queries/forms.py)
 
     def __init__(self, conn: Any, prepared: dict[str, Any], engine: str = "kuzu",
-                 sizes: dict[str, int] | None = None) -> None:
+                 sizes: dict[str, int] | None = None, pool: int | None = None) -> None:
         self._conn = conn
         self._prepared = prepared
         self.engine = engine
         self._sizes = {} if sizes is None else sizes
+        self.pool = pool  # the engine's buffer pool (bytes; None: the engine's default)
 
     def size(self, table: str) -> int:
         """Rows in a table, roughly: counted once, then kept up to date by creates (a
@@ -355,7 +356,8 @@ class GraphStore:
         with self._shared.lock:
             self.check_open()
             self._conn.execute("BEGIN TRANSACTION")
-            tx = Tx(self._conn, self._prepared, self.engine, self._shared.sizes)
+            tx = Tx(self._conn, self._prepared, self.engine, self._shared.sizes,
+                    self._shared.options.get("buffer_pool_size"))
             try:
                 yield tx
             except BaseException:
@@ -392,7 +394,8 @@ class GraphStore:
         is held so no write of this process is half-visible (other processes cannot write)."""
         with self._shared.lock:
             self.check_open()
-            yield Tx(self._conn, self._prepared, self.engine, self._shared.sizes)
+            yield Tx(self._conn, self._prepared, self.engine, self._shared.sizes,
+                     self._shared.options.get("buffer_pool_size"))
 
     def compact(self) -> None:
         """Rewrite the live data into a fresh database and swap it in (gem/store/compact.py).

@@ -1,4 +1,4 @@
-"""Whole-table reads in bounded pieces.
+"""Whole-table reads in pieces the buffer pool holds.
 
 An embedded engine (kuzu, LadybugDB) holds a query's whole result, and its sort, in its buffer
 pool before the first row comes back, so one statement that reads a whole table needs a pool as
@@ -6,7 +6,10 @@ large as the table and fails with "the buffer pool is full" past it (the full au
 read of the log and its histories did, at 1k topics, in a 40 MiB pool). These reads ask for one
 range of a key at a time, in the one read transaction of their caller: node offsets for a
 table's rows (`offset(id(n))`, in stored order), sequence numbers for the log (in log order).
-FalkorDB has no buffer pool (and no `offset`): it reads in one statement.
+A range filter does not spare the engine the scan (kuzu 0.11.3 and LadybugDB read every
+returned column of every row, then filter: ~0.2-0.4 s per piece at 400k-1M rows), so pieces
+are as large as the pool allows: a sixteenth of it each. FalkorDB has no buffer pool (and no
+`offset`): it reads in one statement.
 """
 from __future__ import annotations
 
@@ -15,13 +18,22 @@ from typing import Any, Iterator, Sequence
 from ..graph import Tx
 from .forms import _falkor
 
-# Rows per piece of a table read (entries are the widest rows: ~0.5-1 KB each in a result, so
-# ~10-20 MB of pool), and bytes of log text per piece of a log read: a log record holds the
-# hashes of every row its transition wrote, from ~1 KB (one fact) to MBs (a batch), so log
-# pieces are cut by the records' sizes, asked first for a window of WINDOW records.
-PIECE_ROWS = 512
-PIECE_BYTES = 1 << 20
-WINDOW = 4096
+# What a piece may take of the pool, and the pool assumed when the engine's own default
+# (most of the RAM) sizes it. A returned row of a wide table (an entry) takes up to ~1 KB of
+# the pool; a log record holds the hashes of every row its transition wrote, from ~1 KB (one
+# fact) to MBs (a batch), so log pieces are cut by the records' sizes (asked first, for a
+# window of records at a time), and its text is counted twice (the sort copies it).
+POOL_SHARE = 16
+UNSIZED_POOL = 1 << 30
+ROW_BYTES = 1024
+
+
+def piece_bytes_of(pool: int | None) -> int:
+    return (pool or UNSIZED_POOL) // POOL_SHARE
+
+
+def piece_bytes(tx: Tx) -> int:
+    return piece_bytes_of(tx.pool)
 
 
 def table_pieces(tx: Tx, table: str, query: str, var: str, params: dict[str, Any] | None = None,
@@ -37,21 +49,22 @@ def table_pieces(tx: Tx, table: str, query: str, var: str, params: dict[str, Any
     if top is None:
         return
     text = query.replace("{WHERE}", f"WHERE offset(id({var})) >= $lo AND offset(id({var})) < $hi")
-    low, span = 0, PIECE_ROWS
+    budget = max(1, piece_bytes(tx) // ROW_BYTES)
+    low, span = 0, budget
     while low <= top:
         rows = 0
         for row in tx.stream(text, {**params, "lo": low, "hi": low + span}, times):
             rows += 1
             yield row
         low += span
-        span = max(1, min(2 * span, span * PIECE_ROWS // rows if rows else 2 * span))
+        span = max(1, min(2 * span, span * budget // rows if rows else 2 * span))
 
 
 def log_pieces(tx: Tx, returns: str, where: str = "", params: dict[str, Any] | None = None,
                weigh: Sequence[str] = (), times: Sequence[int] | None = None
                ) -> Iterator[list[Any]]:
-    """`RETURN {returns}` of the log records (`x`) that pass `where`, in log order, in pieces of
-    about PIECE_BYTES of the `weigh` columns' text."""
+    """`RETURN {returns}` of the log records (`x`) that pass `where`, in log order, in pieces
+    whose `weigh` columns' text takes half a piece of the pool."""
     params = dict(params or {})
     cond = f" AND ({where})" if where else ""
     text = (f"MATCH (x:Transition) WHERE x.seq >= $lo AND x.seq < $hi{cond} "
@@ -65,11 +78,13 @@ def log_pieces(tx: Tx, returns: str, where: str = "", params: dict[str, Any] | N
     low, high = int(row[0]), int(row[1])
     size = " + ".join(f"size(x.{c})" for c in weigh) or "0"
     sizes = f"MATCH (x:Transition) WHERE x.seq >= $lo AND x.seq < $hi{cond} RETURN x.seq, {size}"
+    budget = piece_bytes(tx) // 2
+    window = max(1, piece_bytes(tx) // 64)  # (seq, size) rows of ~64 bytes in the pool
     while low <= high:
-        end = min(high + 1, low + WINDOW)
+        end = min(high + 1, low + window)
         start, held = low, 0
         for seq, n in sorted(tx.run(sizes, {**params, "lo": low, "hi": end})):
-            if held and held + (n or 0) > PIECE_BYTES:
+            if held and held + (n or 0) > budget:
                 yield from tx.stream(text, {**params, "lo": start, "hi": seq}, times)
                 start, held = seq, 0
             held += n or 0
