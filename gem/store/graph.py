@@ -227,8 +227,7 @@ def _default_pool() -> int:
 # pool fails ("the buffer pool is full") instead of slowing down, so whole-table reads go in
 # bounded pieces (gem/store/queries/pieces.py): before them the full audit's sorted read of
 # the log and of the histories failed in 40 MiB at 1k topics; with them 20 MiB (kuzu) and
-# 56 MiB (LadybugDB) pass there. 1 GiB passed growing, update batches, forgetting and the
-# full audit at 100k topics (specs/design.md).
+# 80 MiB (LadybugDB, whose C3 join needs more) pass there.
 DEFAULT_BUFFER_POOL: int | None = _default_pool()
 
 # What a statement that outgrew the pool says, and what gem adds to it.
