@@ -227,7 +227,9 @@ def _default_pool() -> int:
 # pool fails ("the buffer pool is full") instead of slowing down, so whole-table reads go in
 # bounded pieces (gem/store/queries/pieces.py): before them the full audit's sorted read of
 # the log and of the histories failed in 40 MiB at 1k topics; with them 20 MiB (kuzu) and
-# 80 MiB (LadybugDB, whose C3 join needs more) pass there.
+# 80 MiB (LadybugDB, whose C3 join needs more) pass there. 1 GiB passed growing to 100k
+# topics, 30 update batches, a forgetting pass and the full audit on kuzu (bench/poolbound.py),
+# and bench/footprint.py --audit at 10k on both engines.
 DEFAULT_BUFFER_POOL: int | None = _default_pool()
 
 # What a statement that outgrew the pool says, and what gem adds to it.
