@@ -408,7 +408,7 @@ def _full(engine: "Engine", progress: Progress | None,
         # its history is read, and the largest table is read once, not twice.
         n_records = queries.count(tx, "Transition")
         scan = LogScan(salience_seq=int(queries.meta_get(tx, "salience_seq") or 0))
-        for record in queries.stream_rows(tx, "Transition", order="seq"):
+        for record in queries.stream_log(tx):
             scan.add(decode(record, ("writes", "salience", "detail")), record)
             if progress is not None and scan.checked % 1_000 == 0:
                 progress("audit log", scan.checked, n_records)

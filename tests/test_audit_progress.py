@@ -33,9 +33,9 @@ def test_the_full_audit_reads_the_entries_once_and_finds_a_tampered_one(tmp_path
         scanned: list[str] = []
         stream = audit_mod.queries.stream_rows
 
-        def counting(tx, table, order=None):
+        def counting(tx, table):
             scanned.append(table)
-            return stream(tx, table, order)
+            return stream(tx, table)
 
         monkeypatch.setattr(audit_mod.queries, "stream_rows", counting)
         assert mem.audit(full=True).ok

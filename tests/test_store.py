@@ -212,16 +212,18 @@ def test_the_engine_checkpoints_its_log_at_gems_threshold_unless_the_pool_is_siz
 
 @EMBEDDED
 @pytest.mark.parametrize("asked", [None, 32 << 20])
-def test_the_engine_keeps_its_own_buffer_pool_unless_the_caller_sizes_it(tmp_path, asked):
-    """A fixed default too small for a large memory's sorts and joins fails its batches and
-    audits ("the buffer pool is full"; 256 MiB did at 100k topics), so gem sizes the pool only
-    when the caller asks (gem/store/graph.py)."""
+def test_the_buffer_pool_is_bounded_unless_the_caller_sizes_it(tmp_path, asked):
+    """The engine's own default (80% of the RAM) costs 8 bytes per page at open and lets the
+    cached pages grow to most of the machine: gem's default is 1 GiB (a quarter of a smaller
+    RAM), and the caller's size wins (gem/store/graph.py)."""
+    from gem.store.graph import DEFAULT_BUFFER_POOL
+    assert DEFAULT_BUFFER_POOL is not None and DEFAULT_BUFFER_POOL <= 1 << 30
     options = {} if asked is None else {"buffer_pool_size": asked}
     with gem.open(tmp_path / "db", engine=ENGINE, **options) as mem:
         mem.ingest(gem.Fact("Website Redesign", "owner", "team"))
         used = mem._engine.store.opened_with.get("buffer_pool_size")
         assert mem.inspect("Website Redesign", "owner").value == "team"
-    assert used == asked
+    assert used == (DEFAULT_BUFFER_POOL if asked is None else asked)
 
 
 @EMBEDDED
@@ -244,7 +246,8 @@ def test_compact_opens_the_new_database_with_the_same_buffer_pool(tmp_path, monk
         mem.compact()
         assert mem.inspect("Website Redesign", "owner").value == "team"
     assert len(opened) == 2
-    assert [o.get("buffer_pool_size") for o in opened] == [asked] * 2
+    from gem.store.graph import DEFAULT_BUFFER_POOL
+    assert [o.get("buffer_pool_size") for o in opened] == [asked or DEFAULT_BUFFER_POOL] * 2
 
 
 @EMBEDDED

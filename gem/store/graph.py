@@ -131,11 +131,12 @@ class Tx:
     text_values = False  # datetimes and floats are stored as such (see gem/store/queries/forms.py)
 
     def __init__(self, conn: Any, prepared: dict[str, Any], engine: str = "kuzu",
-                 sizes: dict[str, int] | None = None) -> None:
+                 sizes: dict[str, int] | None = None, pool: int | None = None) -> None:
         self._conn = conn
         self._prepared = prepared
         self.engine = engine
         self._sizes = {} if sizes is None else sizes
+        self.pool = pool  # the engine's buffer pool (bytes; None: the engine's default)
 
     def size(self, table: str) -> int:
         """Rows in a table, roughly: counted once, then kept up to date by creates (a
@@ -168,7 +169,7 @@ class Tx:
         try:
             result = self._conn.execute(self._statement(query), _to_db(params) if params else {})
         except RuntimeError as exc:
-            raise StoreError(f"{exc} [query: {query}]") from exc
+            raise StoreError(_pool_hint(f"{exc} [query: {query}]")) from exc
         return list(_rows(result))
 
     def write(self, query: str, params: dict[str, Any] | None = None, rows: int = 1) -> None:
@@ -183,7 +184,7 @@ class Tx:
         try:
             result = self._conn.execute(self._statement(query), _to_db(params) if params else {})
         except RuntimeError as exc:
-            raise StoreError(f"{exc} [query: {query}]") from exc
+            raise StoreError(_pool_hint(f"{exc} [query: {query}]")) from exc
         yield from _rows(result, times)
 
     def one(self, query: str, params: dict[str, Any] | None = None) -> list[Any] | None:
@@ -212,19 +213,34 @@ _COPY = ("import shutil, sys, os\n"
 # one leaves unwritten.
 CHECKPOINT_THRESHOLD = {"ladybug": 64 << 20}
 
-# The buffer pool of a database whose caller sizes none (None: the engine's default).
-DEFAULT_BUFFER_POOL: int | None = None
+def _default_pool() -> int:
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return min(1 << 30, ram // 4 >> 20 << 20)
 
-# gem leaves the engine's buffer pool at the engine's own default (80% of the RAM) unless the
-# caller sizes it. The pool holds pages only once they are read, so a small memory stays light
-# either way (bench/footprint.py: 128 and 256 MiB gave the same RSS at 10k topics), but a pool too
-# small for a query's sort or join fails it ("the buffer pool is full") instead of slowing it: a
-# 256 MiB default failed update batches at 100k topics on Kuzu and the full audit at 10k on
-# LadybugDB, and a memory left running grows past any size fixed when it was opened. The audit's
-# failing statement is the log read in order (`MATCH (n:Transition) ... ORDER BY n.seq`: a sort
-# of every record; at 1k topics, a 15 MB database, 40 MiB failed and 64 MiB did not). Both
-# engines also touch 8 bytes per page of the pool at open (its eviction queue): 38 MB for 80% of
-# 24 GB, 2 MB for 1 GiB, which passed everything bench/footprint.py --audit does at 10k.
+
+# The buffer pool of a database whose caller sizes none: 1 GiB, or a quarter of the RAM on a
+# machine with less than 4 GiB. The engine's own default (80% of the RAM) costs 8 bytes per
+# page of the pool at open (its eviction queue: 38 MB for 80% of 24 GB, 2 MB for 1 GiB), and
+# lets a long-running memory's cache of pages grow to most of the machine. The pool holds pages
+# only once they are read, so a small memory stays light either way (bench/footprint.py: 128
+# and 256 MiB gave the same RSS at 10k topics). A statement whose result or sort outgrows the
+# pool fails ("the buffer pool is full") instead of slowing down, so whole-table reads go in
+# bounded pieces (gem/store/queries/pieces.py): before them the full audit's sorted read of
+# the log and of the histories failed in 40 MiB at 1k topics; with them 20 MiB (kuzu) and
+# 80 MiB (LadybugDB, whose C3 join needs more) pass there. 1 GiB passed growing to 100k
+# topics, 30 update batches, a forgetting pass and the full audit on kuzu (bench/poolbound.py),
+# and bench/footprint.py --audit at 10k on both engines.
+DEFAULT_BUFFER_POOL: int | None = _default_pool()
+
+# What a statement that outgrew the pool says, and what gem adds to it.
+_POOL_FULL = "buffer pool is full"
+
+
+def _pool_hint(message: str) -> str:
+    if _POOL_FULL not in message:
+        return message
+    return (f"{message} (the engine's buffer pool is too small for this statement: open the "
+            "memory with a larger buffer_pool_size)")
 
 
 class GraphStore:
@@ -341,7 +357,8 @@ class GraphStore:
         with self._shared.lock:
             self.check_open()
             self._conn.execute("BEGIN TRANSACTION")
-            tx = Tx(self._conn, self._prepared, self.engine, self._shared.sizes)
+            tx = Tx(self._conn, self._prepared, self.engine, self._shared.sizes,
+                    self._shared.options.get("buffer_pool_size"))
             try:
                 yield tx
             except BaseException:
@@ -351,7 +368,7 @@ class GraphStore:
                 self._conn.execute("COMMIT")
             except RuntimeError as exc:
                 self._rollback()
-                raise StoreError(f"commit failed: {exc}") from exc
+                raise StoreError(_pool_hint(f"commit failed: {exc}")) from exc
             self._sync_new_log()
 
     def _sync_new_log(self) -> None:
@@ -378,7 +395,8 @@ class GraphStore:
         is held so no write of this process is half-visible (other processes cannot write)."""
         with self._shared.lock:
             self.check_open()
-            yield Tx(self._conn, self._prepared, self.engine, self._shared.sizes)
+            yield Tx(self._conn, self._prepared, self.engine, self._shared.sizes,
+                     self._shared.options.get("buffer_pool_size"))
 
     def compact(self) -> None:
         """Rewrite the live data into a fresh database and swap it in (gem/store/compact.py).

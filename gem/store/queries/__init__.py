@@ -23,7 +23,7 @@ from .writes import (create_rows, update_rows, set_status, create_rels, delete_r
 from .log import (ensure_schema, add_missing_columns, create_tables, meta_get, meta_put,
     write_salience, append_transition, last_transition, log_head, record_hash, transitions,
     details_mentioning, latest_counters, highest_ids, episode_ids_from, stream_episodes,
-    latest_episodes_of, touches, read_records, redact_records, log_records, transition_count,
+    latest_episodes_of, touches, stream_log, read_records, redact_records, log_records, transition_count,
     stored_policies, put_policies)
 from .scans import (scan, current_values, placed_units, citing_entries, placed_entries, scan_edges,
     scan_owned, count, count_rels, misowned, status_counts, active_fields_by_scope, entry_counts,
@@ -35,7 +35,7 @@ __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'ed
            'ensure_schema', 'add_missing_columns', 'create_tables', 'meta_get', 'meta_put',
            'write_salience', 'append_transition', 'last_transition', 'log_head', 'record_hash',
            'transitions', 'details_mentioning', 'latest_counters', 'highest_ids',
-           'episode_ids_from', 'stream_episodes', 'latest_episodes_of', 'touches', 'read_records',
+           'episode_ids_from', 'stream_episodes', 'latest_episodes_of', 'touches', 'stream_log', 'read_records',
            'redact_records', 'log_records', 'transition_count', 'stored_policies', 'put_policies',
            'scan', 'current_values', 'placed_units', 'citing_entries', 'placed_entries',
            'scan_edges', 'scan_owned', 'count', 'count_rels', 'misowned', 'status_counts',

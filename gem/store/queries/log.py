@@ -7,7 +7,8 @@ from typing import Any, Iterator, Sequence
 from ..graph import GraphStore, Tx
 from ..schema import SCHEMA_VERSION, TABLES, Row, add_column, ddl
 
-from .forms import _falkor, _rows, _typing
+from .forms import _TIMES, _falkor, _rows, _typing
+from .pieces import log_pieces
 from .reads import _returns, read_rows
 from .writes import create_rows, update_rows
 
@@ -67,6 +68,9 @@ def write_salience(tx: Tx, rows: list[tuple[str, str, float, Any]], seq: int) ->
 
 # ---------------------------------------------------------------------- the transition log
 _LOG_COLUMNS = TABLES["Transition"].columns
+_LOG_TIMES = [i for i, c in enumerate(_LOG_COLUMNS) if c in _TIMES["Transition"]]
+# The columns that make a record large: what a piece of a log read is cut by.
+_LOG_TEXTS = ("units", "policies", "detail", "salience", "writes")
 LOG_RECORDS_BY_KEY = 64
 
 
@@ -109,9 +113,16 @@ def transitions(tx: Tx, since: int = 0, until: int | None = None,
         text = f"MATCH (x:Transition {{seq: $k}}) RETURN {_returns('x', _LOG_COLUMNS)}"
         found = [r for seq in sorted(seqs) for r in tx.run(text, {"k": seq})]
         return _rows(tx, "Transition", _LOG_COLUMNS, found)
-    rows = tx.run(f"MATCH (x:Transition) WHERE {where} RETURN {_returns('x', _LOG_COLUMNS)} "
-                  "ORDER BY x.seq", params)
+    rows = log_pieces(tx, _returns('x', _LOG_COLUMNS), where, params, _LOG_TEXTS, _LOG_TIMES)
     return _rows(tx, "Transition", _LOG_COLUMNS, rows)
+
+
+def stream_log(tx: Tx) -> Iterator[Row]:
+    """Every log record, in order, a bounded piece at a time (gem/store/queries/pieces.py)."""
+    typed = _typing(tx, "Transition", _LOG_COLUMNS)
+    for values in log_pieces(tx, _returns('x', _LOG_COLUMNS), weigh=_LOG_TEXTS, times=_LOG_TIMES):
+        row = dict(zip(_LOG_COLUMNS, values))
+        yield row if typed is None else typed(row)
 
 
 def details_mentioning(tx: Tx, scope: str, needle: str) -> list[dict[str, Any]]:
@@ -124,10 +135,11 @@ def details_mentioning(tx: Tx, scope: str, needle: str) -> list[dict[str, Any]]:
 
 def latest_counters(tx: Tx) -> dict[str, dict[str, int]]:
     """Each scope's id sequences and interaction count, from its latest log record."""
-    out: dict[str, dict[str, int]] = {}
-    for scope, counters in tx.stream("MATCH (x:Transition) RETURN x.scope, x.counters ORDER BY x.seq"):
-        out[scope] = json.loads(counters)
-    return out
+    # Each scope's last record found by a grouped maximum and read by key: a sort of the
+    # whole log (this runs at every open) needs a buffer pool as large as the log.
+    latest = tx.run("MATCH (x:Transition) RETURN x.scope, max(x.seq)")
+    return {scope: json.loads(tx.scalar("MATCH (x:Transition {seq: $s}) RETURN x.counters",
+                                        {"s": seq})) for scope, seq in latest}
 
 
 def highest_ids(tx: Tx) -> dict[tuple[str, str], int]:
@@ -174,8 +186,7 @@ def latest_episodes_of(tx: Tx, scope: str, speaker: str, limit: int) -> list[str
 
 def touches(tx: Tx) -> Iterator[tuple[int, list[str]]]:
     """(seq, units) of every log record not redacted, in order."""
-    for seq, units in tx.stream("MATCH (x:Transition) WHERE x.salt <> '' RETURN x.seq, x.units "
-                                "ORDER BY x.seq"):
+    for seq, units in log_pieces(tx, "x.seq, x.units", "x.salt <> ''", weigh=("units",)):
         yield int(seq), json.loads(units)
 
 

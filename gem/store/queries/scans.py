@@ -7,6 +7,7 @@ from ..graph import Tx
 from ..schema import RELS, TABLES, Row
 
 from .forms import _TIMES, _as_float, _rows, _typing
+from .pieces import table_pieces
 from .reads import _owned_hop, _returns
 
 
@@ -168,8 +169,9 @@ def stream_histories(tx: Tx) -> Iterator[tuple[str, list[Row]]]:
     current: str | None = None
     entries: list[Row] = []
     times = [1 + i for i, c in enumerate(cols) if c in _TIMES["Entry"]]
-    for values in tx.stream(f"MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry) RETURN f.id, "
-                            f"{_returns('e', cols)} ORDER BY f.id, e.seq", times=times):
+    for values in table_pieces(tx, "Field", "MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry) {WHERE} "
+                               f"RETURN f.id, {_returns('e', cols)} ORDER BY f.id, e.seq", "f",
+                               times=times):
         if values[0] != current:
             if current is not None:
                 yield current, entries
@@ -180,12 +182,13 @@ def stream_histories(tx: Tx) -> Iterator[tuple[str, list[Row]]]:
         yield current, entries
 
 
-def stream_rows(tx: Tx, table: str, order: str | None = None) -> Iterator[Row]:
+def stream_rows(tx: Tx, table: str) -> Iterator[Row]:
+    """Every row of a table, in stored order, a bounded piece at a time (gem/store/queries/pieces.py)."""
     cols = TABLES[table].columns
     typed = _typing(tx, table, cols)
-    order_by = f" ORDER BY n.{order}" if order else ""
     times = [i for i, c in enumerate(cols) if c in _TIMES[table]]
-    for values in tx.stream(f"MATCH (n:{table}) RETURN {_returns('n', cols)}{order_by}", times=times):
+    for values in table_pieces(tx, table, f"MATCH (n:{table}) {{WHERE}} RETURN {_returns('n', cols)}",
+                               "n", times=times):
         row = dict(zip(cols, values))
         yield row if typed is None else typed(row)
 

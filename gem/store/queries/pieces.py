@@ -1,0 +1,92 @@
+"""Whole-table reads in pieces the buffer pool holds.
+
+An embedded engine (kuzu, LadybugDB) holds a query's whole result, and its sort, in its buffer
+pool before the first row comes back, so one statement that reads a whole table needs a pool as
+large as the table and fails with "the buffer pool is full" past it (the full audit's sorted
+read of the log and its histories did, at 1k topics, in a 40 MiB pool). These reads ask for one
+range of a key at a time, in the one read transaction of their caller: node offsets for a
+table's rows (`offset(id(n))`, in stored order), sequence numbers for the log (in log order).
+A range filter does not spare the engine the scan (kuzu 0.11.3 and LadybugDB read every
+returned column of every row, then filter: ~0.2-0.4 s per piece at 400k-1M rows), so pieces
+are as large as the pool allows: a sixteenth of it each. FalkorDB has no buffer pool (and no
+`offset`): it reads in one statement.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+from ..graph import Tx
+from .forms import _falkor
+
+# What a piece may take of the pool, and the pool assumed when the engine's own default
+# (most of the RAM) sizes it. A returned row of a wide table (an entry) takes up to ~1 KB of
+# the pool; a log record holds the hashes of every row its transition wrote, from ~1 KB (one
+# fact) to MBs (a batch), so log pieces are cut by the records' sizes (asked first, for a
+# window of records at a time), and its text is counted twice (the sort copies it).
+POOL_SHARE = 16
+UNSIZED_POOL = 1 << 30
+ROW_BYTES = 1024
+
+
+def piece_bytes_of(pool: int | None) -> int:
+    return (pool or UNSIZED_POOL) // POOL_SHARE
+
+
+def piece_bytes(tx: Tx) -> int:
+    return piece_bytes_of(tx.pool)
+
+
+def table_pieces(tx: Tx, table: str, query: str, var: str, params: dict[str, Any] | None = None,
+                 times: Sequence[int] | None = None) -> Iterator[list[Any]]:
+    """The rows of `query` (MATCH ... {WHERE} RETURN ...: `{WHERE}` is where the range goes),
+    a range of offsets of node `var` of `table` at a time. A range's span adapts to the rows
+    it brings (a history's entries come with its field), at most doubling from one to the next."""
+    params = dict(params or {})
+    if _falkor(tx):
+        yield from tx.stream(query.replace("{WHERE}", ""), params, times)
+        return
+    top = tx.scalar(f"MATCH (n:{table}) RETURN max(offset(id(n)))")
+    if top is None:
+        return
+    text = query.replace("{WHERE}", f"WHERE offset(id({var})) >= $lo AND offset(id({var})) < $hi")
+    budget = max(1, piece_bytes(tx) // ROW_BYTES)
+    low, span = 0, budget
+    while low <= top:
+        rows = 0
+        for row in tx.stream(text, {**params, "lo": low, "hi": low + span}, times):
+            rows += 1
+            yield row
+        low += span
+        span = max(1, min(2 * span, span * budget // rows if rows else 2 * span))
+
+
+def log_pieces(tx: Tx, returns: str, where: str = "", params: dict[str, Any] | None = None,
+               weigh: Sequence[str] = (), times: Sequence[int] | None = None
+               ) -> Iterator[list[Any]]:
+    """`RETURN {returns}` of the log records (`x`) that pass `where`, in log order, in pieces
+    whose `weigh` columns' text takes half a piece of the pool."""
+    params = dict(params or {})
+    cond = f" AND ({where})" if where else ""
+    text = (f"MATCH (x:Transition) WHERE x.seq >= $lo AND x.seq < $hi{cond} "
+            f"RETURN {returns} ORDER BY x.seq")
+    if _falkor(tx):
+        yield from tx.stream(text.replace("x.seq >= $lo AND x.seq < $hi", "true"), params, times)
+        return
+    row = tx.one("MATCH (x:Transition) RETURN min(x.seq), max(x.seq)")
+    if row is None or row[0] is None:
+        return
+    low, high = int(row[0]), int(row[1])
+    size = " + ".join(f"size(x.{c})" for c in weigh) or "0"
+    sizes = f"MATCH (x:Transition) WHERE x.seq >= $lo AND x.seq < $hi{cond} RETURN x.seq, {size}"
+    budget = piece_bytes(tx) // 2
+    window = max(1, piece_bytes(tx) // 64)  # (seq, size) rows of ~64 bytes in the pool
+    while low <= high:
+        end = min(high + 1, low + window)
+        start, held = low, 0
+        for seq, n in sorted(tx.run(sizes, {**params, "lo": low, "hi": end})):
+            if held and held + (n or 0) > budget:
+                yield from tx.stream(text, {**params, "lo": start, "hi": seq}, times)
+                start, held = seq, 0
+            held += n or 0
+        yield from tx.stream(text, {**params, "lo": start, "hi": end}, times)
+        low = end
