@@ -20,7 +20,7 @@ RUNS = {
     "tenants.py": ["--topics", "40", "--big", "60", "--singles", "40", "--engines", "kuzu"],
     "serve.py": ["--topics", "20", "--ops", "4", "--rounds", "1"],
     "dashboard.py": ["--topics", "120", "--rounds", "1"],
-    "maintenance.py": ["--sizes", "200"],
+    "maintenance.py": ["--sizes", "200", "--rounds", "20"],
     "forget_audit.py": ["--topics", "30"],
     "index.py": ["--sizes", "300", "--queries", "20"],
     "lexical.py": ["--sizes", "300", "--queries", "10", "--only", "gem,baseline"],
