@@ -16,7 +16,7 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 RUNS = {
     "engine_forms.py": ["--sizes", "30", "--fields", "2", "--reps", "1"],
     "disk.py": ["--topics", "30", "--fields", "2", "--updates", "1", "--engines", "kuzu"],
-    "scale.py": ["--sizes", "60", "--fields", "2", "--engines", "kuzu"],
+    "scale.py": ["--sizes", "60", "--fields", "2", "--updates", "2", "--engines", "kuzu"],
     "tenants.py": ["--topics", "40", "--big", "60", "--singles", "40", "--engines", "kuzu"],
     "serve.py": ["--topics", "20", "--ops", "4", "--rounds", "1"],
     "dashboard.py": ["--topics", "120", "--rounds", "1"],
