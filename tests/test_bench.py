@@ -28,7 +28,7 @@ RUNS = {
     "footprint.py": ["--sizes", "60", "--fields", "2", "--audit",
                      "--variants", "default;arena=0"],
     "vectors.py": ["--sizes", "500", "--queries", "10", "--reps", "1", "--snapshot-docs", "500",
-                   "--pair-sizes", "500"],
+                   "--pair-sizes", "500", "--embed-texts", "500"],
     "ingest_retrieve.py": ["--quick", "--engines", "kuzu"],
     "locomo.py": ["--conversations", "1", "--sessions", "2", "--questions", "5", "--k", "10"],
     "crash.py": ["--kills", "2", "--engines", "kuzu", "--scenarios", "batch"],
