@@ -29,7 +29,7 @@ RUNS = {
                      "--variants", "default;arena=0"],
     "vectors.py": ["--sizes", "500", "--queries", "10", "--reps", "1", "--snapshot-docs", "500",
                    "--pair-sizes", "500", "--embed-texts", "500"],
-    "ingest_retrieve.py": ["--quick", "--engines", "kuzu"],
+    "ingest_retrieve.py": ["--topics", "200", "--rounds", "30", "--engines", "kuzu"],
     "locomo.py": ["--conversations", "1", "--sessions", "2", "--questions", "5", "--k", "10"],
     "crash.py": ["--kills", "2", "--engines", "kuzu", "--scenarios", "batch"],
     "scaleout.py": ["--writers", "1,2", "--ops", "4", "--scopes", "3", "--facts", "3"],
