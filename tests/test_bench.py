@@ -32,7 +32,7 @@ RUNS = {
     "ingest_retrieve.py": ["--topics", "200", "--rounds", "30", "--engines", "kuzu"],
     "locomo.py": ["--conversations", "1", "--sessions", "2", "--questions", "5", "--k", "10"],
     "crash.py": ["--kills", "2", "--engines", "kuzu", "--scenarios", "batch"],
-    "scaleout.py": ["--writers", "1,2", "--ops", "4", "--scopes", "3", "--facts", "3"],
+    "scaleout.py": ["--writers", "2", "--ops", "4", "--scopes", "3", "--facts", "3"],
 }
 
 
