@@ -19,7 +19,7 @@ RUNS = {
     "scale.py": ["--sizes", "60", "--fields", "2", "--updates", "2", "--engines", "kuzu"],
     "tenants.py": ["--topics", "40", "--big", "60", "--singles", "40", "--engines", "kuzu"],
     "serve.py": ["--topics", "20", "--ops", "4", "--rounds", "1"],
-    "dashboard.py": ["--topics", "120", "--rounds", "1"],
+    "dashboard.py": ["--topics", "120", "--rounds", "1", "--history", "40"],
     "maintenance.py": ["--sizes", "200", "--rounds", "20"],
     "forget_audit.py": ["--topics", "30"],
     "index.py": ["--sizes", "300", "--queries", "20"],
