@@ -1,12 +1,12 @@
 """Each dashboard page's render time at 10k topics: the page function in this process and the
 same page over HTTP from `gem serve`, side by side (the target is <= 100 ms a page).
 
-    python bench/dashboard.py [--topics 10000] [--rounds 7] [--engine kuzu|ladybug]
+    python bench/dashboard.py [--topics 10000] [--rounds 7] [--history 300] [--engine kuzu|ladybug]
 
 The database: `--topics` topics of three fields each (ingested in batches), every 50th topic
 linked to the next two (extension, association) and a hub topic linked to 40 others, a topic
-whose field has 300 values (updates, corroborations, denials), a few hundred single ingests and
-retrievals spread over simulated weeks, and one forgetting pass. The in-process and HTTP runs
+whose field has `--history` values (updates, corroborations, denials), as many single ingests
+and retrievals spread over simulated weeks, and one forgetting pass. The in-process and HTTP runs
 are interleaved round by round after a warm-up, so machine noise hits both alike. The first
 overview in a process also runs the first (full) audit, so it is reported on its own.
 
@@ -51,7 +51,7 @@ class Clock:
         return self.now
 
 
-def build(path: str, n: int, engine: str) -> dict[str, str]:
+def build(path: str, n: int, engine: str, history: int) -> dict[str, str]:
     clock = Clock()
     rnd = random.Random(7)
     with gem.open(path, clock=clock, engine=engine) as mem:
@@ -69,13 +69,13 @@ def build(path: str, n: int, engine: str) -> dict[str, str]:
         for other in rnd.sample(ids, 40):
             if other != hub:
                 mem.link(hub, other, kind=rnd.choice(["extension", "association"]))
-        for k in range(300):  # a long history: updates, corroborations, denials
+        for k in range(history):  # a long history: updates, corroborations, denials
             clock.now += timedelta(hours=2)
             kind = k % 5
             value = f"phase {k}" if kind < 3 else f"phase {k - 1}"
             mem.ingest(gem.Fact(names[busy], "status", value, source=f"chat:{k % 7}",
                                 polarity="-" if kind == 4 else "+", confidence=0.6 + 0.4 * (k % 2)))
-        for k in range(300):
+        for k in range(history):
             clock.now += timedelta(hours=1)
             tid = rnd.choice(ids)
             if k % 2:
@@ -107,17 +107,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--topics", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--history", type=int, default=300,
+                    help="values of the busy topic's field, and single operations after them")
     ap.add_argument("--engine", default="kuzu", choices=["kuzu", "ladybug"])
     ap.add_argument("--build", metavar="PATH", help=argparse.SUPPRESS)  # the child that builds
     args = ap.parse_args()
     if args.build:
-        print(json.dumps(build(args.build, args.topics, args.engine)))
+        print(json.dumps(build(args.build, args.topics, args.engine, args.history)))
         return
     scratch = tempfile.mkdtemp(prefix="gem-bench-dashboard-")
     path = os.path.join(scratch, "dash.db")
     # Built by a child process: this one measures without the builder's garbage around.
     done = subprocess.run([sys.executable, __file__, "--build", path, "--topics", str(args.topics),
-                           "--engine", args.engine], capture_output=True, text=True, check=True)
+                           "--engine", args.engine, "--history", str(args.history)],
+                          capture_output=True, text=True, check=True)
     sys.stderr.write(done.stderr)
     where = json.loads(done.stdout.strip().splitlines()[-1])
     hub, busy = gem.TopicId(where["hub"]), gem.TopicId(where["busy"])
@@ -135,7 +138,8 @@ def main() -> None:
          "/?text=alpha"),
         ("overview, by title, page 3", lambda m: pages.overview(
             m, pages.OverviewQuery(order="title", offset=100)), "/?order=title&offset=100"),
-        ("topic (300-value field)", lambda m: pages.topic(m, busy), f"/topic?id={busy}"),
+        (f"topic ({args.history}-value field)", lambda m: pages.topic(m, busy),
+         f"/topic?id={busy}"),
         ("graph, hub, depth 2", lambda m: pages.graph(m, hub, 2), f"/graph?id={hub}&depth=2"),
         ("log", lambda m: pages.log(m, None, None), "/log"),
         ("log, one topic", lambda m: pages.log(m, busy, None), "/log?" + urlencode({"id": busy})),

@@ -1,7 +1,7 @@
 """Governed ingest and retrieve-as-write on kuzu and LadybugDB side by side, against raw
 writes of exactly the same rows.
 
-    python bench/ingest_retrieve.py [--quick]
+    python bench/ingest_retrieve.py [--quick | --topics 10000 --rounds 300]
 
 For each operation, the governed call (resolution, policies, C1-C6, log, derived upkeep,
 flush) is timed, then the same write set is replayed raw into a twin database (every column,
@@ -19,11 +19,9 @@ import tempfile
 from common import Clock, RawTwin, Recorder, ms, side_by_side, timed
 
 
-def child(engine: str, quick: bool) -> dict:
+def child(engine: str, topics: int, rounds: int) -> dict:
     import gem
 
-    topics = 1000 if quick else 10_000
-    rounds = 100 if quick else 300
     result: dict = {"engine": engine, "topics": topics}
     with tempfile.TemporaryDirectory() as d:
         clock = Clock()
@@ -99,14 +97,19 @@ def table(results: dict[str, dict]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="--topics 1000 --rounds 100")
+    parser.add_argument("--topics", type=int, default=None, help="default 10,000")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="timed single ingests and retrieves of each kind (default 300)")
     parser.add_argument("--child", choices=["kuzu", "ladybug"])
     parser.add_argument("--engines", default="kuzu,ladybug")
     args = parser.parse_args()
+    topics = args.topics or (1000 if args.quick else 10_000)
+    rounds = args.rounds or (100 if args.quick else 300)
     if args.child:
-        print(json.dumps(child(args.child, args.quick)))
+        print(json.dumps(child(args.child, topics, rounds)))
         return 0
-    extra = ["--quick"] if args.quick else []
+    extra = ["--topics", str(topics), "--rounds", str(rounds)]
     print(table(side_by_side(__file__, extra, tuple(args.engines.split(",")))))
     return 0
 

@@ -2,7 +2,8 @@
 against BM25, dense and RRF baselines, side by side in one run.
 
     python bench/locomo.py [--conversations N] [--questions N] [--embedders hashing,semantic]
-                           [--no-observations] [--jobs N] [--k 5,10,20] [--policies FILE ...]
+                           [--no-observations] [--sessions N] [--jobs N] [--k 5,10,20]
+                           [--policies FILE ...]
 
 Reads the LoCoMo development split by path (`../shared/data/locomo-dev.json` beside the
 repository or its worktree folder, or the file named by GEM_LOCOMO) and skips cleanly when it
@@ -127,22 +128,27 @@ def as_seen(turn: dict[str, Any]) -> str:
     return f"{turn['text']} [shares an image: {caption}]" if caption else str(turn["text"])
 
 
-def load(path: Path, limit: int | None = None, questions: int | None = None) -> list[Conversation]:
+def load(path: Path, limit: int | None = None, questions: int | None = None,
+         sessions: int | None = None) -> list[Conversation]:
+    """The first `limit` conversations, each cut to its first `sessions` sessions (and then to
+    the questions whose evidence those sessions hold), with its first `questions` questions."""
     data = json.loads(path.read_text(encoding="utf-8"))
     out = []
     for item in data[:limit]:
         conv = item["conversation"]
         numbers = sorted(int(m.group(1)) for k in conv
-                         if (m := re.fullmatch(r"session_(\d+)", k)) and conv[k])
-        sessions = []
+                         if (m := re.fullmatch(r"session_(\d+)", k)) and conv[k])[:sessions]
+        parts = []
         for n in numbers:
             start = parse_date(conv[f"session_{n}_date_time"])
             # Turns a second apart: the order within a session is kept in valid time.
             turns = [Turn(t["dia_id"], t["speaker"], as_seen(t), start + timedelta(seconds=i))
                      for i, t in enumerate(conv[f"session_{n}"])]
-            sessions.append((start, turns))
+            parts.append((start, turns))
+        said = {t.dia_id for _, turns in parts for t in turns}
         selected = [q for q in item["qa"] if q.get("category") in CATEGORIES
-                    and evidence_ids(q.get("evidence", []))]
+                    and (evidence := evidence_ids(q.get("evidence", [])))
+                    and (sessions is None or set(evidence) <= said)]
         observations = []
         for n in numbers:
             for speaker, items in (item.get("observation", {})
@@ -151,7 +157,7 @@ def load(path: Path, limit: int | None = None, questions: int | None = None) -> 
                     ids = evidence_ids([cited] if isinstance(cited, str) else cited)
                     if ids:
                         observations.append((speaker, sentence, ids))
-        out.append(Conversation(item["sample_id"], sessions, selected[:questions], observations))
+        out.append(Conversation(item["sample_id"], parts, selected[:questions], observations))
     return out
 
 
@@ -421,10 +427,10 @@ def run_conversation(conv: Conversation, embedders: list[str], observations: boo
                               ingest, reverse_stats)
 
 
-def _job(args: tuple[Path, int, int | None, list[str], bool, list[int], list[str] | None]
-         ) -> ConversationResult:
-    path, index, questions, embedders, observations, ks, policies = args
-    conv = load(path, index + 1, questions)[index]
+def _job(args: tuple[Path, int, int | None, list[str], bool, list[int], list[str] | None,
+                     int | None]) -> ConversationResult:
+    path, index, questions, embedders, observations, ks, policies, sessions = args
+    conv = load(path, index + 1, questions, sessions)[index]
     return run_conversation(conv, embedders, observations, ks, policies)
 
 
@@ -513,13 +519,14 @@ def targets(results: dict[str, list[Scored]]) -> list[tuple[str, bool]]:
 # ---------------------------------------------------------------------- the run
 def run(path: Path, conversations: int | None, embedder_name: str | list[str], ks: list[int],
         out: Callable[[str], None] = print, policies: list[str] | None = None,
-        questions: int | None = None, observations: bool = False, jobs: int = 1
-        ) -> dict[str, Any]:
+        questions: int | None = None, observations: bool = False, jobs: int = 1,
+        sessions: int | None = None) -> dict[str, Any]:
     embedders = [embedder_name] if isinstance(embedder_name, str) else list(embedder_name)
     ks = sorted(set(ks) | {10})
     began = time.perf_counter()
     count = len(load(path, conversations, 0))
-    args = [(path, i, questions, embedders, observations, ks, policies) for i in range(count)]
+    args = [(path, i, questions, embedders, observations, ks, policies, sessions)
+            for i in range(count)]
     done: list[ConversationResult] = []
 
     def finished(c: ConversationResult) -> None:
@@ -583,6 +590,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", default="5,10,20", help="comma-separated cut-offs (10 always)")
     parser.add_argument("--questions", type=int, default=None,
                         help="only the first N questions of each conversation")
+    parser.add_argument("--sessions", type=int, default=None,
+                        help="only the first N sessions of each conversation (and the questions "
+                             "whose evidence they hold): a quick run of every system")
     parser.add_argument("--jobs", type=int, default=1, help="conversations run at once")
     parser.add_argument("--policies", nargs="*", default=None,
                         help="policy files composed on the default governance")
@@ -596,7 +606,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown embedder(s) {sorted(unknown)}; choose from {sorted(EMBEDDER_LABEL)}")
     ks = sorted({int(x) for x in args.k.split(",")})
     run(DATA, args.conversations, embedders, ks, policies=args.policies,
-        questions=args.questions, observations=not args.no_observations, jobs=args.jobs)
+        questions=args.questions, observations=not args.no_observations, jobs=args.jobs,
+        sessions=args.sessions)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Maintenance cost: a forget + revise pass at 10k and 100k fields, and the per-commit cost
 of checking C1-C6, as a ratio against the same transitions with the checks off.
 
-    python bench/maintenance.py [--engine kuzu|ladybug] [--sizes 10000,100000]
+    python bench/maintenance.py [--engine kuzu|ladybug] [--sizes 10000,100000] [--rounds 300]
 
 A benchmark, not a test: it prints a table and asserts nothing about time.
 """
@@ -91,6 +91,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", default="kuzu", choices=["kuzu", "ladybug"])
     parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--rounds", type=int, default=300,
+                        help="single ingests and retrieves per side of the checks on/off ratio")
     args = parser.parse_args()
     import gem
 
@@ -108,7 +110,7 @@ def main() -> int:
             mem.close()
         print(f"{size:>8} {built:>9.1f} {forget_s:>9.2f} {revise_s:>9.2f} "
               f"{counts['attenuated']:>11} {counts['flags']:>6} {str(ok):>6}")
-    overhead = check_overhead(gem, args.engine)
+    overhead = check_overhead(gem, args.engine, args.rounds)
     print()
     print(f"{'per-commit C1-C6 checks':24} {'on ms':>8} {'off ms':>8} {'on/off':>7}")
     for kind in ("ingest", "retrieve"):

@@ -1,15 +1,16 @@
 """What scopes, erasure and compaction cost (issue 12), on kuzu and LadybugDB side by side.
 
-    python bench/tenants.py [--topics 2000] [--big 100000] [--engines kuzu,ladybug]
+    python bench/tenants.py [--topics 2000] [--big 100000] [--singles 320] [--engines kuzu,ladybug]
 
 Scopes: the same ingests and retrievals (the same rows, the same queries) on
   A  a memory with only the default scope,
   B  scope "acme" of a memory where acme is the only scope written,
   C  scope "acme" of a memory where nine other scopes hold nine times as much again,
   D  a memory with only the default scope, already holding as much as C's nine neighbours,
-interleaved operation by operation after a warm-up. B/A is what a scope costs; C/D is what
-sharing a database with other scopes costs, against a memory as big (C/A mixes that with the
-engine's tables being ten times larger). Erasure and compaction: a memory of `--big` topics (two fields each), erasing one
+interleaved operation by operation after a warm-up (`--singles` rounds of one ingest, one
+retrieve by topic and one by text, the first 20 not counted). B/A is what a scope costs; C/D
+is what sharing a database with other scopes costs, against a memory as big (C/A mixes that
+with the engine's tables being ten times larger). Erasure and compaction: a memory of `--big` topics (two fields each), erasing one
 topic that was ingested in a 1,000-fact batch (its record is redacted, so the 999 other
 units it wrote are attested again) and one ingested alone; then `compact()`, reported per
 100k entries. A benchmark, not a test: nothing asserts a time.
@@ -36,7 +37,10 @@ def _facts(gem, prefix: str, start: int, count: int, fields: int) -> list:
             for i in range(start, start + count) for j in range(fields)]
 
 
-def scopes(gem, engine: str, d: str, topics: int) -> dict:
+WARM = 20  # single-operation rounds not counted
+
+
+def scopes(gem, engine: str, d: str, topics: int, singles: int) -> dict:
     clock = Clock()
     a = gem.open(os.path.join(d, "a.db"), clock=clock, engine=engine)
     b_root = gem.open(os.path.join(d, "b.db"), clock=clock, engine=engine)
@@ -60,7 +64,7 @@ def scopes(gem, engine: str, d: str, topics: int) -> dict:
         for name, mem in order:
             times[name]["batch"].append(timed(lambda: mem.ingest(batch)) / len(batch))
     rng = random.Random(3)
-    for i in range(320):
+    for i in range(singles):
         t = rng.randrange(topics)
         title = f"Topic {t} {WORDS[t % len(WORDS)]}"
         fact = gem.Fact(title, "field 1", f"single {i}", source="bench")
@@ -72,7 +76,7 @@ def scopes(gem, engine: str, d: str, topics: int) -> dict:
             times[name]["text"].append(timed(lambda: mem.retrieve(query, k=5)))
     for mem in (a, b_root, c_root, d_mem):
         mem.close()
-    warm = 20
+    warm = WARM
     out = {}
     for name, series in times.items():
         out[name] = {"batch_facts_s": len(series["batch"]) / sum(series["batch"]),
@@ -103,10 +107,10 @@ def erasure(gem, engine: str, d: str, big: int) -> dict:
     return out
 
 
-def child(engine: str, topics: int, big: int) -> dict:
+def child(engine: str, topics: int, big: int, singles: int) -> dict:
     import gem
     with tempfile.TemporaryDirectory() as d:
-        result = {"scopes": scopes(gem, engine, d, topics)}
+        result = {"scopes": scopes(gem, engine, d, topics, singles)}
         print(json.dumps({"progress": "scopes", **result}), file=sys.stderr, flush=True)
         result["erasure"] = erasure(gem, engine, d, big)
     return result
@@ -145,13 +149,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=2000, help="topics per scope (scopes part)")
     parser.add_argument("--big", type=int, default=100_000, help="topics for erasure and compact")
+    parser.add_argument("--singles", type=int, default=320,
+                        help=f"rounds of single operations per side (the first {WARM} not counted)")
     parser.add_argument("--engines", default="kuzu,ladybug")
     parser.add_argument("--child", choices=["kuzu", "ladybug"])
     args = parser.parse_args()
+    if args.singles <= WARM:
+        parser.error(f"--singles must be more than the {WARM} warm-up rounds")
     if args.child:
-        print(json.dumps(child(args.child, args.topics, args.big)))
+        print(json.dumps(child(args.child, args.topics, args.big, args.singles)))
         return 0
-    print(table(side_by_side(__file__, ["--topics", str(args.topics), "--big", str(args.big)],
+    print(table(side_by_side(__file__, ["--topics", str(args.topics), "--big", str(args.big),
+                                        "--singles", str(args.singles)],
                              tuple(args.engines.split(",")))))
     return 0
 

@@ -186,7 +186,7 @@ def embed_all(texts: list[str]) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- sections
-def bench_threads(old_index, rng) -> None:
+def bench_threads(old_index, rng, n: int) -> None:
     from threadpoolctl import ThreadpoolController
 
     def block():
@@ -198,7 +198,6 @@ def bench_threads(old_index, rng) -> None:
         nested = min(timed(lambda: [block() for _ in range(20000)]) for _ in range(3)) / 20000
     blas = ThreadpoolController().select(user_api="blas").info()
     threads = blas[0]["num_threads"] if blas else "?"
-    n = 100_000
     vecs = unit_rows(rng, n)
     qs = unit_rows(rng, 100)
     rows = []
@@ -210,9 +209,9 @@ def bench_threads(old_index, rng) -> None:
             multi.append(timed(ix.search, q, K))
             with single_threaded():
                 single.append(timed(ix.search, q, K))
-        rows.append([f"old search k=10, 100k, BLAS threads={threads}", ms(statistics.median(multi)),
+        rows.append([f"old search k=10, {n:,}, BLAS threads={threads}", ms(statistics.median(multi)),
                      ms(pct(multi, 95)), ""])
-        rows.append(["old search k=10, 100k, single_threaded()", ms(statistics.median(single)),
+        rows.append([f"old search k=10, {n:,}, single_threaded()", ms(statistics.median(single)),
                      ms(pct(single, 95)), ratio(statistics.median(multi), statistics.median(single))])
     table("single_threaded(): cost of the block itself, and what it saves",
           ["operation", "p50 ms", "p95 ms", "speedup"],
@@ -220,12 +219,13 @@ def bench_threads(old_index, rng) -> None:
            ["nested block", f"{nested * 1e3:9.4f}", "", ""], *rows])
 
 
-def bench_embed(old_embed, corpus: Corpus, reps: int) -> None:
-    sets = [("10k short titles", corpus.titles(10_000))]
+def bench_embed(old_embed, corpus: Corpus, reps: int, titles: int) -> None:
+    sentences = max(1, titles // 5)
+    sets = [(f"{titles:,} short titles", corpus.titles(titles))]
     if corpus.turns:
-        sets.append(("2k sentences", corpus.turns[:2000]))
+        sets.append((f"{sentences:,} sentences", corpus.turns[:sentences]))
     else:
-        sets.append(("2k sentences", corpus.sentences(2000)))
+        sets.append((f"{sentences:,} sentences", corpus.sentences(sentences)))
     rows = []
     for name, texts in sets:
         res: dict[str, list[float]] = {k: [] for k in
@@ -468,6 +468,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--embed-texts", type=int, default=10_000,
+                    help="titles the embedder section embeds (and a fifth as many sentences)")
     ap.add_argument("--snapshot-docs", type=int, default=100_000)
     ap.add_argument("--pair-sizes", type=int, nargs="+", default=[20_000, 100_000])
     ap.add_argument("--pair-threshold", type=float, default=0.9)
@@ -489,9 +491,9 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(a.seed)
     corpus = Corpus(a.seed)
     if "threads" in only:
-        bench_threads(old_index, rng)
+        bench_threads(old_index, rng, min(100_000, max(a.sizes)))  # 100k unless smaller
     if "embed" in only:
-        bench_embed(old_embed, corpus, a.reps)
+        bench_embed(old_embed, corpus, a.reps, a.embed_texts)
     with single_threaded():
         if "snapshots" in only:
             bench_snapshots(old_index, corpus, a.snapshot_docs, rng)

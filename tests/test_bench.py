@@ -16,11 +16,11 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 RUNS = {
     "engine_forms.py": ["--sizes", "30", "--fields", "2", "--reps", "1"],
     "disk.py": ["--topics", "30", "--fields", "2", "--updates", "1", "--engines", "kuzu"],
-    "scale.py": ["--sizes", "60", "--fields", "2", "--engines", "kuzu"],
-    "tenants.py": ["--topics", "40", "--big", "60", "--engines", "kuzu"],
+    "scale.py": ["--sizes", "60", "--fields", "2", "--updates", "2", "--engines", "kuzu"],
+    "tenants.py": ["--topics", "40", "--big", "60", "--singles", "40", "--engines", "kuzu"],
     "serve.py": ["--topics", "20", "--ops", "4", "--rounds", "1"],
-    "dashboard.py": ["--topics", "120", "--rounds", "1"],
-    "maintenance.py": ["--sizes", "200"],
+    "dashboard.py": ["--topics", "120", "--rounds", "1", "--history", "40"],
+    "maintenance.py": ["--sizes", "200", "--rounds", "20"],
     "forget_audit.py": ["--topics", "30"],
     "index.py": ["--sizes", "300", "--queries", "20"],
     "lexical.py": ["--sizes", "300", "--queries", "10", "--only", "gem,baseline"],
@@ -28,11 +28,11 @@ RUNS = {
     "footprint.py": ["--sizes", "60", "--fields", "2", "--audit",
                      "--variants", "default;arena=0"],
     "vectors.py": ["--sizes", "500", "--queries", "10", "--reps", "1", "--snapshot-docs", "500",
-                   "--pair-sizes", "500"],
-    "ingest_retrieve.py": ["--quick", "--engines", "kuzu"],
-    "locomo.py": ["--conversations", "1", "--questions", "5", "--k", "10"],
+                   "--pair-sizes", "500", "--embed-texts", "500"],
+    "ingest_retrieve.py": ["--topics", "200", "--rounds", "30", "--engines", "kuzu"],
+    "locomo.py": ["--conversations", "1", "--sessions", "2", "--questions", "5", "--k", "10"],
     "crash.py": ["--kills", "2", "--engines", "kuzu", "--scenarios", "batch"],
-    "scaleout.py": ["--writers", "1,2", "--ops", "4", "--scopes", "3", "--facts", "3"],
+    "scaleout.py": ["--writers", "2", "--ops", "4", "--scopes", "3", "--facts", "3"],
 }
 
 

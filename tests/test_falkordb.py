@@ -554,7 +554,7 @@ FILES = ["test_store.py", "test_ingest.py", "test_retrieve.py", "test_transition
 @pytest.mark.skipif(ENGINE != "kuzu", reason="runs once, from the default-engine session")
 def test_store_facing_tests_conformance_state_machine_and_trajectory_pass_on_falkordb(falkordb_server):
     env = {**os.environ, "GEM_TEST_ENGINE": "falkordb", "GEM_TEST_FALKORDB_URL": falkordb_server,
-           "GEM_STATEFUL_EXAMPLES": "10", "GEM_STATEFUL_STEPS": "20"}
+           "GEM_STATEFUL_EXAMPLES": "10", "GEM_STATEFUL_STEPS": "20", "GEM_LEAK_EXAMPLES": "6"}
     # Its output goes straight to this test's (shown on failure, live with -s); it takes as
     # long as the machine needs: HANG only guards against a hang.
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",

@@ -44,6 +44,22 @@ def test_locomo_bench_on_one_conversation():
     assert result["recall"]["gem, no maintenance"][10][0] > 0.3
 
 
+def test_a_slice_of_sessions_keeps_the_questions_it_can_answer():
+    """--sessions N (the tiny run of tests/test_bench.py): the first N sessions, and only the
+    questions whose evidence turns they hold."""
+    locomo = _module()
+    if not locomo.DATA.is_file():
+        pytest.skip(f"no LoCoMo data at {locomo.DATA}")
+    (whole,) = locomo.load(locomo.DATA, 1)
+    (part,) = locomo.load(locomo.DATA, 1, sessions=2)
+    assert part.sessions == whole.sessions[:2]
+    said = {t.dia_id for t in part.turns}
+    assert part.questions and all(set(locomo.evidence_ids(q["evidence"])) <= said
+                                  for q in part.questions)
+    assert [q for q in whole.questions if set(locomo.evidence_ids(q["evidence"])) <= said] \
+        == part.questions
+
+
 def test_observations_become_facts_that_retrieve_the_turns_they_cite():
     locomo = _module()
     start = datetime(2023, 5, 8, 13, 0, tzinfo=timezone.utc)

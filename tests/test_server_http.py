@@ -31,6 +31,16 @@ def served(tmp_path):
     stop(server)
 
 
+@pytest.fixture(scope="module")
+def served_once(tmp_path_factory):
+    """The same server, started once for the tests that only read what any server answers
+    (docs, schema, error shapes, HEAD): none of them changes the memory or depends on it."""
+    path = str(tmp_path_factory.mktemp("served") / "served.db")
+    server = start(path, "--create", "--engine", ENGINE, "--max-body", "4096")
+    yield server
+    stop(server)
+
+
 def test_every_route(served):
     with client(served.url + "/v1") as c:
         health = c.get("/health").json()
@@ -275,26 +285,26 @@ class _Links(HTMLParser):
 
 
 @pytest.mark.slow
-def test_the_api_docs_and_everything_they_reference_are_served_by_the_server_itself(served):
-    r = get(served.url + "/docs")
+def test_the_api_docs_and_everything_they_reference_are_served_by_the_server_itself(served_once):
+    r = get(served_once.url + "/docs")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     links = _Links()
     links.feed(r.text)
     assert links.found, "the docs page links its schema"
     for link in links.found:
-        target = urljoin(served.url + "/docs", link)
-        assert target.startswith(served.url + "/") or link.startswith("#"), link
+        target = urljoin(served_once.url + "/docs", link)
+        assert target.startswith(served_once.url + "/") or link.startswith("#"), link
         if not link.startswith("#"):
             assert get(target).status_code == 200, link
     assert "<script" not in r.text.lower()  # nothing to fetch or run: the page is the schema
     for route in ("/v1/ingest", "/v1/retrieve", "/v1/health", "ErrorBody", "transition_rejected"):
         assert route in r.text, route
-    assert get(served.url + "/redoc").status_code == 404  # the CDN page is gone too
+    assert get(served_once.url + "/redoc").status_code == 404  # the CDN page is gone too
 
 
 @pytest.mark.slow
-def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(served):
-    spec = get(served.url + "/openapi.json").json()
+def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(served_once):
+    spec = get(served_once.url + "/openapi.json").json()
     error = "#/components/schemas/ErrorBody"
     assert {"error", "message", "condition", "unit", "detail"} <= set(
         spec["components"]["schemas"]["ErrorBody"]["properties"])
@@ -324,28 +334,30 @@ def test_openapi_declares_the_error_shape_for_each_status_a_route_can_answer(ser
 
 
 @pytest.mark.slow
-def test_an_unknown_route_or_a_wrong_method_answers_in_the_error_shape(served):
+def test_an_unknown_route_or_a_wrong_method_answers_in_the_error_shape(served_once):
     shape = {"error", "message", "condition", "unit", "detail"}
-    r = get(served.url + "/v1/nope")
+    r = get(served_once.url + "/v1/nope")
     assert r.status_code == 404 and set(r.json()) == shape and r.json()["error"] == "not_found"
     assert "/v1/nope" in r.json()["message"]
-    assert post(served.url + "/nothing/here", json={}).json()["error"] == "not_found"
-    r = get(served.url + "/v1/ingest")
+    assert post(served_once.url + "/nothing/here", json={}).json()["error"] == "not_found"
+    r = get(served_once.url + "/v1/ingest")
     assert r.status_code == 405 and set(r.json()) == shape
     assert r.json()["error"] == "method_not_allowed" and r.headers["allow"] == "POST"
-    r = httpx.delete(served.url + "/v1/stats", timeout=HANG)
+    r = httpx.delete(served_once.url + "/v1/stats", timeout=HANG)
     assert r.status_code == 405 and set(r.headers["allow"].split(", ")) == {"GET", "HEAD"}
 
 
 @pytest.mark.slow
-def test_head_answers_every_get_route_like_get_without_a_body(served):
+def test_head_answers_every_get_route_like_get_without_a_body(served_once):
     for path in ("/", "/v1/health", "/v1/stats", "/v1/status", "/docs", "/openapi.json",
                  "/policies"):
-        full, head = get(served.url + path), httpx.head(served.url + path, timeout=HANG)
+        full = get(served_once.url + path)
+        head = httpx.head(served_once.url + path, timeout=HANG)
         assert head.status_code == full.status_code == 200, path
         assert head.content == b"" and head.headers["content-type"] == full.headers["content-type"]
-    assert httpx.head(served.url + "/v1/topic", params={"topic": "Nope"}, timeout=HANG).status_code == 404
-    assert httpx.head(served.url + "/v1/nope", timeout=HANG).status_code == 404
+    nope = httpx.head(served_once.url + "/v1/topic", params={"topic": "Nope"}, timeout=HANG)
+    assert nope.status_code == 404
+    assert httpx.head(served_once.url + "/v1/nope", timeout=HANG).status_code == 404
 
 
 def _no_path_in(text: str, folder: str, where: str) -> None:
