@@ -65,8 +65,10 @@ def erase_all(mem: "Memory", reason: str, *, actor: str) -> ErasureReceipt:
 
 
 def _erasure(mem: "Memory", op: Callable[[Transition], dict[str, Any]], actor: str) -> ErasureReceipt:
-    result, t = mem._run("erase", op, actor=actor)
     engine = mem._engine
+    with engine.store.lock:
+        engine.sync()  # the redaction reads the log: the reads held behind (gem/readlog.py) too
+        result, t = mem._run("erase", op, actor=actor)
     stone = result["tombstone"]
     with engine.store.lock:  # what is derived from what remains, and a saved snapshot, now
         scope = engine.derived.scope(mem._scope)
@@ -89,6 +91,7 @@ def verify_erasure(mem: "Memory", receipt: ErasureReceipt) -> ErasureCheck:
     if not isinstance(receipt, ErasureReceipt):
         raise InvalidInput(f"receipt must be a gem.ErasureReceipt, got {type(receipt).__name__}")
     with mem._engine.store.lock:
+        mem._engine.sync()
         return erase_op.verify(mem._engine, receipt)
 
 
@@ -125,7 +128,9 @@ def copy_database(mem: "Memory", dest: str | Path) -> None:
     target = os.path.abspath(os.fspath(dest))
     if any(os.path.exists(target + suffix) for suffix in ("", ".wal")):
         raise InvalidInput(f"{str(dest)!r} already exists")
-    mem._engine.store.copy_files(target)
+    with mem._engine.store.lock:
+        mem._engine.sync()  # the copy holds every read's reinforcement too
+        mem._engine.store.copy_files(target)
 
 
 def load_policies(mem: "Memory", paths: Sequence[str | Path], *, defaults: bool, actor: str) -> PolicySet:

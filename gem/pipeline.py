@@ -293,8 +293,13 @@ def flush(t: Transition, engine: "Engine") -> None:
     on: where other processes write too, the store refuses them if one committed meanwhile
     (`WriteConflict`, and the engine runs the transition again)."""
     t.salience_written = engine.derived.salience_due(t)
+    writes, reads = Writes.of(t), engine.shared.reads
+    if reads.hold(t, writes, engine):  # a read that writes nothing else (gem/readlog.py)
+        return
     with engine.store.transaction(after=(engine.derived.seq, engine.derived.hash)) as tx:
-        write(tx, Writes.of(t))
+        reads.write(tx)  # the reads held before it, first
+        write(tx, writes)
+    reads.written()
 
 
 STAGES: tuple[Stage, ...] = (
