@@ -22,6 +22,7 @@ hold reads: where other processes write (FalkorDB) every transition commits at o
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from .engine import Engine
     from .pipeline import Writes
     from .state.transition import Transition
+
+log = logging.getLogger("gem")
 
 
 class ReadLog:
@@ -46,6 +49,7 @@ class ReadLog:
         self.records: list[Row] = []
         self._timer: threading.Timer | None = None
         self._last = 0.0  # when the last read was held (time.monotonic)
+        self._sync: Callable[[], None] | None = None
         self._lock = threading.Lock()  # the timer's state, set from any thread
 
     def hold(self, t: "Transition", writes: "Writes", engine: "Engine") -> bool:
@@ -61,8 +65,7 @@ class ReadLog:
 
     def write(self, tx: Any) -> None:
         """Append the held records, oldest first, in the caller's engine transaction."""
-        for record in self.records:
-            queries.append_transition(tx, record)
+        queries.append_transitions(tx, self.records)
 
     def written(self) -> None:
         """The transaction that wrote them committed."""
@@ -70,25 +73,32 @@ class ReadLog:
 
     def _arm(self, sync: Callable[[], None]) -> None:
         # One timer at a time (a thread per read would cost more than the commit it saves):
-        # when it fires before reads stopped for IDLE seconds, it waits out the rest.
+        # when it fires before reads stopped for IDLE seconds, it waits out the rest. It
+        # syncs through the handle that held the last read (another may be closed by then).
         with self._lock:
-            self._last = time.monotonic()
+            self._last, self._sync = time.monotonic(), sync
             if self._timer is None:
-                self._start(sync, self.IDLE)
+                self._start(self.IDLE)
 
-    def _start(self, sync: Callable[[], None], delay: float) -> None:
-        self._timer = threading.Timer(delay, self._fire, (sync,))
+    def _start(self, delay: float) -> None:
+        self._timer = threading.Timer(delay, self._fire)
         self._timer.daemon = True
         self._timer.start()
 
-    def _fire(self, sync: Callable[[], None]) -> None:
+    def _fire(self) -> None:
         with self._lock:
             rest = self._last + self.IDLE - time.monotonic()
             if rest > 0:
-                self._start(sync, rest)
+                self._start(rest)
                 return
             self._timer = None
-        sync()
+            sync = self._sync
+        if sync is None:
+            return
+        try:
+            sync()
+        except Exception:  # the next write, sync or close commits them
+            log.warning("gem: committing the reads held behind failed", exc_info=True)
 
 
 def only_logged(w: "Writes") -> bool:

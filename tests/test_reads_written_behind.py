@@ -181,12 +181,16 @@ def test_held_reads_are_committed_once_reads_stop(monkeypatch):
         assert _stored_head(mem) == mem._engine.seq
 
 
-def test_sync_commits_the_held_reads():
+def test_sync_commits_the_held_reads_as_the_log_the_audit_checks():
     with gem.open(engine=ENGINE, clock=lambda: T0) as mem:
-        mem.ingest(gem.Fact("Alice", "city", "Paris"))
+        mem.ingest([gem.Fact("Alice", "city", "Paris"), gem.Fact("Bob", "city", "Rome")])
         mem.retrieve(topic="Alice")
+        mem.retrieve("Rome", k=2)
+        mem.retrieve(topic="Bob", fields=["city"])
         mem.sync()
         assert _held(mem) == 0 and _stored_head(mem) == mem._engine.seq
+        report = mem.audit(full=True)
+        assert report.ok, report.violations
 
 
 def test_an_erasure_redacts_the_records_of_reads_held_before_it():
