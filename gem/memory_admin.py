@@ -45,7 +45,8 @@ def erase(mem: "Memory", topic: str, field: str | None, *, source: str | None, r
         tid = mem._topic_id(t, topic)
         if tid is None:
             raise UnknownUnit(f"no topic named {topic!r}")
-        return erase_op.erase(t, [tid], field, source, reason.strip())
+        return erase_op.erase(t, [tid], field, source, reason.strip(),
+                              log_complete=mem._engine.sync)
 
     return _erasure(mem, op, actor)
 
@@ -59,16 +60,15 @@ def erase_all(mem: "Memory", reason: str, *, actor: str) -> ErasureReceipt:
         tids = t.topic_ids_where(frozenset({"active", "archived"}))
         if not tids and not t.episode_ids_where(frozenset(EPISODE_STATUS)):
             raise UnknownUnit(f"scope {mem._scope!r} holds nothing to erase")
-        return erase_op.erase(t, tids, None, None, reason.strip(), every_episode=True)
+        return erase_op.erase(t, tids, None, None, reason.strip(), every_episode=True,
+                              log_complete=mem._engine.sync)
 
     return _erasure(mem, op, actor)
 
 
 def _erasure(mem: "Memory", op: Callable[[Transition], dict[str, Any]], actor: str) -> ErasureReceipt:
+    result, t = mem._run("erase", op, actor=actor)
     engine = mem._engine
-    with engine.store.lock:
-        engine.sync()  # the redaction reads the log: the reads held behind (gem/readlog.py) too
-        result, t = mem._run("erase", op, actor=actor)
     stone = result["tombstone"]
     with engine.store.lock:  # what is derived from what remains, and a saved snapshot, now
         scope = engine.derived.scope(mem._scope)
