@@ -22,8 +22,8 @@ from .embed import Embedder, default_embedder, embedder_named
 from .errors import GemError, InvalidInput, LostCommits, TransitionRejected, WriteConflict
 from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
-from .readlog import ReadLog
 from .policy import PolicySet, catalogue, load_sources
+from .readlog import ReadLog
 from .resolve import Resolver
 from .runtime import FactsDropped, PolicyRuntime, available_actions
 from .state.cache import CommittedCache

@@ -103,6 +103,7 @@ def explain(mem: "Memory", topic: str, field: str) -> Explanation:
 
 def stats(mem: "Memory") -> dict[str, Any]:
     synced(mem)
+
     def read(t: Transition) -> dict[str, Any]:
         with mem._engine.store.reading() as tx:
             counts = queries.status_counts(tx, mem._scope)
@@ -120,9 +121,10 @@ def stats(mem: "Memory") -> dict[str, Any]:
 
 
 def transitions(mem: "Memory", since: int) -> list[dict[str, Any]]:
-    synced(mem)
+    mem._check_open()
     if not isinstance(since, int) or isinstance(since, bool) or since < 0:
         raise InvalidInput(f"since must be an integer >= 0, got {since!r}")
+    synced(mem)
     with mem._engine.store.reading() as tx:
         rows = queries.transitions(tx, since, scope=mem._scope if mem._root else None)
     return [json_time(audit_mod.log_entry(r)) for r in rows]
@@ -220,6 +222,7 @@ def graph(mem: "Memory", topic: str, depth: int, *, limit: int) -> Neighbourhood
 
 def salience_history(mem: "Memory", topic: str) -> SalienceHistory:
     synced(mem)
+
     def read(t: Transition) -> SalienceHistory:
         tid = mem._topic_id(t, topic)
         if tid is None:
