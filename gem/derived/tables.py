@@ -5,13 +5,14 @@ import hashlib
 import json
 import math
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from ..errors import SnapshotError
 from ..index import LexicalIndex, VectorIndex
 from ..text import name_key, value_text
+from .unit_columns import UnitColumns
 
 if TYPE_CHECKING:
     from ..embed import Embedder
@@ -248,8 +249,27 @@ class UnitIndexes:
         # a short document; measured on LoCoMo turns, any@10 0.655 -> 0.672 over k1 1.2, b 0.75.
         self.lexical = LexicalIndex(0.9, 0.4, analyzer="search")
         self.vectors = VectorIndex(embedder.dim)
-        self.docs: dict[str, str] = {}
-        self.valid: dict[str, float] = {}
+        # documents and valid times by the row of their lexical entry (gem/derived/unit_columns.py)
+        self.columns = UnitColumns(self.lexical)
+
+    @property
+    def docs(self) -> Mapping[str, str]:
+        return self.columns.docs
+
+    @property
+    def valid(self) -> Mapping[str, float]:
+        return self.columns.valid
+
+    def put(self, unit: str, text: str, valid: float) -> None:
+        """Index a unit's document and record it with its valid time."""
+        self.lexical.upsert(unit, text)
+        self.columns.put(unit, text, valid)
+
+    def drop(self, unit: str) -> None:
+        """A unit leaves the unit layer (absent ones are ignored)."""
+        self.columns.drop(self.lexical.rows.get(unit))
+        self.lexical.remove(unit)
+        self.vectors.remove(unit)
 
 
 class SavedUnits(Protocol):
