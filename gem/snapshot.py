@@ -292,7 +292,7 @@ def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> Sa
     cap = max(64, n)
     table.adopt(ids)
     for name, dtype, fill in (("strength", np.float64, 0), ("last", np.float64, 0),
-                              ("status", np.int8, 0), ("owner", np.int64, -1)):
+                              ("status", np.int8, 0), ("owner", np.int32, -1)):
         column = np.full(cap, fill, dtype=dtype)
         values = arrays[f"{kind}_{name}"]
         if values.shape != (n,):

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import SnapshotError
 from ..index import LexicalIndex, VectorIndex
+from ..index.rows import capacity_for
 from ..text import name_key, value_text
 from .unit_columns import UnitColumns
 
@@ -54,7 +55,7 @@ class SalienceTable:
         self.strength = np.zeros(64)
         self.last = np.zeros(64)
         self.status = np.zeros(64, dtype=np.int8)
-        self.owner = np.full(64, -1, dtype=np.int64)  # a field's topic row in the topic table
+        self.owner = np.full(64, -1, dtype=np.int32)  # a field's topic row in the topic table
 
     @property
     def row_of(self) -> dict[str, int]:
@@ -76,7 +77,7 @@ class SalienceTable:
         return len(self.ids)
 
     def _grow(self) -> None:
-        n = self.strength.shape[0] * 2
+        n = capacity_for(self.strength.shape[0], self.strength.shape[0] + 1)  # a quarter more
         for name in ("strength", "last", "status", "owner"):
             old = getattr(self, name)
             new = np.full(n, -1 if name == "owner" else 0, dtype=old.dtype)
