@@ -43,6 +43,7 @@ import numpy as np
 from .collector import paused_gc
 from .derived import (DerivedState, NameDirectory, Progress, SalienceTable, ScopeState, UnitIndexes,
                       scope_of, snapshot_dir)
+from .derived.unit_columns import UnitColumns
 from .errors import SnapshotError
 from .index import (LexicalIndex, VectorIndex, encode_strings, read_snapshot_file, snapshot_strings,
                     write_snapshot_file)
@@ -172,13 +173,10 @@ class UnitFiles:
             if not s1 == s2 == s3 == self.stamp or units.vectors.dim != embedder.dim:
                 raise SnapshotError("the snapshot's unit files are of different generations")
             ids, docs = snapshot_strings(arrays, "ids"), snapshot_strings(arrays, "docs")
-            valid = arrays["valid"]
-            if not len(ids) == len(docs) == valid.shape[0]:
-                raise ValueError("the unit documents and valid times disagree")
+            units.columns = UnitColumns(units.lexical)
+            units.columns.load(ids, docs, arrays["valid"])
         except (KeyError, ValueError, TypeError) as exc:
             raise SnapshotError(f"the unit files in {self.folder!r} are unusable: {exc}") from exc
-        units.docs = dict(zip(ids, docs))
-        units.valid = dict(zip(ids, valid.tolist()))
         return units
 
 
@@ -188,11 +186,12 @@ def _save_units(units: UnitIndexes, folder: str, files: dict[str, str],
     units.vectors.save(os.path.join(folder, files["unitvec"]), stamp)
     ids = list(units.docs)
     ids_utf8, ids_offsets = encode_strings(ids)
-    docs_utf8, docs_offsets = encode_strings([units.docs[u] for u in ids])
+    docs_utf8, docs_offsets = encode_strings([doc for _, doc in units.docs.items()])
     write_snapshot_file(os.path.join(folder, files["unitdocs"]), "unitdocs", stamp, {},
                         {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
                          "docs_utf8": docs_utf8, "docs_offsets": docs_offsets,
-                         "valid": np.asarray([units.valid[u] for u in ids], dtype=np.float64)})
+                         "valid": np.asarray([v for _, v in units.valid.items()],
+                                             dtype=np.float64)})
     return UnitFiles(folder, files, dict(stamp))
 
 
@@ -293,7 +292,7 @@ def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> Sa
     cap = max(64, n)
     table.adopt(ids)
     for name, dtype, fill in (("strength", np.float64, 0), ("last", np.float64, 0),
-                              ("status", np.int8, 0), ("owner", np.int64, -1)):
+                              ("status", np.int8, 0), ("owner", np.int32, -1)):
         column = np.full(cap, fill, dtype=dtype)
         values = arrays[f"{kind}_{name}"]
         if values.shape != (n,):

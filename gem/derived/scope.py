@@ -5,7 +5,7 @@ import itertools
 import math
 from array import array
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -117,11 +117,11 @@ class ScopeState:
         return self.units().vectors
 
     @property
-    def unit_docs(self) -> dict[str, str]:
+    def unit_docs(self) -> Mapping[str, str]:
         return self.units().docs
 
     @property
-    def unit_valid(self) -> dict[str, float]:
+    def unit_valid(self) -> Mapping[str, float]:
         return self.units().valid
 
     # ------------------------------------------------------------------ the Committed view
@@ -425,11 +425,7 @@ class ScopeState:
             self.places.remove(unit)
         units = self.units()
         if unit in units.docs or unit in units.lexical or unit in units.vectors:
-            units = self.changed_units()
-            units.lexical.remove(unit)
-            units.vectors.remove(unit)
-            units.docs.pop(unit, None)
-            units.valid.pop(unit, None)
+            self.changed_units().drop(unit)
 
     def _forget_field(self, fid: str) -> None:
         self.fields.remove(fid)
@@ -473,15 +469,9 @@ class ScopeState:
             np.zeros((0, self.embedder.dim), dtype=np.float32)
         for unit in stale:
             if unit not in docs:  # no current value (or gone): nothing to find it by
-                units.lexical.remove(unit)
-                units.vectors.remove(unit)
-                units.docs.pop(unit, None)
-                units.valid.pop(unit, None)
+                units.drop(unit)
         for unit in keep:
-            text, valid = docs[unit]
-            units.docs[unit] = text
-            units.valid[unit] = valid
-            units.lexical.upsert(unit, text)
+            units.put(unit, *docs[unit])
         nonzero = np.any(vectors, axis=1) if keep else np.zeros(0, dtype=bool)
         for unit in (u for u, has in zip(keep, nonzero.tolist()) if not has):
             units.vectors.remove(unit)

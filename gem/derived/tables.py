@@ -5,13 +5,15 @@ import hashlib
 import json
 import math
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from ..errors import SnapshotError
 from ..index import LexicalIndex, VectorIndex
+from ..index.rows import capacity_for
 from ..text import name_key, value_text
+from .unit_columns import UnitColumns
 
 if TYPE_CHECKING:
     from ..embed import Embedder
@@ -53,7 +55,7 @@ class SalienceTable:
         self.strength = np.zeros(64)
         self.last = np.zeros(64)
         self.status = np.zeros(64, dtype=np.int8)
-        self.owner = np.full(64, -1, dtype=np.int64)  # a field's topic row in the topic table
+        self.owner = np.full(64, -1, dtype=np.int32)  # a field's topic row in the topic table
 
     @property
     def row_of(self) -> dict[str, int]:
@@ -75,7 +77,7 @@ class SalienceTable:
         return len(self.ids)
 
     def _grow(self) -> None:
-        n = self.strength.shape[0] * 2
+        n = capacity_for(self.strength.shape[0], self.strength.shape[0] + 1)  # a quarter more
         for name in ("strength", "last", "status", "owner"):
             old = getattr(self, name)
             new = np.full(n, -1 if name == "owner" else 0, dtype=old.dtype)
@@ -248,8 +250,27 @@ class UnitIndexes:
         # a short document; measured on LoCoMo turns, any@10 0.655 -> 0.672 over k1 1.2, b 0.75.
         self.lexical = LexicalIndex(0.9, 0.4, analyzer="search")
         self.vectors = VectorIndex(embedder.dim)
-        self.docs: dict[str, str] = {}
-        self.valid: dict[str, float] = {}
+        # documents and valid times by the row of their lexical entry (gem/derived/unit_columns.py)
+        self.columns = UnitColumns(self.lexical)
+
+    @property
+    def docs(self) -> Mapping[str, str]:
+        return self.columns.docs
+
+    @property
+    def valid(self) -> Mapping[str, float]:
+        return self.columns.valid
+
+    def put(self, unit: str, text: str, valid: float) -> None:
+        """Index a unit's document and record it with its valid time."""
+        self.lexical.upsert(unit, text)
+        self.columns.put(unit, text, valid)
+
+    def drop(self, unit: str) -> None:
+        """A unit leaves the unit layer (absent ones are ignored)."""
+        self.columns.drop(self.lexical.rows.get(unit))
+        self.lexical.remove(unit)
+        self.vectors.remove(unit)
 
 
 class SavedUnits(Protocol):

@@ -105,6 +105,12 @@ class LexicalIndex:
         return iter(list(self._row_of))
 
     @property
+    def rows(self) -> Mapping[str, int]:
+        """doc id -> its row, which stays its own until the document is rewritten or removed
+        (so other columns about the documents can be kept by row). Read only."""
+        return self._row_of
+
+    @property
     def avgdl(self) -> float:
         n = len(self._row_of)
         return self._total_len / n if n else 0.0

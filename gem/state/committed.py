@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from ..store.schema import EDGE_TABLES, Row
 from .cache import CommittedCache
@@ -37,7 +37,7 @@ class Committed(Protocol):
     @property
     def unit_vectors(self) -> Any: ...  # VectorIndex over units
     @property
-    def unit_valid(self) -> dict[str, float]: ...  # unit -> valid time (seconds), for `between`
+    def unit_valid(self) -> Mapping[str, float]: ...  # unit -> valid time (seconds), for `between`
     unpaired: dict[str, None]   # titles duplicate detection has not compared yet
     touched_by: dict[str, Any]  # topic -> the log records that touched it
     paired_at: float | None     # the threshold it last compared them at

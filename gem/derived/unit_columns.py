@@ -1,0 +1,94 @@
+"""The units' documents and valid times as columns by the row of their lexical index entry.
+
+Every unit with a document has one entry in the unit layer's lexical index, and that entry's
+row stays put until the unit is rewritten or removed: the documents and valid times are kept
+by that row (a list of str and a float64 array) instead of two dicts keyed by unit id. At 10k
+topics the two dicts and their float objects held ~12 of the 18.7 MB of this part.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from ..index import LexicalIndex
+
+T = TypeVar("T")
+
+
+class UnitColumns:
+    """Documents and valid times of the units in `lexical` (written after their entry)."""
+
+    def __init__(self, lexical: LexicalIndex) -> None:
+        self.lexical = lexical
+        self.texts: list[str | None] = []
+        self.times = np.zeros(0, dtype=np.float64)
+        self.docs: Mapping[str, str] = _Column(self, "texts")
+        self.valid: Mapping[str, float] = _Column(self, "times")
+
+    def _room(self, row: int) -> None:
+        if row >= len(self.texts):
+            self.texts.extend([None] * (row + 1 - len(self.texts)))
+        if row >= self.times.shape[0]:
+            grown = np.zeros(max(16, row + 1, self.times.shape[0] * 5 // 4), dtype=np.float64)
+            grown[: self.times.shape[0]] = self.times
+            self.times = grown
+
+    def put(self, unit: str, text: str, valid: float) -> None:
+        """Record `unit`'s document and valid time; its lexical entry must be written first."""
+        row = self.lexical.rows[unit]
+        self._room(row)
+        self.texts[row] = text
+        self.times[row] = valid
+
+    def drop(self, row: int | None) -> None:
+        """Release what a removed entry's row held (the row no longer belongs to its unit)."""
+        if row is not None and row < len(self.texts):
+            self.texts[row] = None
+
+    def load(self, ids: list[str], texts: list[str], valid: np.ndarray) -> None:
+        """Take a snapshot's columns (by unit, in any order); ValueError unless they hold the
+        units of the lexical index exactly."""
+        rows = self.lexical.rows
+        if len(ids) != len(rows) or len(texts) != len(ids) or valid.shape != (len(ids),):
+            raise ValueError("the unit documents and the unit index disagree")
+        at = np.fromiter(map(rows.get, ids, [-1] * len(ids)), dtype=np.int64, count=len(ids))
+        if len(ids) and (int(at.min()) < 0 or np.unique(at).shape[0] != len(ids)):
+            raise ValueError("the unit documents and the unit index disagree")
+        size = int(at.max()) + 1 if len(ids) else 0
+        self._room(size - 1)
+        for row, text in zip(at.tolist(), texts):
+            self.texts[row] = text
+        self.times[at] = valid
+
+
+class _Column(Mapping[str, T], Generic[T]):
+    """unit -> its value in one column, for the units in the lexical index."""
+
+    def __init__(self, owner: UnitColumns, name: str) -> None:
+        self.owner = owner
+        self.name = name  # the column, read each time: the times array is replaced as it grows
+
+    def __getitem__(self, unit: str) -> T:
+        value = getattr(self.owner, self.name)[self.owner.lexical.rows[unit]]
+        return value.item() if isinstance(value, np.generic) else value  # type: ignore[return-value]
+
+    def __contains__(self, unit: object) -> bool:
+        return unit in self.owner.lexical.rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self.owner.lexical.rows))
+
+    def __len__(self) -> int:
+        return len(self.owner.lexical.rows)
+
+    def items(self):  # type: ignore[override]
+        """(unit, value) pairs in one pass (a `between` window reads every valid time)."""
+        rows = self.owner.lexical.rows
+        column = getattr(self.owner, self.name)
+        if isinstance(column, np.ndarray):
+            values = column[np.fromiter(rows.values(), dtype=np.int64, count=len(rows))].tolist()
+        else:
+            values = [column[r] for r in rows.values()]
+        return list(zip(rows, values))
