@@ -24,7 +24,6 @@ from .errors import GemError, InvalidInput, LostCommits, TransitionRejected, Wri
 from .numeric import single_threaded
 from .pipeline import DEFAULT, Pipeline
 from .policy import PolicySet, catalogue, load_sources
-from .readlog import ReadLog
 from .resolve import Resolver
 from .runtime import FactsDropped, PolicyRuntime, available_actions
 from .state.cache import CommittedCache
@@ -62,7 +61,6 @@ class SharedState:
     derived: DerivedState
     embedder_name: str
     governance: Governance = field(default_factory=Governance)
-    reads: ReadLog = field(default_factory=ReadLog)  # reads' records not committed yet
 
     @property
     def policies(self) -> PolicySet | None:
@@ -312,8 +310,7 @@ class Engine:
                                         f"({lost})") from lost
                 dropped, now = {}, None
                 time.sleep(random.uniform(0, min(self.MAX_PAUSE, 0.001 * 2 ** attempt)))
-            if t.log_record is not None and self.store.head_file is not None \
-                    and not t.record_held:  # a held read's record is not committed yet
+            if t.log_record is not None and self.store.head_file is not None:
                 self.store.head_file.write(t.seq, t.log_record["hash"])  # acknowledged
             self._after_commit(t)
             if log.isEnabledFor(logging.DEBUG):
@@ -393,39 +390,19 @@ class Engine:
         later writer's columns are newer; the log has everything anyway)."""
         from .store import queries
         with self.store.lock:
-            derived, reads = self.derived, self.shared.reads
-            if self.store.closed or not (derived.pending_salience or reads.records or
+            derived = self.derived
+            if self.store.closed or not (derived.pending_salience or
                                          (stamp and derived.salience_seq != derived.seq)):
                 return
             rows = [(table, key, s, last) for key, (table, s, last) in
                     sorted(derived.pending_salience.items())]
             try:
                 with self.store.transaction(after=(derived.seq, derived.hash)) as tx:
-                    reads.write(tx)  # the columns may hold their salience: the log first
                     queries.write_salience(tx, rows, derived.seq)
             except WriteConflict:
                 return
-            self._reads_written()
             derived.pending_salience.clear()
             derived.salience_seq = derived.seq
-
-    def sync(self) -> None:
-        """Commit the reads' records held behind (gem/readlog.py): what the process's state
-        says now is then what the database and its log say (salience columns aside)."""
-        with self.store.lock:
-            reads = self.shared.reads
-            if self.store.closed or not reads.records:
-                return
-            with self.store.transaction(after=(self.derived.seq, self.derived.hash)) as tx:
-                reads.write(tx)
-            self._reads_written()
-
-    def _reads_written(self) -> None:
-        """The held reads were committed: the head they end at is acknowledged."""
-        reads = self.shared.reads
-        if reads.records and self.store.head_file is not None:
-            self.store.head_file.write(self.derived.seq, self.derived.hash)
-        reads.written()
 
     def save_snapshot(self) -> None:
         """Save the derived state beside the database (temporary databases keep none)."""

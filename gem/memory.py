@@ -336,15 +336,7 @@ class Memory:
         `audit(expected_head=...)` later to detect truncation or a rewritten log."""
         self._check_open()
         with self._engine.store.lock:
-            self._engine.sync()  # a head names committed records only (gem/readlog.py)
             return {"seq": self._engine.derived.seq, "hash": self._engine.derived.hash}
-
-    def sync(self) -> None:
-        """Commit the reinforcement of the last reads now. A retrieval that changes nothing
-        but salience is committed with the next write, at close, by `head()`, an audit or a
-        log read, after 256 such reads or one idle second (gem/readlog.py): a crash loses at
-        most those reads' reinforcement, never a write."""
-        memory_reads.synced(self)
 
     # -- views for people (the dashboard): side-effect free, like inspect
     def topics(self, *, status: str | None = None, flagged: bool = False, text: str | None = None,

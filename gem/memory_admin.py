@@ -45,8 +45,7 @@ def erase(mem: "Memory", topic: str, field: str | None, *, source: str | None, r
         tid = mem._topic_id(t, topic)
         if tid is None:
             raise UnknownUnit(f"no topic named {topic!r}")
-        return erase_op.erase(t, [tid], field, source, reason.strip(),
-                              log_complete=mem._engine.sync)
+        return erase_op.erase(t, [tid], field, source, reason.strip())
 
     return _erasure(mem, op, actor)
 
@@ -60,8 +59,7 @@ def erase_all(mem: "Memory", reason: str, *, actor: str) -> ErasureReceipt:
         tids = t.topic_ids_where(frozenset({"active", "archived"}))
         if not tids and not t.episode_ids_where(frozenset(EPISODE_STATUS)):
             raise UnknownUnit(f"scope {mem._scope!r} holds nothing to erase")
-        return erase_op.erase(t, tids, None, None, reason.strip(), every_episode=True,
-                              log_complete=mem._engine.sync)
+        return erase_op.erase(t, tids, None, None, reason.strip(), every_episode=True)
 
     return _erasure(mem, op, actor)
 
@@ -91,7 +89,6 @@ def verify_erasure(mem: "Memory", receipt: ErasureReceipt) -> ErasureCheck:
     if not isinstance(receipt, ErasureReceipt):
         raise InvalidInput(f"receipt must be a gem.ErasureReceipt, got {type(receipt).__name__}")
     with mem._engine.store.lock:
-        mem._engine.sync()
         return erase_op.verify(mem._engine, receipt)
 
 
@@ -128,9 +125,7 @@ def copy_database(mem: "Memory", dest: str | Path) -> None:
     target = os.path.abspath(os.fspath(dest))
     if any(os.path.exists(target + suffix) for suffix in ("", ".wal")):
         raise InvalidInput(f"{str(dest)!r} already exists")
-    with mem._engine.store.lock:
-        mem._engine.sync()  # the copy holds every read's reinforcement too
-        mem._engine.store.copy_files(target)
+    mem._engine.store.copy_files(target)
 
 
 def load_policies(mem: "Memory", paths: Sequence[str | Path], *, defaults: bool, actor: str) -> PolicySet:

@@ -49,12 +49,6 @@ def unit_names(mem: "Memory", ids: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def synced(mem: "Memory") -> None:
-    """Before a read of the log: commit the reads' records held behind (gem/readlog.py)."""
-    mem._check_open()
-    mem._engine.sync()
-
-
 def pending_revisions(mem: "Memory") -> list[PendingRevision]:
     return mem._read(lambda t: [revise_op.pending_revision(t, tid)
                                 for tid in revise_op.open_flag_topics(t)])
@@ -102,8 +96,6 @@ def explain(mem: "Memory", topic: str, field: str) -> Explanation:
 
 
 def stats(mem: "Memory") -> dict[str, Any]:
-    synced(mem)
-
     def read(t: Transition) -> dict[str, Any]:
         with mem._engine.store.reading() as tx:
             counts = queries.status_counts(tx, mem._scope)
@@ -124,7 +116,6 @@ def transitions(mem: "Memory", since: int) -> list[dict[str, Any]]:
     mem._check_open()
     if not isinstance(since, int) or isinstance(since, bool) or since < 0:
         raise InvalidInput(f"since must be an integer >= 0, got {since!r}")
-    synced(mem)
     with mem._engine.store.reading() as tx:
         rows = queries.transitions(tx, since, scope=mem._scope if mem._root else None)
     return [json_time(audit_mod.log_entry(r)) for r in rows]
@@ -138,7 +129,6 @@ def audit(mem: "Memory", *, full: bool, progress: Progress | None,
                                           and {"seq", "hash"} <= set(expected_head)):
         raise InvalidInput("expected_head must be a head() record: {'seq': ..., 'hash': ...}")
     with mem._engine.store.lock:
-        mem._engine.sync()
         report = audit_mod.audit(mem._engine, full=full, progress=progress,
                                  expected_head=expected_head)
     if mem._root is None and mem._engines.per_scope:
@@ -221,8 +211,6 @@ def graph(mem: "Memory", topic: str, depth: int, *, limit: int) -> Neighbourhood
 
 
 def salience_history(mem: "Memory", topic: str) -> SalienceHistory:
-    synced(mem)
-
     def read(t: Transition) -> SalienceHistory:
         tid = mem._topic_id(t, topic)
         if tid is None:
@@ -241,7 +229,6 @@ def recent_transitions(mem: "Memory", limit: int, *, before: int | None, topic: 
     if before is not None and (not isinstance(before, int) or isinstance(before, bool)):
         raise InvalidInput("before must be an integer")
     flag_arg(details, "details")
-    synced(mem)
 
     def read(t: Transition) -> list[dict[str, Any]]:
         needles: tuple[str, ...] = ()

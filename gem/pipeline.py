@@ -291,17 +291,10 @@ def flush(t: Transition, engine: "Engine") -> None:
     """Write the proposal in one engine transaction; when enough salience changes have piled up
     behind the log, they go with it. The writes follow the log head the transition was computed
     on: where other processes write too, the store refuses them if one committed meanwhile
-    (`WriteConflict`, and the engine runs the transition again). A read whose writes are its
-    log record alone holds the record instead; a transition that commits writes the reads held
-    before it first (gem/readlog.py)."""
+    (`WriteConflict`, and the engine runs the transition again)."""
     t.salience_written = engine.derived.salience_due(t)
-    writes, reads = Writes.of(t), engine.shared.reads
-    if reads.hold(t, writes, engine):  # a read that writes nothing else (gem/readlog.py)
-        return
     with engine.store.transaction(after=(engine.derived.seq, engine.derived.hash)) as tx:
-        reads.write(tx)  # the reads held before it, first
-        write(tx, writes)
-    reads.written()
+        write(tx, Writes.of(t))
 
 
 STAGES: tuple[Stage, ...] = (

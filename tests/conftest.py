@@ -150,7 +150,6 @@ def mem(db_path, clock):
 def snapshot(m: gem.Memory) -> dict:
     """Everything observable about a memory, to compare before/after a refused operation."""
     engine = m._engine
-    engine.sync()  # reads held behind (gem/readlog.py) are part of what is observable
     with engine.store.reading() as tx:
         tables = {}
         for table in TABLES:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from .. import attest, history
 from ..derived import EPISODE_STATUS, snapshot_dir
@@ -43,13 +43,10 @@ from .common import field_named, settle_current
 
 
 def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
-          reason: str, every_episode: bool = False,
-          log_complete: Callable[[], None] = lambda: None) -> dict[str, Any]:
+          reason: str, every_episode: bool = False) -> dict[str, Any]:
     """Erase topics (`field` and `source` None), one field of one topic, or what `source`
     said in one topic (or one of its fields), and the episodes that said it (with
-    `every_episode`, all the scope's). Returns the receipt's content. `log_complete` is called
-    once the request is known to erase something, before the log is read for the records to
-    redact (it commits the reads held behind: gem/readlog.py)."""
+    `every_episode`, all the scope's). Returns the receipt's content."""
     erased: dict[str, list[Any]] = {"topics": [], "fields": [], "entries": [], "observations": [],
                                     "flags": [], "episodes": [], "cited": []}
     content: list[Any] = []
@@ -86,7 +83,6 @@ def erase(t: Transition, tids: list[str], field: str | None, source: str | None,
     # a field left empty by erase(source=...) goes too: its name with it
     needles = redact.needles_of([*content, *({"field": f} for f in erased["fields"])], source)
     gone = {k for table in t.deleted.values() for k in table}
-    log_complete()
     with t.cache.store.reading() as tx:
         needles -= redact.still_held(tx, needles, gone)
         flags = [g for g in redact.flags_naming(tx, needles)

@@ -78,7 +78,6 @@ class TransitionReads:
         self.unlisted: set[str] = set()
         self.salience_written: list[tuple[str, str, float, Any]] = []  # written behind by the flush
         self.write_behind_now = False  # bring every stored salience column up to date with it
-        self.record_held = False  # its log record waits for the next commit (gem/readlog.py)
         self.rels_added: dict[str, list[tuple[str, str, Row]]] = {}
         self.rels_removed: dict[str, list[tuple[str, str]]] = {}
         # writes outside the state's own tables (stored policies), made by the flush in the

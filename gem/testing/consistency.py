@@ -63,7 +63,6 @@ def citation_disagreements(mem: Any) -> list[str]:
 def derived_disagreements(mem: Any) -> list[str]:
     engine = mem._engine
     with engine.store.lock:
-        engine.sync()  # reads held behind are the process's state, not the database's yet
         derived = engine.derived
         derived.refresh(engine.cache, engine.services.summarizer)
         derived.refresh_units(engine.cache)

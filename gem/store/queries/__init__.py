@@ -21,7 +21,7 @@ from __future__ import annotations
 from .reads import (read_rows, read_children, read_faded_history, read_edges, edge_holders)
 from .writes import (create_rows, update_rows, set_status, create_rels, delete_rels, delete_rows)
 from .log import (ensure_schema, add_missing_columns, create_tables, meta_get, meta_put,
-    write_salience, append_transition, append_transitions, last_transition, log_head, record_hash, transitions,
+    write_salience, append_transition, last_transition, log_head, record_hash, transitions,
     details_mentioning, latest_counters, highest_ids, episode_ids_from, stream_episodes,
     latest_episodes_of, touches, stream_log, read_records, redact_records, log_records, transition_count,
     stored_policies, put_policies)
@@ -33,7 +33,7 @@ from .scans import (scan, current_values, placed_units, citing_entries, placed_e
 __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'edge_holders',
            'create_rows', 'update_rows', 'set_status', 'create_rels', 'delete_rels', 'delete_rows',
            'ensure_schema', 'add_missing_columns', 'create_tables', 'meta_get', 'meta_put',
-           'write_salience', 'append_transition', 'append_transitions', 'last_transition', 'log_head', 'record_hash',
+           'write_salience', 'append_transition', 'last_transition', 'log_head', 'record_hash',
            'transitions', 'details_mentioning', 'latest_counters', 'highest_ids',
            'episode_ids_from', 'stream_episodes', 'latest_episodes_of', 'touches', 'stream_log', 'read_records',
            'redact_records', 'log_records', 'transition_count', 'stored_policies', 'put_policies',

@@ -78,14 +78,6 @@ def append_transition(tx: Tx, row: Row) -> None:
     tx.write("CREATE (:Transition {" + ", ".join(f"{c}: ${c}" for c in _LOG_COLUMNS) + "})", row, 1)
 
 
-def append_transitions(tx: Tx, rows: list[Row]) -> None:
-    """Several records, oldest first: one statement (one CREATE each cost ~1 ms on kuzu)."""
-    if len(rows) == 1:
-        append_transition(tx, rows[0])
-    elif rows:
-        create_rows(tx, "Transition", rows)
-
-
 def last_transition(tx: Tx) -> Row | None:
     head = log_head(tx)
     return read_rows(tx, "Transition", [head])[0] if head else None
