@@ -1,12 +1,12 @@
 """A large memory with the default (bounded) buffer pool: what fails, RSS, open time.
 
-    python bench/poolbound.py --topics 100000 --engine kuzu --keep DIR [--updates 30]
+    python bench/poolbound.py --topics 100000 --engine kuzu [--keep DIR] [--updates 30]
 
 scale.py's workload on one engine, gem alone in the process (no raw twin): grow to N topics
 of 10 fields in batches of 2,000 facts, update batches of 2,000, a full audit, then, 45 days
 later, a forgetting pass and a full audit again; each step prints a JSON line (seconds, the
 process's peak and current RSS, or the error a step failed with). The memory is kept in DIR
-(built once), and each open is timed in a fresh process, three times. A benchmark, not a
+(built once; without --keep it lives in a temporary directory removed at the end), and each open is timed in a fresh process, three times. A benchmark, not a
 test: nothing asserts a time.
 
 Measured (kuzu, 100k topics, 1.1M entries, default pool 1 GiB, shared 2-core box at load 8-12):
@@ -26,6 +26,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -94,9 +95,17 @@ def main() -> int:
     p.add_argument("--topics", type=int, default=100_000)
     p.add_argument("--engine", default="kuzu")
     p.add_argument("--updates", type=int, default=30)
-    p.add_argument("--keep", required=True)
+    p.add_argument("--keep", help="build the memory here once and reuse it on later runs")
     p.add_argument("--child", choices=["build", "later", "open"])
     args = p.parse_args()
+    if args.keep is None and args.child is None:
+        with tempfile.TemporaryDirectory() as keep:
+            args.keep = keep
+            return run(args)
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
     path = os.path.join(args.keep, "memory.db")
     if args.child == "build":
         build(path, args.engine, args.topics, args.updates)

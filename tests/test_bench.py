@@ -22,6 +22,7 @@ RUNS = {
     "dashboard.py": ["--topics", "120", "--rounds", "1", "--history", "40"],
     "maintenance.py": ["--sizes", "200", "--rounds", "20"],
     "forget_audit.py": ["--topics", "30"],
+    "poolbound.py": ["--topics", "30", "--updates", "1"],
     "index.py": ["--sizes", "300", "--queries", "20"],
     "lexical.py": ["--sizes", "300", "--queries", "10", "--only", "gem,baseline"],
     "places.py": ["--sizes", "300", "--queries", "10", "--memory", "50"],
