@@ -7,7 +7,7 @@ import os
 import pytest
 
 import gem
-from conftest import ENGINE, T0
+from conftest import ENGINE, T0, evict_rows
 from gem.state.cache import CommittedCache
 from gem.state.whole import load_whole
 from gem.store import graph
@@ -87,11 +87,7 @@ def test_retrieval_reads_a_stale_topic_in_one_statement(tmp_path, clock, monkeyp
     with gem.open(path, clock=clock) as mem:
         seed(mem, clock)
         derived = mem._engine.derived.scope("default")
-        # As after a reopen: nothing left for the deriving worker (gem/derived/pending.py),
-        # whose reads of rows the cache lost would be counted here, and no row cached.
-        with mem._engine.store.lock:
-            derived.refresh_units(mem._engine.cache)
-        mem._engine.cache.clear()
+        evict_rows(mem)  # as after a reopen: no row cached, nothing pending
         assert all(derived.summary_stale(t) for t in derived.names.title_of)
         ran = statements(monkeypatch)
         if request_kind == "structured":
@@ -110,7 +106,7 @@ def test_what_a_retrieval_returns_is_the_same_read_whole_or_not(tmp_path, clock,
         clock.now = T0
         with gem.open(path, clock=clock) as mem:
             seed(mem, clock)
-            mem._engine.cache.clear()
+            evict_rows(mem)
             got = [mem.retrieve(topic="Website Redesign", fields=["deadline"], history=True),
                    mem.retrieve("Lunch place deli", k=3),
                    mem.retrieve("budget deadline redesign", k=5, history=True),

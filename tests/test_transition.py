@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gem
-from conftest import ENGINE, memory_location, raw_write, snapshot
+from conftest import ENGINE, evict_rows, memory_location, raw_write, snapshot
 from gem.pipeline import DEFAULT, Stage
 from gem.store import queries
 
@@ -382,7 +382,7 @@ def test_compression_leaves_the_histories_it_moves_unjudged(mem, clock):
         checked_by_c4.extend(t.touched.entries)
 
     break_with(mem, look)
-    mem._engine.cache.clear()  # histories not cached, as in a large memory: none is read whole
+    evict_rows(mem)  # histories not cached, as in a large memory: none is read whole
     mem.forget()
     break_with(mem, None)
     assert checked_by_c4 == []  # nor are their entries checked by C4 again (see below)
