@@ -73,9 +73,12 @@ def test_a_pass_over_many_units_leaves_what_per_unit_evaluation_leaves(tmp_path,
         with gem.open(path, clock=clock, engine=ENGINE) as mem:  # nothing cached yet
             if mode == "per unit":
                 per_unit(mem)
-            report = mem.forget()
+            # Holding the store's lock keeps the deriving worker (gem/derived/pending.py) from
+            # reading the moved rows back before the cache is looked at: those reads come after.
+            with mem._engine.store.lock:
+                report = mem.forget()
+                cached = set(mem._engine.cache.rows["Field"])
             record = mem.transitions(since=report["transition"] - 1)[-1]
-            cached = set(mem._engine.cache.rows["Field"])
             folded = set(record["writes"]) & {f"t{i + 1}/field 0" for i in range(TOPICS)}
             moved = {u for u, level in report["level_ids"] if "/" in u} - folded
             assert cache_disagreements(mem) == [] and derived_disagreements(mem) == []
