@@ -20,9 +20,9 @@ Measured (Dec 2 2026, the shared 2-core VM at load 5-6, Kuzu, main at 5147e9d ag
 rebuild read and derived a piece at a time; MB, CPU s): at 10k topics (best of 2 rounds) the
 rebuild's open 2.76 -> 2.26 CPU s, its first retrieval 9.03 -> 4.50 CPU s (19.6 -> 7.2 s wall),
 peak RSS 1,081 -> 571 (503 before the close saves the snapshot), 3.28x -> 1.73x the 330 of a
-normal open after its first retrieval; at 30k topics (1 round) open 6.9 -> 7.1 CPU s, first
-retrieval 26.9 -> 18.5 CPU s, peak 2,946 -> 1,017 (859 before the close), 5.57x -> 1.92x a
-normal open's 529. Both found the same. What a rebuilt memory holds beyond a loaded one (30k
+normal open after its first retrieval; at 30k topics (best of 2) open 6.06 -> 5.64 CPU s,
+first retrieval 27.5 -> 15.6 CPU s (52 -> 38 s wall), peak 2,938 -> 1,000 (829 before the
+close), 5.56x -> 1.89x a normal open's 529. Both found the same. What a rebuilt memory holds beyond a loaded one (30k
 topics, /proc/self/smaps after the retrieval): the engine's buffer pool pages the scans read
 (149 against 24 MB; bounded by the pool), and malloc's main heap (317 against 181 MB, 90 of
 it free and given back by a malloc_trim); the interpreter's objects and numpy arrays 302
