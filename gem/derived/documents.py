@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Generator, Iterator, Sequence
 
 
 from ..history import is_retraction
@@ -147,7 +147,7 @@ UNITS_PIECE = 8192
 
 
 def unit_document_pieces(cache: "CommittedCache", names: NameDirectory, units: Sequence[str]
-                         ) -> Iterator[tuple[list[str], dict[str, tuple[str, float]]]]:
+                         ) -> Generator[tuple[list[str], dict[str, tuple[str, float]]], None, None]:
     """`unit_documents` of `units` a piece at a time: (some of the units, the documents of
     those that have one). Every unit is in one piece; many fields' documents come from one
     scan of the current values, read a piece at a time, the rest by key."""

@@ -1,6 +1,7 @@
 """ScopeState: one scope's derived state (names, summaries, unit indexes, salience, places)."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from array import array
@@ -467,12 +468,14 @@ class ScopeState:
             list(itertools.islice(self.stale_units, limit))
         if self.places is not None and len(stale) > SCAN_ABOVE:
             self.places = None  # too many to read by key: its own scan rebuilds it
-        for part, docs in unit_document_pieces(cache, self.names, stale):
-            self._index_units(units, part, docs)
-            if self.places is not None:
-                self.places.update(unit_places(cache, part))
-            for unit in part:
-                del self.stale_units[unit]
+        # closed at once if a piece fails: a scan's pieces are read under the store's lock
+        with contextlib.closing(unit_document_pieces(cache, self.names, stale)) as pieces:
+            for part, docs in pieces:
+                self._index_units(units, part, docs)
+                if self.places is not None:
+                    self.places.update(unit_places(cache, part))
+                for unit in part:
+                    del self.stale_units[unit]
 
     def _index_units(self, units: UnitIndexes, part: list[str],
                      docs: dict[str, tuple[str, float]]) -> None:
