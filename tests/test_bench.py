@@ -23,6 +23,7 @@ RUNS = {
     "maintenance.py": ["--sizes", "200", "--rounds", "20"],
     "forget_audit.py": ["--topics", "30"],
     "poolbound.py": ["--topics", "30", "--updates", "1"],
+    "rebuild.py": ["--topics", "30", "--updates", "1", "--baseline", "HEAD"],
     "index.py": ["--sizes", "300", "--queries", "20"],
     "lexical.py": ["--sizes", "300", "--queries", "10", "--only", "gem,baseline"],
     "places.py": ["--sizes", "300", "--queries", "10", "--memory", "50"],

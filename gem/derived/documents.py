@@ -1,8 +1,9 @@
 """The documents derived state indexes (summaries, unit documents), and where its snapshot lives."""
 from __future__ import annotations
 
+import itertools
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Generator, Iterator, Sequence
 
 
 from ..history import is_retraction
@@ -133,11 +134,49 @@ def _field_document(names: NameDirectory, tid: str, name: str, value: str,
 
 def _scanned_field_documents(cache: "CommittedCache", names: NameDirectory,
                              fids: Sequence[str]) -> dict[str, tuple[str, float]]:
+    out: dict[str, tuple[str, float]] = {}
+    for _, docs in _scanned_pieces(cache, names, fids):
+        out.update(docs)
+    return out
+
+
+# Units whose documents a derivation of many holds at once (`unit_document_pieces`): their
+# documents, vectors (dense float32 before they are packed) and rows read. At 1M units,
+# deriving them all in one step held 1 GB per copy of their vectors, and several copies.
+UNITS_PIECE = 8192
+
+
+def unit_document_pieces(cache: "CommittedCache", names: NameDirectory, units: Sequence[str]
+                         ) -> Generator[tuple[list[str], dict[str, tuple[str, float]]], None, None]:
+    """`unit_documents` of `units` a piece at a time: (some of the units, the documents of
+    those that have one). Every unit is in one piece; many fields' documents come from one
+    scan of the current values, read a piece at a time, the rest by key."""
+    fids = [u for u in units if unit_table(u) == "Field"]
+    rest: Sequence[str] = units
+    if len(fids) > SCAN_ABOVE:
+        yield from _scanned_pieces(cache, names, fids)
+        rest = [u for u in units if unit_table(u) != "Field"]
+    for i in range(0, len(rest), UNITS_PIECE):
+        part = list(rest[i:i + UNITS_PIECE])
+        yield part, unit_documents(cache, names, part, scan=False)
+
+
+def _scanned_pieces(cache: "CommittedCache", names: NameDirectory, fids: Sequence[str]
+                    ) -> Iterator[tuple[list[str], dict[str, tuple[str, float]]]]:
+    """The documents of fields `fids` from one scan of every current value, UNITS_PIECE
+    values at a time; then the fields it did not find (no current value), with none."""
     wanted = set(fids)
     with cache.store.reading() as tx:
         found = queries.current_values(tx)
-    return {fid: _field_document(names, tid, name, value, valid_at)
-            for fid, tid, name, value, valid_at in found if fid in wanted}
+        while piece := list(itertools.islice(found, UNITS_PIECE)):
+            docs = {fid: _field_document(names, tid, name, value, valid_at)
+                    for fid, tid, name, value, valid_at in piece if fid in wanted}
+            wanted.difference_update(docs)
+            del piece
+            yield list(docs), docs
+    missing = [f for f in fids if f in wanted]
+    for i in range(0, len(missing), UNITS_PIECE):
+        yield missing[i:i + UNITS_PIECE], {}
 
 
 def scope_of(unit: str) -> str:

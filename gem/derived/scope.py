@@ -1,6 +1,7 @@
 """ScopeState: one scope's derived state (names, summaries, unit indexes, salience, places)."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from array import array
@@ -14,7 +15,7 @@ from ..index import LexicalIndex, VectorIndex
 from ..places import PlaceGrid, unit_places
 from ..store.schema import Row
 from ..units import unit_table
-from .documents import SCAN_ABOVE, summaries_of, unit_documents, units_rewritten
+from .documents import SCAN_ABOVE, summaries_of, unit_document_pieces, units_rewritten
 from .tables import (EPISODE_STATUS, FIELD_STATUS, SALIENCE_SLACK, TOPIC_STATUS, NameDirectory, SalienceTable,
                      SavedUnits, Summarizer, UnitIndexes, said_key, seconds)
 
@@ -456,18 +457,33 @@ class ScopeState:
 
     def refresh_units(self, cache: "CommittedCache", limit: int | None = None) -> None:
         """Re-derive the stale units' documents, valid times and index entries from committed
-        state (all of them, or the `limit` oldest), in one embedder call."""
+        state (all of them, or the `limit` oldest), a piece of units at a time
+        (`unit_document_pieces`): one embedder call and one bulk upsert each, and no more of
+        their rows, documents and vectors held at once (a rebuild makes every unit stale)."""
         self.units()  # unusable files make every unit stale
         if not self.stale_units:
             return
         units = self.changed_units()
         stale = list(self.stale_units) if limit is None else \
             list(itertools.islice(self.stale_units, limit))
-        docs = unit_documents(cache, self.names, stale)
-        keep = [u for u in stale if u in docs]
+        if self.places is not None and len(stale) > SCAN_ABOVE:
+            self.places = None  # too many to read by key: its own scan rebuilds it
+        # closed at once if a piece fails: a scan's pieces are read under the store's lock
+        with contextlib.closing(unit_document_pieces(cache, self.names, stale)) as pieces:
+            for part, docs in pieces:
+                self._index_units(units, part, docs)
+                if self.places is not None:
+                    self.places.update(unit_places(cache, part))
+                for unit in part:
+                    del self.stale_units[unit]
+
+    def _index_units(self, units: UnitIndexes, part: list[str],
+                     docs: dict[str, tuple[str, float]]) -> None:
+        """Index the documents of units `part` (those without one leave the layer)."""
+        keep = [u for u in part if u in docs]
         vectors = self.embedder.embed([docs[u][0] for u in keep]) if keep else \
             np.zeros((0, self.embedder.dim), dtype=np.float32)
-        for unit in stale:
+        for unit in part:
             if unit not in docs:  # no current value (or gone): nothing to find it by
                 units.drop(unit)
         for unit in keep:
@@ -475,15 +491,9 @@ class ScopeState:
         nonzero = np.any(vectors, axis=1) if keep else np.zeros(0, dtype=bool)
         for unit in (u for u, has in zip(keep, nonzero.tolist()) if not has):
             units.vectors.remove(unit)
-        if nonzero.any():  # one bulk upsert: a rebuild refreshes every unit at once
+        if nonzero.any():
             units.vectors.upsert_many([u for u, has in zip(keep, nonzero.tolist()) if has],
                                       vectors[nonzero])
-        if self.places is not None and len(stale) > SCAN_ABOVE:
-            self.places = None  # too many to read by key: its own scan rebuilds it
-        elif self.places is not None:
-            self.places.update(unit_places(cache, stale))
-        for unit in stale:
-            del self.stale_units[unit]
 
     # Stale units derived after a commit beyond those the commit itself made stale: a backlog
     # (a rebuild makes every unit stale) drains without any one commit paying for all of it.

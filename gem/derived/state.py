@@ -1,6 +1,7 @@
 """DerivedState: one ScopeState per scope, and what is global (log head, salience written behind)."""
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import time
@@ -137,81 +138,79 @@ class DerivedState:
                            if s.topics.ids or s.counters}}
 
     # ------------------------------------------------------------------ rebuild
+    # Titles embedded and named at a time (a rebuild reads every table a piece at a time and
+    # holds no more of its rows than this: at 100k topics the rows alone were GBs).
+    TITLE_STEP = 10_000
+
     @classmethod
     @paused_gc()
     def rebuild(cls, store: GraphStore, embedder: "Embedder",
                 progress: Progress | None = None) -> "DerivedState":
         """Everything derived, from the database alone (summaries are left stale: the first
-        reader refreshes them)."""
-        state = cls(embedder)
+        reader refreshes them), each table read and taken in a piece at a time."""
         attempt = 0
         while True:
             attempt += 1
+            state = cls(embedder)
             with store.reading() as tx:
                 state.salience_seq = int(queries.meta_get(tx, "salience_seq") or 0)
                 last = queries.last_transition(tx)
-                counters = queries.latest_counters(tx)
-                topics = queries.scan(tx, "Topic", columns=("id", "title", "aliases", "status",
-                                                            "strength", "last_access", "scope"),
-                                      order="seq")
-                fields = queries.scan(tx, "Field", columns=("id", "topic_id", "status", "strength",
-                                                            "last_access", "labels"))
-                flags = queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",))
-                episodes = queries.scan(tx, "Episode", columns=("id", "status", "strength",
-                                                                "last_access", "scope"), order="seq")
-                behind = queries.transitions(tx, state.salience_seq)
-                touches = queries.touches(tx)
-                edge_holders = queries.edge_holders(tx)
+                state._take_rows(tx, last, queries.latest_counters(tx), progress)
                 # On a store other processes write, each read above is its own query: they
                 # describe one state only if no commit, and no write-behind of the salience
                 # columns, came between the first and the last.
                 if not store.shared_writers or (
                         unmoved(tx, last) and
                         int(queries.meta_get(tx, "salience_seq") or 0) == state.salience_seq):
-                    break
+                    return state
             if attempt >= cls.REBUILD_ATTEMPTS:
                 raise StoreError(f"{store.path!r}: other processes kept committing while this "
                                  f"one read the state ({attempt} times); open it again")
             time.sleep(random.uniform(0, 0.002 * attempt))
-        for record in behind:  # the salience the stored columns do not have yet
-            for key, (strength, last_access) in json.loads(record["salience"] or "{}").items():
-                state.pending_salience[key] = (unit_table(key), strength,
-                                               datetime.fromisoformat(last_access))
-            for key, digest in json.loads(record["writes"] or "{}").items():
+
+    def _take_rows(self, tx: Any, last: Row | None, counters: dict[str, dict[str, int]],
+                   progress: Progress | None) -> None:
+        """Read the state's rows (`rebuild`), patched with the salience the log has past the
+        stored columns."""
+        for salience, writes in queries.salience_since(tx, self.salience_seq):  # not stored yet
+            for key, (strength, last_access) in json.loads(salience or "{}").items():
+                self.pending_salience[key] = (unit_table(key), strength,
+                                              datetime.fromisoformat(last_access))
+            for key, digest in json.loads(writes or "{}").items():
                 if digest is None:  # deleted later: nothing of it is pending (as after `apply`)
-                    state.pending_salience.pop(key, None)
-        topics = [state.patch("Topic", r) for r in topics]
-        fields = [state.patch("Field", r) for r in fields]
-        episodes = [state.patch("Episode", r) for r in episodes]
+                    self.pending_salience.pop(key, None)
         if last is not None:
-            state.seq, state.hash, state.at = last["seq"], last["hash"], last["at"]
+            self.seq, self.hash, self.at = last["seq"], last["hash"], last["at"]
         for name, values in counters.items():
-            state.scope(name).counters = values
-        total = len(topics)
-        for row in topics:
-            scope = state.scope(row["scope"])
-            scope._put_topic(row)
-            scope.stale[row["id"]] = None
-        for row in fields:
-            scope = state.scope(scope_of(row["id"]))
-            scope._put_field(row)
-            scope.stale_units[row["id"]] = None
-        for row in episodes:
-            scope = state.scope(row["scope"])
-            scope._put_episode(row)
-            scope.stale_units[row["id"]] = None
-        for g in flags:
-            scope = state.scope(scope_of(g["topic_id"]))
-            scope.open_flags[g["topic_id"]] = scope.open_flags.get(g["topic_id"], 0) + 1
-        state.set_edge_holders(edge_holders)
-        for seq, units in touches:
-            for tid in {unit.split("/", 1)[0] for unit in units}:
-                state.scope(scope_of(tid)).touched_by.setdefault(tid, array("q")).append(seq)
-        step = 10_000
-        for i in range(0, total, step):
-            chunk = topics[i:i + step]
+            self.scope(name).counters = values
+        total = queries.count(tx, "Topic") if progress is not None else 0
+        done = 0
+        topics = queries.stream_scan(tx, "Topic", ("id", "title", "aliases", "status", "strength",
+                                                   "last_access", "scope"), by_seq=True)
+        while chunk := list(itertools.islice(topics, self.TITLE_STEP)):
+            for row in chunk:
+                scope = self.scope(row["scope"])
+                scope._put_topic(self.patch("Topic", row))
+                scope.stale[row["id"]] = None
             for name in dict.fromkeys(r["scope"] for r in chunk):
-                state.scope(name)._put_names([r for r in chunk if r["scope"] == name], {})
+                self.scope(name)._put_names([r for r in chunk if r["scope"] == name], {})
+            done += len(chunk)
             if progress is not None:
-                progress("index titles", min(i + step, total), total)
-        return state
+                progress("index titles", done, total)
+        for row in queries.stream_scan(tx, "Field", ("id", "topic_id", "status", "strength",
+                                                     "last_access", "labels")):
+            scope = self.scope(scope_of(row["id"]))
+            scope._put_field(self.patch("Field", row))
+            scope.stale_units[row["id"]] = None
+        for row in queries.stream_scan(tx, "Episode", ("id", "status", "strength", "last_access",
+                                                       "scope"), by_seq=True):
+            scope = self.scope(row["scope"])
+            scope._put_episode(self.patch("Episode", row))
+            scope.stale_units[row["id"]] = None
+        for g in queries.scan(tx, "Flag", "n.status = 'open'", columns=("topic_id",)):
+            scope = self.scope(scope_of(g["topic_id"]))
+            scope.open_flags[g["topic_id"]] = scope.open_flags.get(g["topic_id"], 0) + 1
+        self.set_edge_holders(queries.edge_holders(tx))
+        for seq, units in queries.touches(tx):
+            for tid in {unit.split("/", 1)[0] for unit in units}:
+                self.scope(scope_of(tid)).touched_by.setdefault(tid, array("q")).append(seq)

@@ -23,12 +23,12 @@ from .writes import (create_rows, update_rows, set_status, create_rels, delete_r
 from .log import (ensure_schema, add_missing_columns, create_tables, meta_get, meta_put,
     write_salience, append_transition, last_transition, log_head, record_hash, transitions,
     details_mentioning, latest_counters, highest_ids, episode_ids_from, stream_episodes,
-    latest_episodes_of, touches, stream_log, read_records, redact_records, log_records, transition_count,
+    latest_episodes_of, touches, salience_since, stream_log, read_records, redact_records, log_records, transition_count,
     stored_policies, put_policies)
 from .scans import (scan, current_values, placed_units, citing_entries, placed_entries, scan_edges,
     scan_owned, count, count_rels, misowned, status_counts, active_fields_by_scope, entry_counts,
     updates_of_extended_topics, flags_by_transition, conflicting_fields, stream_histories,
-    stream_rows, stream_rels, count_owned, negative_strengths)
+    stream_rows, stream_rels, count_owned, negative_strengths, stream_scan)
 
 __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'edge_holders',
            'create_rows', 'update_rows', 'set_status', 'create_rels', 'delete_rels', 'delete_rows',
@@ -41,4 +41,4 @@ __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'ed
            'scan_edges', 'scan_owned', 'count', 'count_rels', 'misowned', 'status_counts',
            'active_fields_by_scope', 'entry_counts', 'updates_of_extended_topics',
            'flags_by_transition', 'conflicting_fields', 'stream_histories', 'stream_rows',
-           'stream_rels', 'count_owned', 'negative_strengths']
+           'stream_rels', 'count_owned', 'negative_strengths', 'stream_scan', 'salience_since']

@@ -125,6 +125,14 @@ def stream_log(tx: Tx) -> Iterator[Row]:
         yield row if typed is None else typed(row)
 
 
+def salience_since(tx: Tx, seq: int) -> Iterator[tuple[str, str]]:
+    """(salience, writes) of the log records after `seq`, in order, a bounded piece at a time:
+    the salience a rebuild replays onto the stored columns."""
+    for salience, writes in log_pieces(tx, "x.salience, x.writes", "x.seq > $s", {"s": seq},
+                                       weigh=("salience", "writes")):
+        yield salience, writes
+
+
 def details_mentioning(tx: Tx, scope: str, needle: str) -> list[dict[str, Any]]:
     """The details of a scope's log records whose detail text holds `needle` (a key: `gem
     stats` adds up the `llm` parts), decoded; redacted records have none."""

@@ -60,6 +60,25 @@ def table_pieces(tx: Tx, table: str, query: str, var: str, params: dict[str, Any
         span = max(1, min(2 * span, span * budget // rows if rows else 2 * span))
 
 
+def seq_pieces(tx: Tx, table: str, returns: str, times: Sequence[int] | None = None
+               ) -> Iterator[list[Any]]:
+    """`RETURN {returns}` of every row (`n`) of `table` in order of its `seq` (unique within
+    its `scope`: rows of several scopes with one number come in any order), a range of numbers
+    at a time (a sort of the whole table needs a pool as large as it)."""
+    text = f"MATCH (n:{table}) WHERE n.seq >= $lo AND n.seq < $hi RETURN {returns} ORDER BY n.seq"
+    if _falkor(tx):
+        yield from tx.stream(f"MATCH (n:{table}) RETURN {returns} ORDER BY n.seq", None, times)
+        return
+    row = tx.one(f"MATCH (n:{table}) RETURN min(n.seq), max(n.seq), count(DISTINCT n.scope)")
+    if row is None or row[0] is None:
+        return
+    low, high = int(row[0]), int(row[1])
+    span = max(1, piece_bytes(tx) // ROW_BYTES // max(1, int(row[2])))  # a row per scope a number
+    while low <= high:
+        yield from tx.stream(text, {"lo": low, "hi": low + span}, times)
+        low += span
+
+
 def log_pieces(tx: Tx, returns: str, where: str = "", params: dict[str, Any] | None = None,
                weigh: Sequence[str] = (), times: Sequence[int] | None = None
                ) -> Iterator[list[Any]]:

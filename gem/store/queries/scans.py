@@ -7,7 +7,7 @@ from ..graph import Tx
 from ..schema import RELS, TABLES, Row
 
 from .forms import _TIMES, _as_float, _rows, _typing
-from .pieces import table_pieces
+from .pieces import seq_pieces, table_pieces
 from .reads import _owned_hop, _returns
 
 
@@ -23,12 +23,27 @@ def scan(tx: Tx, table: str, where: str = "", params: dict[str, Any] | None = No
     return _rows(tx, table, cols, rows)
 
 
-def current_values(tx: Tx) -> list[tuple[str, str, str, str, Any]]:
+def current_values(tx: Tx) -> Iterator[tuple[str, str, str, str, Any]]:
     """(field id, topic id, field name, value JSON, valid time) of every field's current
-    entry, in one scan: what the search documents of many fields are made of."""
-    return [tuple(r) for r in tx.run(  # type: ignore[misc]
-        "MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry) WHERE e.status = 'current' "
-        "RETURN f.id, f.topic_id, f.name, e.value, e.valid_at")]
+    entry, in one scan read a piece at a time: what the search documents of many fields are
+    made of."""
+    for values in table_pieces(tx, "Field", "MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry {status: 'current'}) "
+                               "{WHERE} RETURN f.id, f.topic_id, f.name, e.value, e.valid_at", "f",
+                               times=[4]):
+        yield tuple(values)  # type: ignore[misc]
+
+
+def stream_scan(tx: Tx, table: str, columns: Sequence[str], by_seq: bool = False) -> Iterator[Row]:
+    """`scan` of some columns a row at a time and a piece of the table at a time: in stored
+    order, or in order of `seq` (unique in a scope)."""
+    cols = tuple(columns)
+    typed = _typing(tx, table, cols)
+    times = [i for i, c in enumerate(cols) if c in _TIMES[table]]
+    values = seq_pieces(tx, table, _returns("n", cols), times) if by_seq else \
+        table_pieces(tx, table, f"MATCH (n:{table}) {{WHERE}} RETURN {_returns('n', cols)}", "n", times=times)
+    for v in values:
+        row = dict(zip(cols, v))
+        yield row if typed is None else typed(row)
 
 
 def placed_units(tx: Tx, scope: str) -> list[tuple[str, float, float]]:
