@@ -45,3 +45,26 @@ def _rows_read_at_open(topics: int, monkeypatch) -> int:
 @pytest.mark.skipif(ENGINE == "falkordb", reason="a FalkorDB memory keeps no snapshot")
 def test_open_reads_as_many_rows_at_30_topics_as_at_300(monkeypatch):
     assert _rows_read_at_open(30, monkeypatch) == _rows_read_at_open(300, monkeypatch)
+
+
+def test_open_builds_no_policy_parser_from_the_grammar(monkeypatch, tmp_path):
+    # Building the LALR parser from the grammar cost ~1 s of every open (its terminals are
+    # compared pairwise): an open loads the shipped tables instead (gem/policy/grammar.py).
+    import lark
+
+    from gem.policy import grammar
+    path = str(tmp_path / "m")
+    with gem.open(path, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact("Topic", "field", "value")])
+    built = [0]
+    init = lark.Lark.__init__
+
+    def counting(self, *args, **kwargs):
+        built[0] += 1
+        init(self, *args, **kwargs)
+
+    grammar.lark_parser.cache_clear()  # as in a fresh process
+    monkeypatch.setattr(lark.Lark, "__init__", counting)
+    with gem.open(path, engine=ENGINE) as mem:
+        assert mem.retrieve(topic="Topic").topics
+    assert built[0] == 0
