@@ -38,6 +38,9 @@ def build(path: str, topics: int, fields: int = 10) -> None:
             size = min(500, topics - start)
             mem.ingest([gem.Fact(f"Topic {start + i}", f"field {j}", f"value {start + i}.{j}")
                         for i in range(size) for j in range(fields)])
+        # a free-text query derives every summary and search document, as a memory in use
+        # has them: the snapshot then holds the summaries' indexes and the unit layer
+        mem.retrieve("value 1.1", k=5)
 
 
 def child(path: str, profile: bool) -> dict:

@@ -74,7 +74,7 @@ def save(state: DerivedState, db_path: str) -> None:
     previous = _meta(folder)
     gen = (previous or {}).get("generation", 0) + 1
     stamp = {"seq": state.seq, "hash": state.hash, "embedder": state.embedder.name}
-    scopes = {name: s for name, s in sorted(state.scopes.items()) if s.topics.ids or s.counters}
+    scopes = {name: s for name, s in sorted(state.scopes.items()) if len(s.topics) or s.counters}
     files: dict[str, Any] = {"state": f"state-{gen}.json", "scopes": {}}
     body: dict[str, Any] = {"salience_seq": state.salience_seq,
                             "audit_checkpoint": state.audit_checkpoint,
@@ -119,7 +119,7 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
     for kind, table in (("topics", scope.topics), ("fields", scope.fields),
                         ("episodes", scope.episodes)):
         n = len(table)
-        arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"] = encode_strings(table.ids)
+        arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"] = table.packed_ids()
         arrays[f"{kind}_strength"] = table.strength[:n]
         arrays[f"{kind}_last"] = table.last[:n]
         arrays[f"{kind}_status"] = table.status[:n]
@@ -287,10 +287,12 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
 
 
 def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> SalienceTable:
-    ids = _ids(arrays, f"{kind}_ids")
-    n = len(ids)
+    if f"{kind}_ids_utf8" in arrays:  # decoded when first asked for
+        table.adopt_packed(arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"])
+    else:
+        table.adopt(_ids(arrays, f"{kind}_ids"))
+    n = len(table)
     cap = max(64, n)
-    table.adopt(ids)
     for name, dtype, fill in (("strength", np.float64, 0), ("last", np.float64, 0),
                               ("status", np.int8, 0), ("owner", np.int32, -1)):
         column = np.full(cap, fill, dtype=dtype)

@@ -134,7 +134,7 @@ class DerivedState:
     def fingerprint(self) -> dict[str, Any]:
         return {"seq": self.seq, "hash": self.hash, "at": self.at,
                 "scopes": {name: s.fingerprint() for name, s in sorted(self.scopes.items())
-                           if s.topics.ids or s.counters}}
+                           if len(s.topics) or s.counters}}
 
     # ------------------------------------------------------------------ rebuild
     @classmethod
