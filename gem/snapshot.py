@@ -87,8 +87,7 @@ def save(state: DerivedState, db_path: str) -> None:
         body["scopes"][name] = {
             # each name with its canonical key: open then builds the directory without
             # normalising 100k names again (0.1 s of a 1.1 s open at 100k topics)
-            "names": [[tid, names, [name_key(n) for n in names]]
-                      for tid, names in scope.names.names_of.items()],
+            "names": scope.names.saved_rows(),
             "summaries": scope.summaries, "stale": list(scope.stale),
             "open_flags": scope.open_flags, "counters": scope.counters,
             "field_labels": scope.field_labels,
@@ -124,12 +123,17 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
         arrays[f"{kind}_last"] = table.last[:n]
         arrays[f"{kind}_status"] = table.status[:n]
         arrays[f"{kind}_owner"] = _narrow(table.owner[:n])
-    touched = sorted(scope.touched_by.items())
-    arrays["touched_ids_utf8"], arrays["touched_ids_offsets"] = encode_strings([tid for tid, _ in touched])
-    arrays["touched_offsets"] = _narrow(np.cumsum([0] + [len(seqs) for _, seqs in touched]))
-    arrays["touched_seqs"] = _narrow(np.concatenate([np.frombuffer(seqs, dtype=np.int64)
-                                                     for _, seqs in touched])) \
-        if touched else np.zeros(0, dtype=np.int32)
+    packed = scope.touched_packed
+    if isinstance(packed, Touches):  # never used since it was read: written back as it was
+        arrays.update(packed.arrays)
+    else:
+        touched = sorted(scope.touched_by.items())
+        arrays["touched_ids_utf8"], arrays["touched_ids_offsets"] = encode_strings(
+            [tid for tid, _ in touched])
+        arrays["touched_offsets"] = _narrow(np.cumsum([0] + [len(seqs) for _, seqs in touched]))
+        arrays["touched_seqs"] = _narrow(np.concatenate([np.frombuffer(seqs, dtype=np.int64)
+                                                         for _, seqs in touched])) \
+            if touched else np.zeros(0, dtype=np.int32)
     tmp = os.path.join(folder, files["tables"] + ".tmp")
     with open(tmp, "wb") as f:
         np.savez(f, allow_pickle=False, **arrays)
@@ -153,6 +157,37 @@ def _ids(arrays: dict[str, np.ndarray], name: str) -> list[str]:
         return snapshot_strings(arrays, name)
     ids: list[str] = arrays[name].tolist()
     return ids
+
+
+@dataclass(frozen=True)
+class Touches:
+    """A scope's touched-by columns as a snapshot holds them: each topic's log records, read
+    into a dict of arrays when first used (`ScopeState.touched_by`)."""
+
+    arrays: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, tables: dict[str, np.ndarray]) -> "Touches":
+        names = ("touched_offsets", "touched_seqs",
+                 *(("touched_ids_utf8", "touched_ids_offsets") if "touched_ids_utf8" in tables
+                   else ("touched_ids",)))
+        arrays = {name: tables[name] for name in names}
+        ids = arrays.get("touched_ids_offsets", arrays.get("touched_ids"))
+        n = ids.shape[0] - (1 if "touched_ids_offsets" in arrays else 0)
+        offsets, seqs = arrays["touched_offsets"], arrays["touched_seqs"]
+        if offsets.shape != (n + 1,) or (n and offsets[-1] != seqs.shape[0]):
+            raise ValueError("the touched-by columns disagree")
+        return cls(arrays)
+
+    def build(self) -> dict[str, array]:
+        ids = _ids(self.arrays, "touched_ids")
+        packed = self.arrays["touched_seqs"].astype("<i8").tobytes()
+        bounds = (self.arrays["touched_offsets"].astype(np.int64) * 8).tolist()
+        touched: dict[str, array] = {}
+        for i, tid in enumerate(ids):
+            touched[tid] = seqs_of = array("q")
+            seqs_of.frombytes(packed[bounds[i]:bounds[i + 1]])
+        return touched
 
 
 @dataclass(frozen=True)
@@ -263,8 +298,7 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
                                   unit_stamp)
     scope.stale_units = dict.fromkeys(part["stale_units"])
     # What json.loads built is used as it is (fresh lists and dicts of str), not copied.
-    scope.names = NameDirectory.of({tid: names for tid, names, _ in part["names"]},
-                                   {tid: keys for tid, _, keys in part["names"]})
+    scope.names = NameDirectory.deferred(part["names"])
     scope.summaries = part["summaries"]
     scope.stale = dict.fromkeys(part["stale"])
     scope.open_flags = {k: int(v) for k, v in part["open_flags"].items()}
@@ -275,14 +309,7 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
     scope.episodes = _table(tables, "episodes", SalienceTable(scope.episodes.names))
     scope.derive_fields_by_topic()
     scope.unpaired = dict.fromkeys(part["unpaired"])
-    ids, offsets, seqs = _ids(tables, "touched_ids"), tables["touched_offsets"], tables["touched_seqs"]
-    if offsets.shape != (len(ids) + 1,) or (len(ids) and offsets[-1] != seqs.shape[0]):
-        raise ValueError("the touched-by columns disagree")
-    packed, bounds = seqs.astype("<i8").tobytes(), (offsets.astype(np.int64) * 8).tolist()
-    scope.touched_by = {}
-    for i, tid in enumerate(ids):
-        scope.touched_by[tid] = seqs_of = array("q")
-        seqs_of.frombytes(packed[bounds[i]:bounds[i + 1]])
+    scope.touched_from(Touches.of(tables))
     scope.paired_at = None if part["paired_at"] is None else float(part["paired_at"])
 
 

@@ -75,8 +75,10 @@ class ScopeState:
         # threshold changed (gem/operators/revise.py).
         self.unpaired: dict[str, None] = {}
         self.paired_at: float | None = None
-        # topic -> the log records that touched it (an erasure redacts them)
-        self.touched_by: dict[str, array] = {}
+        # topic -> the log records that touched it (an erasure redacts them); a loaded
+        # snapshot's are built when first used (`touched_from`)
+        self._touched_by: dict[str, array] | None = {}
+        self.touched_packed: Any = None  # what builds them, while _touched_by is None
         # The topics with any typed edge: a transition reads the edges of no other topic (most
         # have none; reading that they have none cost two statements). Found by one scan of
         # the edges when the state is loaded or rebuilt, not saved.
@@ -123,6 +125,23 @@ class ScopeState:
     @property
     def unit_valid(self) -> Mapping[str, float]:
         return self.units().valid
+
+    @property
+    def touched_by(self) -> dict[str, array]:
+        if self._touched_by is None:
+            self._touched_by = self.touched_packed.build()
+            self.touched_packed = None
+        return self._touched_by
+
+    @touched_by.setter
+    def touched_by(self, value: dict[str, array]) -> None:
+        self._touched_by, self.touched_packed = value, None
+
+    def touched_from(self, packed: Any) -> None:
+        """Take a snapshot's record of the log records that touched each topic, as it was
+        read (an object whose `build()` makes the dict), until something uses it: at 100k
+        topics, 100k arrays an open need not make."""
+        self._touched_by, self.touched_packed = None, packed
 
     # ------------------------------------------------------------------ the Committed view
     def topic_status(self, tid: str) -> str | None:

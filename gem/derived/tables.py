@@ -189,10 +189,54 @@ class NameDirectory:
     finds is decided by the reader (`choose`), who knows the topics' statuses."""
 
     def __init__(self) -> None:
-        self.by_name: dict[str, list[str]] = {}
-        self.by_key: dict[str, list[str]] = {}
-        self.names_of: dict[str, list[str]] = {}
-        self.title_of: dict[str, str] = {}
+        self._by_name: dict[str, list[str]] = {}
+        self._by_key: dict[str, list[str]] = {}
+        self._names_of: dict[str, list[str]] = {}
+        self._title_of: dict[str, str] = {}
+        # A loaded snapshot's [tid, names, keys] rows, put into the dicts when first asked for
+        # (`deferred`): 1 s of an open at 100k topics, and an open need not resolve a name.
+        self._rows: list[list[Any]] | None = None
+
+    def _built(self) -> "NameDirectory":
+        if self._rows is not None:
+            rows, self._rows = self._rows, None
+            try:
+                self._fill({tid: names for tid, names, _ in rows}, {tid: keys for tid, _, keys in rows})
+            except (ValueError, TypeError, IndexError) as exc:
+                raise SnapshotError(f"the snapshot's names are unusable: {exc}") from exc
+        return self
+
+    @property
+    def by_name(self) -> dict[str, list[str]]:
+        return self._built()._by_name
+
+    @property
+    def by_key(self) -> dict[str, list[str]]:
+        return self._built()._by_key
+
+    @property
+    def names_of(self) -> dict[str, list[str]]:
+        return self._built()._names_of
+
+    @property
+    def title_of(self) -> dict[str, str]:
+        return self._built()._title_of
+
+    @classmethod
+    def deferred(cls, rows: list[list[Any]]) -> "NameDirectory":
+        """The directory of a snapshot's [tid, names, keys] rows (`saved_rows`), built when
+        first used."""
+        if not isinstance(rows, list):
+            raise SnapshotError("the snapshot's names are not a list")
+        directory = cls()
+        directory._rows = rows
+        return directory
+
+    def saved_rows(self) -> list[list[Any]]:
+        """[tid, names, their keys] of every topic: what `deferred` takes."""
+        if self._rows is not None:  # never used since it was loaded: as it was read
+            return self._rows
+        return [[tid, names, [name_key(n) for n in names]] for tid, names in self._names_of.items()]
 
     @staticmethod
     def _drop(index: dict[str, list[str]], key: str, tid: str) -> None:
@@ -216,10 +260,14 @@ class NameDirectory:
         does, without re-sorting holder lists one name at a time. `keys_of`: each topic's
         names' keys (gem.text.name_key), in the same order, when they are known."""
         directory = cls()
-        by_name, by_key = directory.by_name, directory.by_key
+        directory._fill(names_of, keys_of)
+        return directory
+
+    def _fill(self, names_of: dict[str, list[str]], keys_of: dict[str, list[str]] | None) -> None:
+        by_name, by_key = self._by_name, self._by_key
         for tid, names in names_of.items():
-            directory.names_of[tid] = names
-            directory.title_of[tid] = names[0]
+            self._names_of[tid] = names
+            self._title_of[tid] = names[0]
             keys = keys_of[tid] if keys_of is not None else [name_key(n) for n in names]
             if len(keys) != len(names):
                 raise ValueError(f"topic {tid!r} has {len(names)} names but {len(keys)} keys")
@@ -239,7 +287,6 @@ class NameDirectory:
             for holders in index.values():
                 if len(holders) > 1:
                     holders.sort(key=topic_seq)
-        return directory
 
     def drop(self, tid: str) -> None:
         """Forget every name of `tid` (it is renamed, or erased)."""
