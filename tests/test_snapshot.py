@@ -119,7 +119,7 @@ def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, c
     elif damage == "meta torn":
         open(meta_path, "w").write(json.dumps(meta)[:40])
     elif damage == "index corrupted":
-        target = os.path.join(folder, meta["files"]["scopes"]["default"]["lexical"])
+        target = os.path.join(folder, meta["files"]["scopes"]["default"]["vectors"])
         data = bytearray(open(target, "rb").read())
         data[len(data) // 2] ^= 0xFF
         open(target, "wb").write(bytes(data))
@@ -226,6 +226,26 @@ def test_unusable_unit_files_mean_only_the_unit_layer_is_derived_again(tmp_path,
     data[len(data) // 2] ^= 0xFF
     open(target, "wb").write(bytes(data))
     assert reopened_answers(path, clock, []) == before  # the rest of the snapshot was used
+
+
+def test_an_unusable_summary_index_means_only_it_is_derived_again_when_first_used(tmp_path, clock):
+    # The BM25 index over the summaries is read when first used, not at open (gem/snapshot.py
+    # `SavedLexical`): a corrupted file found then makes every summary stale, not a rebuild.
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)
+        before = answers(mem)
+    meta = json.loads(open(os.path.join(snapshot_dir(path), "meta.json")).read())
+    target = os.path.join(snapshot_dir(path), meta["files"]["scopes"]["default"]["lexical"])
+    data = bytearray(open(target, "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    open(target, "wb").write(bytes(data))
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert mem._engine.derived.scope("default").saved_lexical is not None  # not read yet
+        assert answers(mem) == before
+        assert "index titles" not in steps         # the rest of the snapshot was used
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
 
 
 def test_a_snapshot_with_erased_units_is_loaded_not_rebuilt(tmp_path, clock):
