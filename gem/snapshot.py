@@ -187,8 +187,8 @@ class Touches:
                  *(("touched_ids_utf8", "touched_ids_offsets") if "touched_ids_utf8" in tables
                    else ("touched_ids",)))
         arrays = {name: tables[name] for name in names}
-        ids = arrays.get("touched_ids_offsets", arrays.get("touched_ids"))
-        n = ids.shape[0] - (1 if "touched_ids_offsets" in arrays else 0)
+        n = arrays["touched_ids_offsets"].shape[0] - 1 if "touched_ids_offsets" in arrays \
+            else arrays["touched_ids"].shape[0]
         offsets, seqs = arrays["touched_offsets"], arrays["touched_seqs"]
         if offsets.shape != (n + 1,) or (n and offsets[-1] != seqs.shape[0]):
             raise ValueError("the touched-by columns disagree")

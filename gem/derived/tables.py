@@ -101,7 +101,10 @@ class SalienceTable:
 
     def packed_ids(self) -> tuple[np.ndarray, np.ndarray]:
         """The ids as UTF-8 and offsets (as they were read, if they were never decoded)."""
-        return self._packed if self._ids is None else encode_strings(self._ids)
+        if self._ids is None:
+            assert self._packed is not None
+            return self._packed
+        return encode_strings(self._ids)
 
     def __len__(self) -> int:
         return self._n if self._ids is None else len(self._ids)

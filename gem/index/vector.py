@@ -533,6 +533,8 @@ class VectorIndex:
     # first asked for by id or an id by row: a dict and a list of 100k titles' ids were 0.2 s
     # of an open at 100k topics, and a resolver that finds no title near needs neither.
     _packed_ids: tuple[np.ndarray, np.ndarray] | None = None
+    _ids: list[str]
+    _rows_by_id: dict[str, int] | None
 
     @property
     def _id_of_row(self) -> list[str]:
