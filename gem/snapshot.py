@@ -89,7 +89,9 @@ def save(state: DerivedState, db_path: str) -> None:
             # normalising 100k names again (0.1 s of a 1.1 s open at 100k topics)
             "names": scope.names.saved_rows(),
             "summaries": scope.summaries, "stale": list(scope.stale),
-            "open_flags": scope.open_flags, "counters": scope.counters,
+            # topics without open flags are most: absent means none
+            "open_flags": {tid: n for tid, n in scope.open_flags.items() if n},
+            "counters": scope.counters,
             "field_labels": scope.field_labels,
             "unpaired": list(scope.unpaired), "paired_at": scope.paired_at,
             "stale_units": list(scope.stale_units),
