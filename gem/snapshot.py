@@ -60,10 +60,12 @@ if TYPE_CHECKING:
 # 10); 5: the unit layer in its own files, read lazily; 6: each name with its canonical key;
 # 7: without each topic's field list (derived from the field table; a format-6 snapshot's is
 # ignored, so one is still read); 8: the tables' ids as UTF-8 and offsets, not numpy's
-# fixed-width UTF-32 (at 10k topics 5.6 of its 9.5 MB), and their narrow columns in 32 bits.
+# fixed-width UTF-32 (at 10k topics 5.6 of its 9.5 MB), and their narrow columns in 32 bits;
+# 9: each scope's names as one JSON text in the state's JSON, parsed when first used (at 30k
+# topics 0.1 s of an open), and no zero open-flag counts.
 # A snapshot of any other format is rebuilt from the database, never read.
-FORMAT = 8
-READS = (6, 7, 8)
+FORMAT = 9
+READS = (6, 7, 8, 9)
 UNIT_FILES = (("units", "snap"), ("unitvec", "snap"), ("unitdocs", "snap"))
 
 
@@ -87,7 +89,7 @@ def save(state: DerivedState, db_path: str) -> None:
         body["scopes"][name] = {
             # each name with its canonical key: open then builds the directory without
             # normalising 100k names again (0.1 s of a 1.1 s open at 100k topics)
-            "names": scope.names.saved_rows(),
+            "names": scope.names.saved(),
             "summaries": scope.summaries, "stale": list(scope.stale),
             # topics without open flags are most: absent means none
             "open_flags": {tid: n for tid, n in scope.open_flags.items() if n},

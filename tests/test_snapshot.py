@@ -159,6 +159,28 @@ def test_a_format_6_snapshot_is_read_and_its_field_lists_ignored(tmp_path, clock
         assert derived_disagreements(mem) == []
 
 
+def test_names_are_saved_as_one_json_text_and_a_format_8_snapshot_of_lists_is_still_read(
+        tmp_path, clock):
+    """Format 9 keeps each scope's names as a JSON text inside the state's JSON (parsed when
+    a name is first looked up, not at open); format 8's list of rows is read, not rebuilt."""
+    path, before, folder, meta_path, meta = seeded_snapshot(tmp_path, clock)
+    state_path = os.path.join(folder, meta["files"]["state"])
+    state = json.loads(open(state_path).read())
+    part = state["scopes"]["default"]
+    assert isinstance(part["names"], str)
+    assert not [n for n in part["open_flags"].values() if n == 0]
+    part["names"] = json.loads(part["names"])
+    part["open_flags"].update({tid: 0 for tid, _, _ in part["names"]  # as format 8 had them
+                               if tid not in part["open_flags"]})
+    open(state_path, "w").write(json.dumps(state))
+    open(meta_path, "w").write(json.dumps({**meta, "format": 8}))
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert "index titles" not in steps  # loaded, not rebuilt
+        assert answers(mem) == before
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+
+
 def test_the_tables_file_keeps_ids_as_utf8_and_a_format_7_one_is_still_read(tmp_path, clock):
     """Format 8 writes the tables' ids as UTF-8 and offsets (numpy's fixed-width strings take
     4 bytes a character) and row numbers in 32 bits; a format-7 file is read, not rebuilt."""

@@ -196,14 +196,17 @@ class NameDirectory:
         self._by_key: dict[str, list[str]] = {}
         self._names_of: dict[str, list[str]] = {}
         self._title_of: dict[str, str] = {}
-        # A loaded snapshot's [tid, names, keys] rows, put into the dicts when first asked for
-        # (`deferred`): 1 s of an open at 100k topics, and an open need not resolve a name.
-        self._rows: list[list[Any]] | None = None
+        # A loaded snapshot's [tid, names, keys] rows (or their JSON text), put into the dicts
+        # when first asked for (`deferred`): 1 s of an open at 100k topics, and an open need
+        # not resolve a name.
+        self._rows: list[list[Any]] | str | None = None
 
     def _built(self) -> "NameDirectory":
         if self._rows is not None:
             rows, self._rows = self._rows, None
             try:
+                if isinstance(rows, str):
+                    rows = json.loads(rows)
                 self._fill({tid: names for tid, names, _ in rows}, {tid: keys for tid, _, keys in rows})
             except (ValueError, TypeError, IndexError) as exc:
                 raise SnapshotError(f"the snapshot's names are unusable: {exc}") from exc
@@ -226,20 +229,24 @@ class NameDirectory:
         return self._built()._title_of
 
     @classmethod
-    def deferred(cls, rows: list[list[Any]]) -> "NameDirectory":
-        """The directory of a snapshot's [tid, names, keys] rows (`saved_rows`), built when
-        first used."""
-        if not isinstance(rows, list):
-            raise SnapshotError("the snapshot's names are not a list")
+    def deferred(cls, rows: list[list[Any]] | str) -> "NameDirectory":
+        """The directory of a snapshot's [tid, names, keys] rows, or of their JSON text
+        (`saved`), built when first used."""
+        if not isinstance(rows, (list, str)):
+            raise SnapshotError("the snapshot's names are neither a list nor its JSON text")
         directory = cls()
         directory._rows = rows
         return directory
 
-    def saved_rows(self) -> list[list[Any]]:
-        """[tid, names, their keys] of every topic: what `deferred` takes."""
-        if self._rows is not None:  # never used since it was loaded: as it was read
+    def saved(self) -> str:
+        """The JSON text of [tid, names, their keys] of every topic: what `deferred` takes. A
+        text inside the snapshot's JSON, so that reading the snapshot makes one str of it,
+        not 100k lists."""
+        if isinstance(self._rows, str):  # never used since it was loaded: as it was read
             return self._rows
-        return [[tid, names, [name_key(n) for n in names]] for tid, names in self._names_of.items()]
+        rows = self._rows if self._rows is not None else \
+            [[tid, names, [name_key(n) for n in names]] for tid, names in self._names_of.items()]
+        return json.dumps(rows)
 
     @staticmethod
     def _drop(index: dict[str, list[str]], key: str, tid: str) -> None:
