@@ -14,9 +14,12 @@
         unitvec-<scope>-<gen>.snap the vector index over a scope's units
         unitdocs-<scope>-<gen>.snap  the units' documents and valid times
 
-The three unit files are read when the unit layer is first used, not at open (at 100k topics
-they are 1M documents and vectors: most of the bytes), and a save whose unit layer did not
-change since they were written or read keeps them (they carry the stamp of the generation that
+Opening reads the state file, the tables and the two vector indexes, and keeps what it need
+not use as it read it (gem/derived: packed ids, the names' JSON text, the touched-by columns,
+the summaries' BM25 file unread) until first used; a save writes what was never used back as
+it was read. The three unit files are read when the unit layer is first used, not at open
+(at 100k topics they are 1M documents and vectors: most of the bytes), and a save whose unit
+layer did not change since they were written or read keeps them (they carry the stamp of the generation that
 wrote them, which `meta.json` records); if they turn out unusable, only the unit layer is
 derived again from the database.
 
