@@ -361,3 +361,15 @@ def test_search_documents_are_the_same_read_by_key_or_by_scan(tmp_path):
         engine.cache.clear()
         by_scan = unit_documents(engine.cache, scope.names, units, scan=True)
     assert by_scan == by_key and len(by_key) >= len(units) - 1
+
+
+def test_names_kept_unread_are_built_whole_or_refused_each_time():
+    from gem.derived import NameDirectory
+    from gem.errors import SnapshotError
+    names = NameDirectory.deferred('[["default:t1", ["Alpha"], ["alpha"]], ["default:t2", ["B"], []]]')
+    for _ in range(2):  # a name without its key: refused, and nothing half-built is kept
+        with pytest.raises(SnapshotError):
+            names.by_name
+    good = NameDirectory.deferred('[["default:t1", ["Alpha", "A"], ["alpha", "a"]]]')
+    assert good.saved() == '[["default:t1", ["Alpha", "A"], ["alpha", "a"]]]'  # as it was read
+    assert good.key_holders("a") == ["default:t1"] and good.title_of == {"default:t1": "Alpha"}

@@ -203,13 +203,18 @@ class NameDirectory:
 
     def _built(self) -> "NameDirectory":
         if self._rows is not None:
-            rows, self._rows = self._rows, None
+            rows = self._rows
+            built = NameDirectory()  # filled apart: unusable rows leave nothing half-built
             try:
                 if isinstance(rows, str):
                     rows = json.loads(rows)
-                self._fill({tid: names for tid, names, _ in rows}, {tid: keys for tid, _, keys in rows})
+                built._fill({tid: names for tid, names, _ in rows},
+                            {tid: keys for tid, _, keys in rows})
             except (ValueError, TypeError, IndexError) as exc:
                 raise SnapshotError(f"the snapshot's names are unusable: {exc}") from exc
+            self._by_name, self._by_key = built._by_name, built._by_key
+            self._names_of, self._title_of = built._names_of, built._title_of
+            self._rows = None
         return self
 
     @property
