@@ -66,7 +66,7 @@ class ScopeEngines:
         """The scopes that hold something (on FalkorDB: every graph of the memory with a log)."""
         if self.database is None:
             derived = self.root.derived
-            return sorted(n for n, s in derived.scopes.items() if s.topics.ids or s.counters)
+            return sorted(n for n, s in derived.scopes.items() if len(s.topics) or s.counters)
         return self.database.scope_names(logged=True)
 
     def opened(self) -> list[Engine]:

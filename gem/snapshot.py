@@ -14,9 +14,12 @@
         unitvec-<scope>-<gen>.snap the vector index over a scope's units
         unitdocs-<scope>-<gen>.snap  the units' documents and valid times
 
-The three unit files are read when the unit layer is first used, not at open (at 100k topics
-they are 1M documents and vectors: most of the bytes), and a save whose unit layer did not
-change since they were written or read keeps them (they carry the stamp of the generation that
+Opening reads the state file, the tables and the two vector indexes, and keeps what it need
+not use as it read it (gem/derived: packed ids, the names' JSON text, the touched-by columns,
+the summaries' BM25 file unread) until first used; a save writes what was never used back as
+it was read. The three unit files are read when the unit layer is first used, not at open
+(at 100k topics they are 1M documents and vectors: most of the bytes), and a save whose unit
+layer did not change since they were written or read keeps them (they carry the stamp of the generation that
 wrote them, which `meta.json` records); if they turn out unusable, only the unit layer is
 derived again from the database.
 
@@ -60,10 +63,12 @@ if TYPE_CHECKING:
 # 10); 5: the unit layer in its own files, read lazily; 6: each name with its canonical key;
 # 7: without each topic's field list (derived from the field table; a format-6 snapshot's is
 # ignored, so one is still read); 8: the tables' ids as UTF-8 and offsets, not numpy's
-# fixed-width UTF-32 (at 10k topics 5.6 of its 9.5 MB), and their narrow columns in 32 bits.
+# fixed-width UTF-32 (at 10k topics 5.6 of its 9.5 MB), and their narrow columns in 32 bits;
+# 9: each scope's names as one JSON text in the state's JSON, parsed when first used (at 30k
+# topics 0.1 s of an open), and no zero open-flag counts.
 # A snapshot of any other format is rebuilt from the database, never read.
-FORMAT = 8
-READS = (6, 7, 8)
+FORMAT = 9
+READS = (6, 7, 8, 9)
 UNIT_FILES = (("units", "snap"), ("unitvec", "snap"), ("unitdocs", "snap"))
 
 
@@ -74,7 +79,7 @@ def save(state: DerivedState, db_path: str) -> None:
     previous = _meta(folder)
     gen = (previous or {}).get("generation", 0) + 1
     stamp = {"seq": state.seq, "hash": state.hash, "embedder": state.embedder.name}
-    scopes = {name: s for name, s in sorted(state.scopes.items()) if s.topics.ids or s.counters}
+    scopes = {name: s for name, s in sorted(state.scopes.items()) if len(s.topics) or s.counters}
     files: dict[str, Any] = {"state": f"state-{gen}.json", "scopes": {}}
     body: dict[str, Any] = {"salience_seq": state.salience_seq,
                             "audit_checkpoint": state.audit_checkpoint,
@@ -87,10 +92,11 @@ def save(state: DerivedState, db_path: str) -> None:
         body["scopes"][name] = {
             # each name with its canonical key: open then builds the directory without
             # normalising 100k names again (0.1 s of a 1.1 s open at 100k topics)
-            "names": [[tid, names, [name_key(n) for n in names]]
-                      for tid, names in scope.names.names_of.items()],
+            "names": scope.names.saved(),
             "summaries": scope.summaries, "stale": list(scope.stale),
-            "open_flags": scope.open_flags, "counters": scope.counters,
+            # topics without open flags are most: absent means none
+            "open_flags": {tid: n for tid, n in scope.open_flags.items() if n},
+            "counters": scope.counters,
             "field_labels": scope.field_labels,
             "unpaired": list(scope.unpaired), "paired_at": scope.paired_at,
             "stale_units": list(scope.stale_units),
@@ -119,17 +125,22 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
     for kind, table in (("topics", scope.topics), ("fields", scope.fields),
                         ("episodes", scope.episodes)):
         n = len(table)
-        arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"] = encode_strings(table.ids)
+        arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"] = table.packed_ids()
         arrays[f"{kind}_strength"] = table.strength[:n]
         arrays[f"{kind}_last"] = table.last[:n]
         arrays[f"{kind}_status"] = table.status[:n]
         arrays[f"{kind}_owner"] = _narrow(table.owner[:n])
-    touched = sorted(scope.touched_by.items())
-    arrays["touched_ids_utf8"], arrays["touched_ids_offsets"] = encode_strings([tid for tid, _ in touched])
-    arrays["touched_offsets"] = _narrow(np.cumsum([0] + [len(seqs) for _, seqs in touched]))
-    arrays["touched_seqs"] = _narrow(np.concatenate([np.frombuffer(seqs, dtype=np.int64)
-                                                     for _, seqs in touched])) \
-        if touched else np.zeros(0, dtype=np.int32)
+    packed = scope.touched_packed
+    if isinstance(packed, Touches):  # never used since it was read: written back as it was
+        arrays.update(packed.arrays)
+    else:
+        touched = sorted(scope.touched_by.items())
+        arrays["touched_ids_utf8"], arrays["touched_ids_offsets"] = encode_strings(
+            [tid for tid, _ in touched])
+        arrays["touched_offsets"] = _narrow(np.cumsum([0] + [len(seqs) for _, seqs in touched]))
+        arrays["touched_seqs"] = _narrow(np.concatenate([np.frombuffer(seqs, dtype=np.int64)
+                                                         for _, seqs in touched])) \
+            if touched else np.zeros(0, dtype=np.int32)
     tmp = os.path.join(folder, files["tables"] + ".tmp")
     with open(tmp, "wb") as f:
         np.savez(f, allow_pickle=False, **arrays)
@@ -153,6 +164,52 @@ def _ids(arrays: dict[str, np.ndarray], name: str) -> list[str]:
         return snapshot_strings(arrays, name)
     ids: list[str] = arrays[name].tolist()
     return ids
+
+
+@dataclass(frozen=True)
+class SavedLexical:
+    """A scope's BM25 index over its summaries, in its snapshot file: read when first used
+    (`ScopeState.lexical`): at 100k topics' summaries, ~0.5 s an open need not spend."""
+
+    path: str
+    stamp: dict[str, Any]
+
+    def load(self) -> LexicalIndex:
+        lexical, stamp = LexicalIndex.load(self.path)
+        if stamp != self.stamp:
+            raise SnapshotError(f"{self.path!r} is of another generation of the snapshot")
+        return lexical
+
+
+@dataclass(frozen=True)
+class Touches:
+    """A scope's touched-by columns as a snapshot holds them: each topic's log records, read
+    into a dict of arrays when first used (`ScopeState.touched_by`)."""
+
+    arrays: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, tables: dict[str, np.ndarray]) -> "Touches":
+        names = ("touched_offsets", "touched_seqs",
+                 *(("touched_ids_utf8", "touched_ids_offsets") if "touched_ids_utf8" in tables
+                   else ("touched_ids",)))
+        arrays = {name: tables[name] for name in names}
+        n = arrays["touched_ids_offsets"].shape[0] - 1 if "touched_ids_offsets" in arrays \
+            else arrays["touched_ids"].shape[0]
+        offsets, seqs = arrays["touched_offsets"], arrays["touched_seqs"]
+        if offsets.shape != (n + 1,) or (n and offsets[-1] != seqs.shape[0]):
+            raise ValueError("the touched-by columns disagree")
+        return cls(arrays)
+
+    def build(self) -> dict[str, array]:
+        ids = _ids(self.arrays, "touched_ids")
+        packed = self.arrays["touched_seqs"].astype("<i8").tobytes()
+        bounds = (self.arrays["touched_offsets"].astype(np.int64) * 8).tolist()
+        touched: dict[str, array] = {}
+        for i, tid in enumerate(ids):
+            touched[tid] = seqs_of = array("q")
+            seqs_of.frombytes(packed[bounds[i]:bounds[i + 1]])
+        return touched
 
 
 @dataclass(frozen=True)
@@ -248,13 +305,13 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
                 stamp: dict[str, Any]) -> None:
     with np.load(os.path.join(folder, files["tables"]), allow_pickle=False) as arrays:
         tables = {k: arrays[k] for k in arrays.files}
-    lexical, s1 = LexicalIndex.load(os.path.join(folder, files["lexical"]))
     vectors, s2 = VectorIndex.load(os.path.join(folder, files["vectors"]))
     titles, s3 = VectorIndex.load(os.path.join(folder, files["titles"]))
     dim = scope.embedder.dim
-    if not s1 == s2 == s3 == stamp or any(ix.dim != dim for ix in (vectors, titles)):
+    if not s2 == s3 == stamp or any(ix.dim != dim for ix in (vectors, titles)):
         raise SnapshotError("the snapshot's files are of different generations")
-    scope.lexical, scope.vectors, scope.title_vectors = lexical, vectors, titles
+    scope.vectors, scope.title_vectors = vectors, titles
+    scope.lexical_from(SavedLexical(os.path.join(folder, files["lexical"]), dict(stamp)))
     unit_stamp = files["unit_stamp"]
     if not isinstance(unit_stamp, dict) or int(unit_stamp["seq"]) > int(stamp["seq"]):
         raise SnapshotError("the snapshot's unit files are newer than its state")
@@ -263,8 +320,7 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
                                   unit_stamp)
     scope.stale_units = dict.fromkeys(part["stale_units"])
     # What json.loads built is used as it is (fresh lists and dicts of str), not copied.
-    scope.names = NameDirectory.of({tid: names for tid, names, _ in part["names"]},
-                                   {tid: keys for tid, _, keys in part["names"]})
+    scope.names = NameDirectory.deferred(part["names"])
     scope.summaries = part["summaries"]
     scope.stale = dict.fromkeys(part["stale"])
     scope.open_flags = {k: int(v) for k, v in part["open_flags"].items()}
@@ -275,22 +331,17 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
     scope.episodes = _table(tables, "episodes", SalienceTable(scope.episodes.names))
     scope.derive_fields_by_topic()
     scope.unpaired = dict.fromkeys(part["unpaired"])
-    ids, offsets, seqs = _ids(tables, "touched_ids"), tables["touched_offsets"], tables["touched_seqs"]
-    if offsets.shape != (len(ids) + 1,) or (len(ids) and offsets[-1] != seqs.shape[0]):
-        raise ValueError("the touched-by columns disagree")
-    packed, bounds = seqs.astype("<i8").tobytes(), (offsets.astype(np.int64) * 8).tolist()
-    scope.touched_by = {}
-    for i, tid in enumerate(ids):
-        scope.touched_by[tid] = seqs_of = array("q")
-        seqs_of.frombytes(packed[bounds[i]:bounds[i + 1]])
+    scope.touched_from(Touches.of(tables))
     scope.paired_at = None if part["paired_at"] is None else float(part["paired_at"])
 
 
 def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> SalienceTable:
-    ids = _ids(arrays, f"{kind}_ids")
-    n = len(ids)
+    if f"{kind}_ids_utf8" in arrays:  # decoded when first asked for
+        table.adopt_packed(arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"])
+    else:
+        table.adopt(_ids(arrays, f"{kind}_ids"))
+    n = len(table)
     cap = max(64, n)
-    table.adopt(ids)
     for name, dtype, fill in (("strength", np.float64, 0), ("last", np.float64, 0),
                               ("status", np.int8, 0), ("owner", np.int32, -1)):
         column = np.full(cap, fill, dtype=dtype)

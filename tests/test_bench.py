@@ -22,6 +22,7 @@ RUNS = {
     "dashboard.py": ["--topics", "120", "--rounds", "1", "--history", "40"],
     "maintenance.py": ["--sizes", "200", "--rounds", "20"],
     "forget_audit.py": ["--topics", "30"],
+    "open.py": ["--topics", "30", "--opens", "1", "--baseline", "HEAD", "--no-profile"],
     "poolbound.py": ["--topics", "30", "--updates", "1"],
     "rebuild.py": ["--topics", "30", "--updates", "1", "--baseline", "HEAD"],
     "index.py": ["--sizes", "300", "--queries", "20"],

@@ -45,3 +45,83 @@ def _rows_read_at_open(topics: int, monkeypatch) -> int:
 @pytest.mark.skipif(ENGINE == "falkordb", reason="a FalkorDB memory keeps no snapshot")
 def test_open_reads_as_many_rows_at_30_topics_as_at_300(monkeypatch):
     assert _rows_read_at_open(30, monkeypatch) == _rows_read_at_open(300, monkeypatch)
+
+
+def test_open_builds_no_policy_parser_from_the_grammar(monkeypatch, tmp_path):
+    # Building the LALR parser from the grammar cost ~1 s of every open (its terminals are
+    # compared pairwise): an open loads the shipped tables instead (gem/policy/grammar.py).
+    import lark
+
+    from gem.policy import grammar
+    path = str(tmp_path / "m")
+    with gem.open(path, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact("Topic", "field", "value")])
+    built = [0]
+    init = lark.Lark.__init__
+
+    def counting(self, *args, **kwargs):
+        built[0] += 1
+        init(self, *args, **kwargs)
+
+    grammar.lark_parser.cache_clear()  # as in a fresh process
+    monkeypatch.setattr(lark.Lark, "__init__", counting)
+    with gem.open(path, engine=ENGINE) as mem:
+        assert mem.retrieve(topic="Topic").topics
+    assert built[0] == 0
+
+
+def _items_built_at_open(topics: int, monkeypatch) -> int:
+    from gem import snapshot
+    from gem.derived import tables
+    from gem.index import LexicalIndex, snapfile, vector
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m")
+        with gem.open(path, engine=ENGINE) as mem:
+            mem.ingest([gem.Fact(f"Topic {i}", f"field {j}", f"value {i}.{j}")
+                        for i in range(topics) for j in range(3)])
+            mem.retrieve("value 1.1")  # summaries, search documents: all derived and saved
+        built = [0]
+        decode, fill, touches, lexical = (snapfile.decode_strings, tables.NameDirectory._fill,
+                                          snapshot.Touches.build, LexicalIndex.load.__func__)
+
+        def decoding(blob, offsets):
+            out = decode(blob, offsets)
+            built[0] += len(out)
+            return out
+
+        def filling(self, names_of, keys_of):
+            built[0] += len(names_of)
+            fill(self, names_of, keys_of)
+
+        def building(self):
+            out = touches(self)
+            built[0] += len(out)
+            return out
+
+        def loading(cls, file):
+            ix, stamp = lexical(cls, file)
+            built[0] += len(ix)
+            return ix, stamp
+
+        with monkeypatch.context() as m:
+            for module in (snapfile, tables, vector):
+                m.setattr(module, "decode_strings", decoding)
+            m.setattr(tables.NameDirectory, "_fill", filling)
+            m.setattr(snapshot.Touches, "build", building)
+            m.setattr(LexicalIndex, "load", classmethod(loading))
+            mem = gem.open(path, engine=ENGINE)
+            at_open = built[0]
+            try:  # what was left packed is still all there when first used
+                assert mem.retrieve(topic=f"Topic {topics - 1}").topics
+                assert built[0] > at_open
+            finally:
+                mem.close()
+        return at_open
+
+
+@pytest.mark.skipif(ENGINE == "falkordb", reason="a FalkorDB memory keeps no snapshot")
+def test_open_builds_as_many_ids_names_and_lists_at_30_topics_as_at_300(monkeypatch):
+    # Unit ids, titles' ids, the name directory, each topic's log records and the summary
+    # index are kept as the snapshot has them until first used (gem/snapshot.py): decoding
+    # and putting them into dicts was most of an open at 100k topics (issue 28 item 6).
+    assert _items_built_at_open(30, monkeypatch) == _items_built_at_open(300, monkeypatch)

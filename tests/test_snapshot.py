@@ -119,7 +119,7 @@ def test_an_unusable_snapshot_means_a_rebuild_with_identical_answers(tmp_path, c
     elif damage == "meta torn":
         open(meta_path, "w").write(json.dumps(meta)[:40])
     elif damage == "index corrupted":
-        target = os.path.join(folder, meta["files"]["scopes"]["default"]["lexical"])
+        target = os.path.join(folder, meta["files"]["scopes"]["default"]["vectors"])
         data = bytearray(open(target, "rb").read())
         data[len(data) // 2] ^= 0xFF
         open(target, "wb").write(bytes(data))
@@ -157,6 +157,28 @@ def test_a_format_6_snapshot_is_read_and_its_field_lists_ignored(tmp_path, clock
         assert "index titles" not in steps  # loaded, not rebuilt
         assert answers(mem) == before
         assert derived_disagreements(mem) == []
+
+
+def test_names_are_saved_as_one_json_text_and_a_format_8_snapshot_of_lists_is_still_read(
+        tmp_path, clock):
+    """Format 9 keeps each scope's names as a JSON text inside the state's JSON (parsed when
+    a name is first looked up, not at open); format 8's list of rows is read, not rebuilt."""
+    path, before, folder, meta_path, meta = seeded_snapshot(tmp_path, clock)
+    state_path = os.path.join(folder, meta["files"]["state"])
+    state = json.loads(open(state_path).read())
+    part = state["scopes"]["default"]
+    assert isinstance(part["names"], str)
+    assert not [n for n in part["open_flags"].values() if n == 0]
+    part["names"] = json.loads(part["names"])
+    part["open_flags"].update({tid: 0 for tid, _, _ in part["names"]  # as format 8 had them
+                               if tid not in part["open_flags"]})
+    open(state_path, "w").write(json.dumps(state))
+    open(meta_path, "w").write(json.dumps({**meta, "format": 8}))
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert "index titles" not in steps  # loaded, not rebuilt
+        assert answers(mem) == before
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
 
 
 def test_the_tables_file_keeps_ids_as_utf8_and_a_format_7_one_is_still_read(tmp_path, clock):
@@ -226,6 +248,26 @@ def test_unusable_unit_files_mean_only_the_unit_layer_is_derived_again(tmp_path,
     data[len(data) // 2] ^= 0xFF
     open(target, "wb").write(bytes(data))
     assert reopened_answers(path, clock, []) == before  # the rest of the snapshot was used
+
+
+def test_an_unusable_summary_index_means_only_it_is_derived_again_when_first_used(tmp_path, clock):
+    # The BM25 index over the summaries is read when first used, not at open (gem/snapshot.py
+    # `SavedLexical`): a corrupted file found then makes every summary stale, not a rebuild.
+    path = str(tmp_path / "db")
+    with reopen(path, clock) as mem:
+        seed(mem, clock)
+        before = answers(mem)
+    meta = json.loads(open(os.path.join(snapshot_dir(path), "meta.json")).read())
+    target = os.path.join(snapshot_dir(path), meta["files"]["scopes"]["default"]["lexical"])
+    data = bytearray(open(target, "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    open(target, "wb").write(bytes(data))
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert mem._engine.derived.scope("default").saved_lexical is not None  # not read yet
+        assert answers(mem) == before
+        assert "index titles" not in steps         # the rest of the snapshot was used
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
 
 
 def test_a_snapshot_with_erased_units_is_loaded_not_rebuilt(tmp_path, clock):
@@ -319,3 +361,15 @@ def test_search_documents_are_the_same_read_by_key_or_by_scan(tmp_path):
         engine.cache.clear()
         by_scan = unit_documents(engine.cache, scope.names, units, scan=True)
     assert by_scan == by_key and len(by_key) >= len(units) - 1
+
+
+def test_names_kept_unread_are_built_whole_or_refused_each_time():
+    from gem.derived import NameDirectory
+    from gem.errors import SnapshotError
+    names = NameDirectory.deferred('[["default:t1", ["Alpha"], ["alpha"]], ["default:t2", ["B"], []]]')
+    for _ in range(2):  # a name without its key: refused, and nothing half-built is kept
+        with pytest.raises(SnapshotError):
+            names.by_name
+    good = NameDirectory.deferred('[["default:t1", ["Alpha", "A"], ["alpha", "a"]]]')
+    assert good.saved() == '[["default:t1", ["Alpha", "A"], ["alpha", "a"]]]'  # as it was read
+    assert good.key_holders("a") == ["default:t1"] and good.title_of == {"default:t1": "Alpha"}

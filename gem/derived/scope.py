@@ -37,7 +37,8 @@ class ScopeState:
         self.names = NameDirectory()
         # The resolver needs the exact nearest title (a match decides where a fact goes).
         self.title_vectors = VectorIndex(embedder.dim, approximate_above=None)
-        self.lexical = LexicalIndex()
+        self._lexical: LexicalIndex | None = LexicalIndex()
+        self.saved_lexical: Any = None  # where it is read from, while _lexical is None
         self.vectors = VectorIndex(embedder.dim)
         self.summaries: dict[str, str] = {}
         self.stale: dict[str, None] = {}  # topics whose summary and index entries are out of date
@@ -76,8 +77,10 @@ class ScopeState:
         # threshold changed (gem/operators/revise.py).
         self.unpaired: dict[str, None] = {}
         self.paired_at: float | None = None
-        # topic -> the log records that touched it (an erasure redacts them)
-        self.touched_by: dict[str, array] = {}
+        # topic -> the log records that touched it (an erasure redacts them); a loaded
+        # snapshot's are built when first used (`touched_from`)
+        self._touched_by: dict[str, array] | None = {}
+        self.touched_packed: Any = None  # what builds them, while _touched_by is None
         # The topics with any typed edge: a transition reads the edges of no other topic (most
         # have none; reading that they have none cost two statements). Found by one scan of
         # the edges when the state is loaded or rebuilt, not saved.
@@ -124,6 +127,45 @@ class ScopeState:
     @property
     def unit_valid(self) -> Mapping[str, float]:
         return self.units().valid
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        """The BM25 index over the summaries, read from the snapshot when first used; if its
+        file is unusable, an empty one with every topic stale, which the next reader derives
+        again (as after a rebuild)."""
+        if self._lexical is None:
+            try:
+                self._lexical = self.saved_lexical.load()
+            except SnapshotError:
+                self._lexical = LexicalIndex()
+                self.stale.update(dict.fromkeys(tid for tid in self.topics.ids if tid))
+            self.saved_lexical = None
+        return self._lexical
+
+    @lexical.setter
+    def lexical(self, index: LexicalIndex) -> None:
+        self._lexical, self.saved_lexical = index, None
+
+    def lexical_from(self, saved: Any) -> None:
+        """Take the summaries' index as saved (an object whose `load()` reads it)."""
+        self._lexical, self.saved_lexical = None, saved
+
+    @property
+    def touched_by(self) -> dict[str, array]:
+        if self._touched_by is None:
+            self._touched_by = self.touched_packed.build()
+            self.touched_packed = None
+        return self._touched_by
+
+    @touched_by.setter
+    def touched_by(self, value: dict[str, array]) -> None:
+        self._touched_by, self.touched_packed = value, None
+
+    def touched_from(self, packed: Any) -> None:
+        """Take a snapshot's record of the log records that touched each topic, as it was
+        read (an object whose `build()` makes the dict), until something uses it: at 100k
+        topics, 100k arrays an open need not make."""
+        self._touched_by, self.touched_packed = None, packed
 
     # ------------------------------------------------------------------ the Committed view
     def topic_status(self, tid: str) -> str | None:
@@ -439,6 +481,7 @@ class ScopeState:
                 only: Iterable[str] | None = None) -> None:
         """Recompute stale summaries (all, or those of `only`) from committed state, and their
         lexical and vector index entries, in one embedder call."""
+        lexical = self.lexical  # an unusable snapshot file makes every topic stale
         stale = list(self.stale) if only is None else [t for t in only if t in self.stale]
         if not stale:
             return
@@ -448,7 +491,7 @@ class ScopeState:
             text = texts[tid]
             self.summaries[tid] = text
             names = self.names.names_of.get(tid, [])
-            self.lexical.upsert(tid, " ".join([*names, text]))
+            lexical.upsert(tid, " ".join([*names, text]))
             if np.any(vec):
                 self.vectors.upsert(tid, vec)
             else:

@@ -135,7 +135,7 @@ class DerivedState:
     def fingerprint(self) -> dict[str, Any]:
         return {"seq": self.seq, "hash": self.hash, "at": self.at,
                 "scopes": {name: s.fingerprint() for name, s in sorted(self.scopes.items())
-                           if s.topics.ids or s.counters}}
+                           if len(s.topics) or s.counters}}
 
     # ------------------------------------------------------------------ rebuild
     # Titles embedded and named at a time (a rebuild reads every table a piece at a time and

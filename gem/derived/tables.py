@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Se
 import numpy as np
 
 from ..errors import SnapshotError
-from ..index import LexicalIndex, VectorIndex
+from ..index import LexicalIndex, VectorIndex, decode_strings, encode_strings
 from ..index.rows import capacity_for
 from ..text import name_key, value_text
 from .unit_columns import UnitColumns
@@ -45,12 +45,16 @@ class SalienceTable:
     `row_of` (unit id -> row) is built from `ids` when it is first asked for: a loaded
     snapshot's table of 1M fields takes 0.25 s to put into a dict (one cache miss per
     insert), a quarter of an open at 100k topics, and a process that only reads topics
-    never needs it."""
+    never needs it. A loaded table's `ids` are likewise kept as the snapshot has them (UTF-8
+    and offsets, `adopt_packed`) until they are first asked for: decoding 1M ids into str
+    was most of the rest of that open, and the columns (salience, statuses) need none."""
 
     def __init__(self, statuses: Sequence[str]) -> None:
         self.codes = {s: i for i, s in enumerate(statuses)}
         self.names = tuple(statuses)
-        self.ids: list[str] = []
+        self._ids: list[str] | None = []
+        self._packed: tuple[np.ndarray, np.ndarray] | None = None  # (UTF-8, offsets) while _ids is None
+        self._n = 0  # rows, while _ids is None
         self._row_of: dict[str, int] | None = {}
         self.strength = np.zeros(64)
         self.last = np.zeros(64)
@@ -68,13 +72,42 @@ class SalienceTable:
             self._row_of = row_of
         return self._row_of
 
+    @property
+    def ids(self) -> list[str]:
+        """Each row's unit id ("" for a row an erasure emptied)."""
+        if self._ids is None:
+            assert self._packed is not None
+            try:
+                self._ids = decode_strings(*self._packed)
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise SnapshotError(f"the snapshot's salience table ids are unusable: {exc}") from exc
+            self._packed = None
+        return self._ids
+
     def adopt(self, ids: list[str]) -> None:
         """Take `ids` as the rows' ids (a loaded snapshot's), building `row_of` when needed."""
-        self.ids = ids
+        self._ids, self._packed = ids, None
         self._row_of = None
 
+    def adopt_packed(self, blob: np.ndarray, offsets: np.ndarray) -> None:
+        """Take the rows' ids as a snapshot has them, one UTF-8 blob and each id's start in
+        characters (gem/index/snapfile.py `encode_strings`), decoded when first asked for."""
+        n = offsets.shape[0] - 1
+        if offsets.ndim != 1 or n < 0 or (n and (offsets[0] != 0 or (np.diff(offsets) < 0).any()
+                                                  or blob.shape[0] < offsets[-1])):
+            raise SnapshotError("the snapshot's salience table ids are malformed")
+        self._ids, self._packed, self._n = None, (blob, offsets), n
+        self._row_of = None
+
+    def packed_ids(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ids as UTF-8 and offsets (as they were read, if they were never decoded)."""
+        if self._ids is None:
+            assert self._packed is not None
+            return self._packed
+        return encode_strings(self._ids)
+
     def __len__(self) -> int:
-        return len(self.ids)
+        return self._n if self._ids is None else len(self._ids)
 
     def _grow(self) -> None:
         n = capacity_for(self.strength.shape[0], self.strength.shape[0] + 1)  # a quarter more
@@ -124,7 +157,7 @@ class SalienceTable:
                  per_row: np.ndarray | None = None) -> np.ndarray:
         """Salience now of every row: s = 1 - exp(-x), decayed by 2^(-age / half_life), with
         `per_row` half-lives in seconds where given (inf: no decay)."""
-        n = len(self.ids)
+        n = len(self)
         s = -np.expm1(-np.maximum(self.strength[:n], 0.0))
         age = np.maximum(seconds(now) - self.last[:n], 0.0)
         age = np.where(np.isnan(age), 0.0, age)
@@ -132,11 +165,11 @@ class SalienceTable:
 
     def live(self) -> np.ndarray:
         """Which rows hold a unit: not those an erasure emptied (`remove`)."""
-        return self.status[:len(self.ids)] < len(self.names)
+        return self.status[:len(self)] < len(self.names)
 
     def mask(self, statuses: Iterable[str]) -> np.ndarray:
         codes = [self.codes[s] for s in statuses]
-        return np.isin(self.status[:len(self.ids)], codes)
+        return np.isin(self.status[:len(self)], codes)
 
 
 # The selections by salience (field_ids_where, ...) promise a superset of the units whose
@@ -159,10 +192,66 @@ class NameDirectory:
     finds is decided by the reader (`choose`), who knows the topics' statuses."""
 
     def __init__(self) -> None:
-        self.by_name: dict[str, list[str]] = {}
-        self.by_key: dict[str, list[str]] = {}
-        self.names_of: dict[str, list[str]] = {}
-        self.title_of: dict[str, str] = {}
+        self._by_name: dict[str, list[str]] = {}
+        self._by_key: dict[str, list[str]] = {}
+        self._names_of: dict[str, list[str]] = {}
+        self._title_of: dict[str, str] = {}
+        # A loaded snapshot's [tid, names, keys] rows (or their JSON text), put into the dicts
+        # when first asked for (`deferred`): 1 s of an open at 100k topics, and an open need
+        # not resolve a name.
+        self._rows: list[list[Any]] | str | None = None
+
+    def _built(self) -> "NameDirectory":
+        if self._rows is not None:
+            rows = self._rows
+            built = NameDirectory()  # filled apart: unusable rows leave nothing half-built
+            try:
+                if isinstance(rows, str):
+                    rows = json.loads(rows)
+                built._fill({tid: names for tid, names, _ in rows},
+                            {tid: keys for tid, _, keys in rows})
+            except (ValueError, TypeError, IndexError) as exc:
+                raise SnapshotError(f"the snapshot's names are unusable: {exc}") from exc
+            self._by_name, self._by_key = built._by_name, built._by_key
+            self._names_of, self._title_of = built._names_of, built._title_of
+            self._rows = None
+        return self
+
+    @property
+    def by_name(self) -> dict[str, list[str]]:
+        return self._built()._by_name
+
+    @property
+    def by_key(self) -> dict[str, list[str]]:
+        return self._built()._by_key
+
+    @property
+    def names_of(self) -> dict[str, list[str]]:
+        return self._built()._names_of
+
+    @property
+    def title_of(self) -> dict[str, str]:
+        return self._built()._title_of
+
+    @classmethod
+    def deferred(cls, rows: list[list[Any]] | str) -> "NameDirectory":
+        """The directory of a snapshot's [tid, names, keys] rows, or of their JSON text
+        (`saved`), built when first used."""
+        if not isinstance(rows, (list, str)):
+            raise SnapshotError("the snapshot's names are neither a list nor its JSON text")
+        directory = cls()
+        directory._rows = rows
+        return directory
+
+    def saved(self) -> str:
+        """The JSON text of [tid, names, their keys] of every topic: what `deferred` takes. A
+        text inside the snapshot's JSON, so that reading the snapshot makes one str of it,
+        not 100k lists."""
+        if isinstance(self._rows, str):  # never used since it was loaded: as it was read
+            return self._rows
+        rows = self._rows if self._rows is not None else \
+            [[tid, names, [name_key(n) for n in names]] for tid, names in self._names_of.items()]
+        return json.dumps(rows)
 
     @staticmethod
     def _drop(index: dict[str, list[str]], key: str, tid: str) -> None:
@@ -186,10 +275,14 @@ class NameDirectory:
         does, without re-sorting holder lists one name at a time. `keys_of`: each topic's
         names' keys (gem.text.name_key), in the same order, when they are known."""
         directory = cls()
-        by_name, by_key = directory.by_name, directory.by_key
+        directory._fill(names_of, keys_of)
+        return directory
+
+    def _fill(self, names_of: dict[str, list[str]], keys_of: dict[str, list[str]] | None) -> None:
+        by_name, by_key = self._by_name, self._by_key
         for tid, names in names_of.items():
-            directory.names_of[tid] = names
-            directory.title_of[tid] = names[0]
+            self._names_of[tid] = names
+            self._title_of[tid] = names[0]
             keys = keys_of[tid] if keys_of is not None else [name_key(n) for n in names]
             if len(keys) != len(names):
                 raise ValueError(f"topic {tid!r} has {len(names)} names but {len(keys)} keys")
@@ -209,7 +302,6 @@ class NameDirectory:
             for holders in index.values():
                 if len(holders) > 1:
                     holders.sort(key=topic_seq)
-        return directory
 
     def drop(self, tid: str) -> None:
         """Forget every name of `tid` (it is renamed, or erased)."""

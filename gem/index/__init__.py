@@ -7,8 +7,8 @@ stamps the snapshot with what it reflects and rebuilds on any SnapshotError). Th
 thread-safe; the caller serialises writes, as it does for the database itself.
 """
 from .lexical import ANALYZERS, LexicalIndex
-from .snapfile import encode_strings, read_snapshot_file, snapshot_strings, write_snapshot_file
+from .snapfile import decode_strings, encode_strings, read_snapshot_file, snapshot_strings, write_snapshot_file
 from .vector import VectorIndex
 
-__all__ = ["ANALYZERS", "LexicalIndex", "VectorIndex", "encode_strings", "read_snapshot_file",
+__all__ = ["ANALYZERS", "LexicalIndex", "VectorIndex", "decode_strings", "encode_strings", "read_snapshot_file",
            "snapshot_strings", "write_snapshot_file"]

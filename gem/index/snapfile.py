@@ -156,7 +156,7 @@ def encode_strings(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(blob, dtype=np.uint8), offsets
 
 
-def _decode_strings(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
+def decode_strings(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
     text = blob.tobytes().decode("utf-8", "surrogatepass")
     bounds = offsets.tolist()
     if len(text) != bounds[-1]:
@@ -166,7 +166,7 @@ def _decode_strings(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
 
 def snapshot_strings(arrays: dict[str, np.ndarray], name: str) -> list[str]:
     try:
-        return _decode_strings(arrays[f"{name}_utf8"], arrays[f"{name}_offsets"])
+        return decode_strings(arrays[f"{name}_utf8"], arrays[f"{name}_offsets"])
     except (KeyError, ValueError, UnicodeDecodeError) as e:
         raise SnapshotError(f"snapshot string table {name!r} is malformed: {e}") from e
 

@@ -1,18 +1,20 @@
 """The parser: Listing 1, literals, precedence, comments, syntax diagnostics, fuzzing."""
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import lark
 from lark import Lark
 
 from gem.errors import PolicyError, PolicySyntaxError
 from gem.policy import ast as A
 from gem.policy import default_policy_path, grammar_path, parse
-from gem.policy.grammar import data_file
+from gem.policy.grammar import build_parser, data_file, grammar_digest, lark_parser, table_path
 
 LISTING_1 = """POLICY propagate-on-change
 ON field_updated
@@ -35,6 +37,31 @@ def test_grammar_builds_in_strict_mode_without_conflicts_or_collisions():
     pytest.importorskip("interegular")  # strict mode needs it to compare terminals
     Lark(grammar_path().read_text(), parser="lalr", lexer="basic", propagate_positions=True,
          maybe_placeholders=True, strict=True)
+
+
+def test_the_shipped_parser_tables_are_the_grammars():
+    # Made by `python -m gem.policy.grammar` whenever grammar/policy.lark changes (or Lark
+    # does): without them every open builds the parser from the grammar (~1 s).
+    import lark
+    table = json.loads(table_path().read_text(encoding="utf-8"))
+    assert table["grammar_sha256"] == grammar_digest(), "run python -m gem.policy.grammar"
+    assert table["lark"] == lark.__version__, "run python -m gem.policy.grammar"
+
+
+def test_the_parser_loaded_from_the_tables_parses_as_the_one_built_from_the_grammar():
+    built, loaded = build_parser(strict=False), lark_parser()
+    assert loaded is not built and not hasattr(loaded, "grammar")  # not built: loaded
+    texts = [default_policy_path().read_text(), "policy p on commit do hide(x) where a.b >= 1 and",
+             "set half_life = 3d\npolicy q priority -2 on ingest when n in [1, 2] do archive()"]
+    for text in texts:
+        try:
+            expected = built.parse(text)
+        except lark.exceptions.UnexpectedInput as exc:
+            with pytest.raises(type(exc)) as info:
+                loaded.parse(text)
+            assert (info.value.line, info.value.column) == (exc.line, exc.column)
+        else:
+            assert loaded.parse(text) == expected
 
 
 def test_grammar_and_default_policy_come_from_the_package_or_the_checkout():

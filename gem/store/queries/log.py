@@ -159,10 +159,14 @@ def highest_ids(tx: Tx) -> dict[tuple[str, str], int]:
         out[(scope, "topic")] = int(top)
     for scope, top in tx.run("MATCH (x:Episode) RETURN x.scope, max(x.seq)"):
         out[(scope, "episode")] = int(top)
-    row = tx.one("MATCH (e:Entry) RETURN e.id, e.seq ORDER BY e.seq DESC LIMIT 1")
-    if row is not None:
-        head = row[0].split("/", 1)[0]
-        out[(head.split(":", 1)[0] if ":" in head else "default", "entry")] = int(row[1])
+    # max() then a read of its row: ~10 ms at 330k entries, where sorting them for the top
+    # row took 40-110 ms (this runs at every open)
+    top = tx.scalar("MATCH (e:Entry) RETURN max(e.seq)")
+    eid = None if top is None else tx.scalar("MATCH (e:Entry) WHERE e.seq = $s RETURN e.id",
+                                              {"s": top})
+    if eid is not None:
+        head = eid.split("/", 1)[0]
+        out[(head.split(":", 1)[0] if ":" in head else "default", "entry")] = int(top)
     return out
 
 
