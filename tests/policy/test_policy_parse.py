@@ -42,15 +42,18 @@ def test_grammar_builds_in_strict_mode_without_conflicts_or_collisions():
 def test_the_shipped_parser_tables_are_the_grammars():
     # Made by `python -m gem.policy.grammar` whenever grammar/policy.lark changes (or Lark
     # does): without them every open builds the parser from the grammar (~1 s).
-    import lark
+    # Lark's version is not asserted: `lark` is not pinned, and tables made by another Lark
+    # are ignored (the parser is built), which the next test checks either way.
     table = json.loads(table_path().read_text(encoding="utf-8"))
     assert table["grammar_sha256"] == grammar_digest(), "run python -m gem.policy.grammar"
-    assert table["lark"] == lark.__version__, "run python -m gem.policy.grammar"
 
 
 def test_the_parser_loaded_from_the_tables_parses_as_the_one_built_from_the_grammar():
+    import lark
     built, loaded = build_parser(strict=False), lark_parser()
-    assert loaded is not built and not hasattr(loaded, "grammar")  # not built: loaded
+    made_by = json.loads(table_path().read_text(encoding="utf-8"))["lark"]
+    # loaded from the tables when this Lark made them; built from the grammar otherwise
+    assert hasattr(loaded, "grammar") == (made_by != lark.__version__)
     texts = [default_policy_path().read_text(), "policy p on commit do hide(x) where a.b >= 1 and",
              "set half_life = 3d\npolicy q priority -2 on ingest when n in [1, 2] do archive()"]
     for text in texts:
