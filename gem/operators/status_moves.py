@@ -16,7 +16,8 @@ then the plan's actions run per unit (`moves_in_bulk`).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from itertools import islice
+from typing import Any, Callable, Sequence
 
 from ..policy.vectorise import STEP_EVENTS
 from ..state.events import Fired
@@ -72,3 +73,33 @@ def move_many(t: Transition, table: str, steps: Sequence[tuple[str, Fired]],
             touched.topics.update(topics)
         elif table == "Episode":
             touched.episodes.update(dict.fromkeys(going))
+
+
+def in_unit_order(t: Transition, table: str, chosen: Sequence[str], run: Callable[[], Any]) -> None:
+    """`run` moves units of `chosen` out of their order (the units that need their own calls
+    first, then the rest in one `move_many`); afterwards what the order shows, each
+    `detail.attenuated` list and each touched set, holds what `run` added in the order calls
+    unit after unit would have added it: unit order (a field's topic at its first field)."""
+    lists = t.detail.setdefault("attenuated", {})
+    before = {level: len(units) for level, units in lists.items()}
+    touched = t.touched
+    sets = (touched.fields, touched.topics, touched.content, touched.reindex, touched.episodes)
+    sizes = [len(s) for s in sets]
+    run()
+    rank = {k: i for i, k in enumerate(chosen)}
+    for level, units in lists.items():
+        start = before.get(level, 0)
+        units[start:] = sorted(units[start:], key=rank.__getitem__)
+    first: dict[str, int] = {}
+    if table == "Field":  # a field's topic is touched with its first field that moves
+        for i, k in enumerate(chosen):
+            first.setdefault(k.split("/", 1)[0], i)
+    for kept, size in zip(sets, sizes):
+        if len(kept) == size:
+            continue
+        added = list(islice(kept, size, None))
+        ordered = sorted(added, key=lambda k: rank.get(k, first.get(k, -1)))
+        if ordered != added:
+            for k in added:
+                del kept[k]
+            kept.update(dict.fromkeys(ordered))

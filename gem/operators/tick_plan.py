@@ -153,16 +153,15 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
     event = t.current_event.name if t.current_event is not None else ""
     steps = [(name, Fired(policy.name, event, name, (), {})) for name, _ in plan.actions]
     alone = set(single)
-    batch: dict[str, str] = {} if alone else {k: committed_status[k] for k in chosen}
-    for k in chosen if alone else ():
-        if k not in alone:
-            batch[k] = committed_status[k]
-            continue
-        if batch:
-            status_moves.move_many(t, plan.table, steps, batch)
-            batch = {}
-        _per_unit(rt, policy, plan, [k])
-    status_moves.move_many(t, plan.table, steps, batch)
+    batch = {k: committed_status[k] for k in chosen if k not in alone}
+
+    def moves() -> None:
+        _act(rt, policy, plan, single)
+        status_moves.move_many(t, plan.table, steps, batch)
+    if single or not own.keys().isdisjoint(batch):
+        status_moves.in_unit_order(t, plan.table, chosen, moves)
+    else:
+        moves()
     return len(chosen) * len(plan.actions)
 
 
@@ -174,6 +173,10 @@ def _per_unit(rt: PolicyRuntime, policy: Any, plan: V.TickPlan, chosen: list[str
         t.prefetch(plan.table, chosen)
         if plan.table in ("Field", "Topic"):
             t.siblings(plan.table, chosen)
+    return _act(rt, policy, plan, chosen)
+
+
+def _act(rt: PolicyRuntime, policy: Any, plan: V.TickPlan, chosen: list[str]) -> int:
     calls = 0
     for k in chosen:
         unit = ref(plan.table, k)
