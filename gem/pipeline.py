@@ -190,7 +190,12 @@ def runs_of(fired: list[Any]) -> list[dict[str, Any]]:
     number of calls. `gem.audit.log_entry` lists every call again."""
     out: list[dict[str, Any]] = []
     last = None
+    same = None  # the last call's item: bulk moves repeat one item (status_moves.move_many)
     for f in fired:
+        if f is same:
+            out[-1]["n"] = out[-1].get("n", 1) + 1
+            continue
+        same = f
         evidence = dumps(f.evidence) if f.evidence else "{}"
         key = (f.policy, f.event, f.action, evidence)
         if key == last:

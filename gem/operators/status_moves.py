@@ -17,6 +17,7 @@ then the plan's actions run per unit (`moves_in_bulk`).
 from __future__ import annotations
 
 from itertools import islice
+from operator import methodcaller
 from typing import Any, Callable, Sequence
 
 from ..policy.vectorise import STEP_EVENTS
@@ -32,6 +33,7 @@ STATUS_MOVES = {("Field", "compress"): ("compressed", ("active",)),
                 ("Episode", "compress"): ("compressed", ("active",)),
                 ("Episode", "hide"): ("hidden", ("active", "compressed")),
                 ("Topic", "archive"): ("archived", ("active",))}
+_TOPIC = methodcaller("partition", "/")  # a field id -> (topic id, "/", name)
 
 
 def moves_in_bulk(t: Transition, table: str, actions: Sequence[str]) -> bool:
@@ -55,18 +57,20 @@ def move_many(t: Transition, table: str, steps: Sequence[tuple[str, Fired]],
     if t.progress is not None:  # as `PolicyRuntime.act` reports: every 1000th action
         for done in range((before // 1000 + 1) * 1000, len(t.fired) + 1, 1000):
             t.progress(f"{t.op}: policy actions", done, 0)
-    status = dict(units)
+    status = dict(units) if len(steps) > 1 else units
     touched = t.touched
     for action, _ in steps:
         level, moves_from = STATUS_MOVES[(table, action)]
-        going = [k for k, s in status.items() if s in moves_from]
+        going = list(status) if set(status.values()) <= set(moves_from) else \
+            [k for k, s in status.items() if s in moves_from]
         if not going:
             continue
         t.move_statuses(table, going, level)
-        status.update(dict.fromkeys(going, level))
+        if len(steps) > 1:
+            status.update(dict.fromkeys(going, level))
         t.detail.setdefault("attenuated", {}).setdefault(level, []).extend(going)
         if table == "Field":
-            topics = dict.fromkeys(k.split("/", 1)[0] for k in going)
+            topics = dict.fromkeys(tid for tid, _, _ in map(_TOPIC, going))
             if level == "hidden":
                 touched.content.update(topics)
             touched.fields.update(dict.fromkeys(going))

@@ -78,12 +78,9 @@ class Transition(TransitionReads):
                 self.update(table, key, status=status)
             keys = [k for k in keys if k not in rows]
         self.moved[table].update(dict.fromkeys(keys, status))
-        for key in keys:
-            props = updated.get(key)
-            if props is None:
-                updated[key] = {"status": status}
-            else:
-                props["status"] = status
+        # A key here is new to `updated` or holds {"status": ...} of an earlier bulk move: its
+        # own dict either way (`update` may add to it once the row is read).
+        updated.update(zip(keys, [{"status": status} for _ in keys]))
         if table == "Topic":  # as `update` of an indexed column
             for touched in (self.touched.topics, self.touched.reindex, self.touched.content):
                 touched.update(dict.fromkeys(keys))
