@@ -19,6 +19,7 @@ Either way: the same moves, in the same order, with the same log.
 """
 from __future__ import annotations
 
+from itertools import compress
 from typing import Any, Callable
 
 import numpy as np
@@ -119,23 +120,25 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
     # A unit the pass moved already (compressed, then walked by the next rung) keeps its
     # salience and labels: only its status is read from the proposed row.
     updated, own, moved = t.updated[plan.table], t.rows[plan.table], t.moved[plan.table]
-    for i, k in enumerate(committed):
-        if k in updated:
-            status[i] = moved[k] if k in moved else own[k]["status"]  # type: ignore[index]
+    for i in [i for i, k in enumerate(committed) if k in updated]:
+        k = committed[i]
+        status[i] = moved[k] if k in moved else own[k]["status"]  # type: ignore[index]
     decided = decide(plan.predicate, bounds, np.asarray(s, dtype=float),
                      np.asarray(status, dtype=object), labels)
     if decided is None:
         return None
-    holds, uncertain = decided
-    verdict = dict(zip(committed, holds.tolist()))
-    exact = [k for k, u in zip(committed, uncertain.tolist()) if u] + \
-        [k for k in keys if k in changed]
+    holds, uncertain = decided[0].tolist(), decided[1]
+    exact = [k for k, u in zip(committed, uncertain.tolist()) if u] if uncertain.any() else []
+    exact += [k for k in keys if k in changed] if changed else []
     if exact:
+        verdict = dict(zip(committed, holds))
         rows = [k for k in exact if plan.table != "Field" or k not in t.created["Field"]]
         t.prefetch(plan.table, rows)
         for k in exact:
             verdict[k] = truth(plan.where({**env, plan.var: ref(plan.table, k)}, rt))
-    chosen = [k for k in keys if verdict[k]]
+        chosen = [k for k in keys if verdict[k]]
+    else:  # every candidate decided on the columns (`committed` is `keys`)
+        chosen = list(compress(committed, holds))
     if not status_moves.moves_in_bulk(t, plan.table, [name for name, _ in plan.actions]):
         return _per_unit(rt, policy, plan, chosen)
     # Status moves, in bulk, for the units whose rows the pass has not read (their status is
@@ -145,15 +148,17 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
     folding: set[str] = set()
     if plan.table == "Field" and any(name == "compress" for name, _ in plan.actions):
         folding = t.with_faded_history([k for k in chosen if committed_status.get(k) == "active"])
-    single = [k for k in chosen if k in folding or k not in committed_status
-              or (k in own and own[k] is None)]
+    gone = {k for k, row in own.items() if row is None}
+    single = [k for k in chosen if k in folding or k not in committed_status or k in gone] \
+        if folding or gone or exact else []
     t.prefetch(plan.table, single)
     if plan.table in ("Field", "Topic"):
         t.siblings(plan.table, single)
     event = t.current_event.name if t.current_event is not None else ""
     steps = [(name, Fired(policy.name, event, name, (), {})) for name, _ in plan.actions]
     alone = set(single)
-    batch = {k: committed_status[k] for k in chosen if k not in alone}
+    batch = dict(zip(chosen, map(committed_status.__getitem__, chosen))) if not alone else \
+        {k: committed_status[k] for k in chosen if k not in alone}
 
     def moves() -> None:
         _act(rt, policy, plan, single)

@@ -78,9 +78,9 @@ class Transition(TransitionReads):
                 self.update(table, key, status=status)
             keys = [k for k in keys if k not in rows]
         self.moved[table].update(dict.fromkeys(keys, status))
-        # A key here is new to `updated` or holds {"status": ...} of an earlier bulk move: its
-        # own dict either way (`update` may add to it once the row is read).
-        updated.update(zip(keys, [{"status": status} for _ in keys]))
+        # One dict for all: nothing changes a moved unit's props without reading its row
+        # first, and reading it gives the unit a dict of its own (`row`).
+        updated.update(dict.fromkeys(keys, {"status": status}))
         if table == "Topic":  # as `update` of an indexed column
             for touched in (self.touched.topics, self.touched.reindex, self.touched.content):
                 touched.update(dict.fromkeys(keys))
