@@ -81,29 +81,28 @@ def move_many(t: Transition, table: str, steps: Sequence[tuple[str, Fired]],
 
 def in_unit_order(t: Transition, table: str, chosen: Sequence[str], run: Callable[[], Any]) -> None:
     """`run` moves units of `chosen` out of their order (the units that need their own calls
-    first, then the rest in one `move_many`); afterwards what the order shows, each
-    `detail.attenuated` list and each touched set, holds what `run` added in the order calls
-    unit after unit would have added it: unit order (a field's topic at its first field)."""
+    first, then the rest in one `move_many`); afterwards what the record shows holds what
+    `run` added in the order calls unit after unit would have added it, unit order: each
+    `detail.attenuated` list, and the touched topics (a field's topic at its first field that
+    moves), which the `commit` event lists. The other touched sets are read as sets."""
     lists = t.detail.setdefault("attenuated", {})
     before = {level: len(units) for level, units in lists.items()}
-    touched = t.touched
-    sets = (touched.fields, touched.topics, touched.content, touched.reindex, touched.episodes)
-    sizes = [len(s) for s in sets]
+    topics = t.touched.topics
+    size = len(topics)
     run()
-    rank = {k: i for i, k in enumerate(chosen)}
+    rank = dict(zip(chosen, range(len(chosen))))
     for level, units in lists.items():
         start = before.get(level, 0)
-        units[start:] = sorted(units[start:], key=rank.__getitem__)
-    first: dict[str, int] = {}
-    if table == "Field":  # a field's topic is touched with its first field that moves
-        for i, k in enumerate(chosen):
-            first.setdefault(k.split("/", 1)[0], i)
-    for kept, size in zip(sets, sizes):
-        if len(kept) == size:
-            continue
-        added = list(islice(kept, size, None))
-        ordered = sorted(added, key=lambda k: rank.get(k, first.get(k, -1)))
-        if ordered != added:
-            for k in added:
-                del kept[k]
-            kept.update(dict.fromkeys(ordered))
+        if len(units) > start:
+            units[start:] = sorted(units[start:], key=rank.__getitem__)
+    if len(topics) == size:
+        return
+    if table == "Field":  # each topic at its first field (the last index written is the least)
+        tids = [tid for tid, _, _ in map(_TOPIC, reversed(chosen))]
+        rank = dict(zip(tids, range(len(chosen) - 1, -1, -1)))
+    added = list(islice(topics, size, None))
+    ordered = sorted(added, key=lambda k: rank.get(k, -1))
+    if ordered != added:
+        for k in added:
+            del topics[k]
+        topics.update(dict.fromkeys(ordered))

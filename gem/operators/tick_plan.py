@@ -13,9 +13,10 @@ When the actions are ladder steps that change a unit's status alone (and no poli
 to the events they emit), they are made for the whole set at once (gem/operators/
 status_moves.py), reading no row; the units that are not status moves (a field whose
 compression folds a faded history, a unit the pass created or changed in more than its
-status) go through the same `act` as per-unit evaluation, in their place in the order. Other
-actions run per unit through `act`, on rows loaded for the whole set in one statement.
-Either way: the same moves, in the same order, with the same log.
+status) go through the same `act` as per-unit evaluation, first, and the status moves then
+in one call; what the record shows of their order is put back in unit order
+(`status_moves.in_unit_order`). Other actions run per unit through `act`, on rows loaded
+for the whole set in one statement. Either way: the same moves, with the same log.
 """
 from __future__ import annotations
 
@@ -143,7 +144,7 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
         return _per_unit(rt, policy, plan, chosen)
     # Status moves, in bulk, for the units whose rows the pass has not read (their status is
     # the column's, or the one an earlier rung gave them); the others, and the fields whose
-    # compression folds a faded history, through the per-unit calls, in the same order.
+    # compression folds a faded history, through the per-unit calls.
     committed_status = dict(zip(committed, status))
     folding: set[str] = set()
     if plan.table == "Field" and any(name == "compress" for name, _ in plan.actions):
@@ -156,9 +157,9 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
         t.siblings(plan.table, single)
     event = t.current_event.name if t.current_event is not None else ""
     steps = [(name, Fired(policy.name, event, name, (), {})) for name, _ in plan.actions]
-    alone = set(single)
-    batch = dict(zip(chosen, map(committed_status.__getitem__, chosen))) if not alone else \
-        {k: committed_status[k] for k in chosen if k not in alone}
+    batch: dict[str, Any] = dict(zip(chosen, map(committed_status.get, chosen)))
+    for k in single:
+        del batch[k]
 
     def moves() -> None:
         _act(rt, policy, plan, single)
