@@ -167,8 +167,8 @@ class CommittedCache:
         status of rows it moved without reading them (`moved`: table -> key -> status)."""
         for table, statuses in (moved or {}).items():
             cached = self.rows[table]
-            for key, status in statuses.items():
-                row = cached.get(key)
+            for key in cached.keys() & statuses.keys():  # most moved rows were never read
+                row, status = cached[key], statuses[key]
                 if row is not None:
                     self.nbytes += sys.getsizeof(status) - sys.getsizeof(row["status"])
                     row["status"] = status
