@@ -176,4 +176,7 @@ def test_a_pass_makes_one_bulk_move_call_per_policy_whatever_folds_between(tmp_p
         at = [i for i, u in enumerate(compressed) if u in folded]
         assert len(at) > 1 and at[-1] - at[0] + 1 > len(at)
         assert 0 < calls["move_many"] <= plans and calls["move_statuses"] <= plans
+        cache = mem._engine.cache  # the folded rows' renewal costed by what changed in them
+        with mem._engine.store.lock:
+            assert cache.nbytes == cache.measured()
         assert mem.audit(full=True).ok
