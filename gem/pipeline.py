@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from . import attest, conditions, usage
 from .errors import InvalidInput, TransitionRejected
 from .operators.forget import attenuations, enforce_bound
+from .rowhash import hasher
 from .runtime import FactsDropped, PolicyRuntime
 from .state.transition import Transition
 from .store import queries
@@ -156,8 +157,9 @@ def attested(t: Transition) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     levels: dict[str, str] | None = None
     for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
+        row_hash = hasher(table)  # attest.row_hash's hashes, as the audit makes them again
         for key, row in t.created[table].items():
-            out[key] = attest.row_hash(table, row)
+            out[key] = row_hash(row)
         # Units moved in bulk changed their status alone, to their last level (status_moves).
         moved = t.moved[table]
         updated = t.updated[table]
@@ -168,7 +170,7 @@ def attested(t: Transition) -> dict[str, str | None]:
                     levels = dict(attenuations(t.detail))
                 if attest.ladder_attested(table, key, props, levels):
                     continue
-            out[key] = attest.row_hash(table, t.get(table, key))
+            out[key] = row_hash(t.get(table, key))
         for key in t.deleted[table]:
             if key not in t.unlisted:
                 out[key] = None
