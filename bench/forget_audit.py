@@ -42,9 +42,9 @@ Then 5147e9d against one bulk call per plan (the folds first, the record's order
 moved units skipped by key in the record and the flush, one status dict per level, the report
 named per level, renewed cache rows costed by what changed and the record's row hashes made
 by gem/rowhash.py; forget alone, alternating, at load 2-7 (min of the runs; CPU s): 10k
-topics 7.39 -> 6.00 (48.5 -> 39.4 us per move; medians 8.4 -> 7.6), 20k topics (347k moves,
+topics 7.39 -> 6.00 (48.5 -> 39.4 us per move; medians of 6 runs 8.4 -> 7.8), 20k topics (347k moves,
 51k folds) 11.04 -> 10.25 (31.8 -> 29.5 us), 10k topics without the updates (200k status
-moves) 1.22 -> 1.13 (medians 1.78 -> 1.15: 8.9 -> 5.8 us per move). Records, reports and
+moves) 1.22 -> 1.13 (6.1 -> 5.7 us per move; medians 1.78 -> 1.15, 8.9 -> 5.8 us). Records, reports and
 audits identical. What is left where folds are many (py-spy, 20k): reading the faded
 histories ~19% (row conversion half of it), the folds' own steps ~14%, the record ~17% (row
 hashes 8%), the cache and derived state ~12%, the flush ~6%.
