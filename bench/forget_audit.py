@@ -37,6 +37,17 @@ touch 6% of the 1M fields, so there the bulk cost dominates. Where a move went b
 07ae221): per-unit `act` and the step functions (row copy, update, touched, record) ~40%, a
 third of it reading faded histories; loading every moved row ~9%, the log's hashes ~16%, the
 flush ~11%, the cache and derived state taking every row ~12%, candidates and the report ~10%.
+
+Then 5147e9d against one bulk call per plan (the folds first, the record's order put back),
+moved units skipped by key in the record and the flush, one status dict per level, the report
+named per level, renewed cache rows costed by what changed and the record's row hashes made
+by gem/rowhash.py; forget alone, alternating, at load 2-7 (min of the runs; CPU s): 10k
+topics 7.39 -> 6.00 (48.5 -> 39.4 us per move; medians of 6 runs 8.4 -> 7.8), 20k topics (347k moves,
+51k folds) 11.04 -> 10.25 (31.8 -> 29.5 us), 10k topics without the updates (200k status
+moves) 1.22 -> 1.13 (6.1 -> 5.7 us per move; medians 1.78 -> 1.15, 8.9 -> 5.8 us). Records, reports and
+audits identical. What is left where folds are many (py-spy, 20k): reading the faded
+histories ~19% (row conversion half of it), the folds' own steps ~14%, the record ~17% (row
+hashes 8%), the cache and derived state ~12%, the flush ~6%.
 """
 from __future__ import annotations
 

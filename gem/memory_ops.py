@@ -4,6 +4,7 @@ per repair) and name what it did for readers in the report."""
 from __future__ import annotations
 
 from datetime import datetime
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from . import extraction, usage
@@ -185,15 +186,17 @@ def forget(mem: "Memory", *, actor: str, progress: Progress | None) -> dict[str,
     with paused_gc():
         _, t = mem._run("forget", forget_op.forget, actor=actor, event="tick",
                         progress=progress)
-        done = forget_op.attenuations(t.detail)
+        by_level = forget_op.attenuated_by_level(t.detail)
         del t
-        ids = list(dict.fromkeys(unit for unit, _ in done))
+        ids = list(dict.fromkeys(chain.from_iterable(units for _, units in by_level)))
         name = unit_names(mem, ids)
         report = {"transition": mem._engine.seq,
-                  "attenuated": [name[u] for u in ids], "attenuated_ids": ids,
-                  "levels": [(name[u], level) for u, level in done],
-                  "level_ids": done}
-        del done
+                  "attenuated": list(map(name.__getitem__, ids)), "attenuated_ids": ids,
+                  "levels": [pair for level, units in by_level
+                             for pair in zip(map(name.__getitem__, units), repeat(level))],
+                  "level_ids": [pair for level, units in by_level
+                                for pair in zip(units, repeat(level))]}
+        del by_level
     return report
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from . import attest, conditions, usage
 from .errors import InvalidInput, TransitionRejected
 from .operators.forget import attenuations, enforce_bound
+from .rowhash import hasher
 from .runtime import FactsDropped, PolicyRuntime
 from .state.transition import Transition
 from .store import queries
@@ -154,13 +155,22 @@ def attested(t: Transition) -> dict[str, str | None]:
     edge it added or removed, and what its other writes attest (stored policies). A unit whose
     status alone moved down the ladder is attested by `detail.attenuated` (gem/attest.py)."""
     out: dict[str, str | None] = {}
-    levels = dict(attenuations(t.detail))
+    levels: dict[str, str] | None = None
     for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
+        row_hash = hasher(table)  # attest.row_hash's hashes, as the audit makes them again
         for key, row in t.created[table].items():
-            out[key] = attest.row_hash(table, row)
-        for key, props in t.updated[table].items():
-            if not attest.ladder_attested(table, key, props, levels):
-                out[key] = attest.row_hash(table, t.get(table, key))
+            out[key] = row_hash(row)
+        # Units moved in bulk changed their status alone, to their last level (status_moves).
+        moved = t.moved[table]
+        updated = t.updated[table]
+        for key in (updated.keys() - moved.keys() if moved else updated):
+            props = updated[key]
+            if len(props) == 1 and table in attest.LADDER:  # may be a ladder move too
+                if levels is None:
+                    levels = dict(attenuations(t.detail))
+                if attest.ladder_attested(table, key, props, levels):
+                    continue
+            out[key] = row_hash(t.get(table, key))
         for key in t.deleted[table]:
             if key not in t.unlisted:
                 out[key] = None
@@ -182,7 +192,12 @@ def runs_of(fired: list[Any]) -> list[dict[str, Any]]:
     number of calls. `gem.audit.log_entry` lists every call again."""
     out: list[dict[str, Any]] = []
     last = None
+    same = None  # the last call's item: bulk moves repeat one item (status_moves.move_many)
     for f in fired:
+        if f is same:
+            out[-1]["n"] = out[-1].get("n", 1) + 1
+            continue
+        same = f
         evidence = dumps(f.evidence) if f.evidence else "{}"
         key = (f.policy, f.event, f.action, evidence)
         if key == last:
@@ -266,14 +281,19 @@ def write(tx: Any, w: Writes) -> None:
             changes: list[tuple[Any, Row]] = []
             moved = (w.moved or {}).get(table, {})
             statuses: dict[str, list[str]] = {}  # one statement per status for the ladder's moves
-            for key, props in updates.items():
-                salience = due.pop((table, key), None)
-                if salience is not None:
-                    props = {**props, "strength": salience[0], "last_access": salience[1]}
-                elif key in moved:
-                    statuses.setdefault(moved[key], []).append(key)
-                    continue
-                changes.append((key, props))
+            if due:
+                for key, props in updates.items():
+                    salience = due.pop((table, key), None)
+                    if salience is not None:
+                        props = {**props, "strength": salience[0], "last_access": salience[1]}
+                    elif key in moved:
+                        statuses.setdefault(moved[key], []).append(key)
+                        continue
+                    changes.append((key, props))
+            else:  # the same, without a lookup per moved unit
+                changes = [(key, props) for key, props in updates.items() if key not in moved]
+                for key, status in moved.items():
+                    statuses.setdefault(status, []).append(key)
             if changes:
                 queries.update_rows(tx, table, changes)
             for status, keys in statuses.items():

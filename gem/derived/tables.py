@@ -135,11 +135,11 @@ class SalienceTable:
         """New statuses of units already here (the ladder's bulk moves), one step per status."""
         if not moved:
             return
-        row_of, by_status = self.row_of, {}  # type: dict[str, int], dict[str, list[int]]
-        for key, status in moved.items():
-            by_status.setdefault(status, []).append(row_of[key])
-        for status, rows in by_status.items():
-            self.status[np.asarray(rows, dtype=np.int64)] = self.codes[status]
+        row_of = self.row_of
+        for status in set(moved.values()):  # a pass moves to two or three levels
+            keys = [k for k, s in moved.items() if s == status]
+            rows = np.fromiter(map(row_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+            self.status[rows] = self.codes[status]
 
     def status_of(self, key: str) -> str | None:
         row = self.row_of.get(key)

@@ -125,10 +125,15 @@ def record_attenuated(t: Transition, unit: str, level: str) -> None:
 def attenuations(detail: dict[str, Any]) -> list[tuple[str, str]]:
     """(unit, level) for each attenuation a log record's detail holds, in ladder order (and
     in the order of a list of pairs, as records written before the grouping hold them)."""
+    return [(unit, level) for level, units in attenuated_by_level(detail) for unit in units]
+
+
+def attenuated_by_level(detail: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """`attenuations` as (level, its units in order) runs, in ladder order."""
     done = detail.get("attenuated") or ()
     if isinstance(done, dict):
-        return [(unit, level) for level in sorted(done, key=_ladder_order) for unit in done[level]]
-    return [(unit, level) for unit, level in done]
+        return [(level, done[level]) for level in sorted(done, key=_ladder_order)]
+    return [(level, [unit]) for unit, level in done]
 
 
 def _ladder_order(level: str) -> tuple[int, str]:

@@ -16,7 +16,9 @@ then the plan's actions run per unit (`moves_in_bulk`).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from itertools import islice
+from operator import methodcaller
+from typing import Any, Callable, Sequence
 
 from ..policy.vectorise import STEP_EVENTS
 from ..state.events import Fired
@@ -31,6 +33,7 @@ STATUS_MOVES = {("Field", "compress"): ("compressed", ("active",)),
                 ("Episode", "compress"): ("compressed", ("active",)),
                 ("Episode", "hide"): ("hidden", ("active", "compressed")),
                 ("Topic", "archive"): ("archived", ("active",))}
+_TOPIC = methodcaller("partition", "/")  # a field id -> (topic id, "/", name)
 
 
 def moves_in_bulk(t: Transition, table: str, actions: Sequence[str]) -> bool:
@@ -54,21 +57,52 @@ def move_many(t: Transition, table: str, steps: Sequence[tuple[str, Fired]],
     if t.progress is not None:  # as `PolicyRuntime.act` reports: every 1000th action
         for done in range((before // 1000 + 1) * 1000, len(t.fired) + 1, 1000):
             t.progress(f"{t.op}: policy actions", done, 0)
-    status = dict(units)
+    status = dict(units) if len(steps) > 1 else units
     touched = t.touched
     for action, _ in steps:
         level, moves_from = STATUS_MOVES[(table, action)]
-        going = [k for k, s in status.items() if s in moves_from]
+        going = list(status) if set(status.values()) <= set(moves_from) else \
+            [k for k, s in status.items() if s in moves_from]
         if not going:
             continue
         t.move_statuses(table, going, level)
-        status.update(dict.fromkeys(going, level))
+        if len(steps) > 1:
+            status.update(dict.fromkeys(going, level))
         t.detail.setdefault("attenuated", {}).setdefault(level, []).extend(going)
         if table == "Field":
-            topics = dict.fromkeys(k.split("/", 1)[0] for k in going)
+            topics = dict.fromkeys(tid for tid, _, _ in map(_TOPIC, going))
             if level == "hidden":
                 touched.content.update(topics)
             touched.fields.update(dict.fromkeys(going))
             touched.topics.update(topics)
         elif table == "Episode":
             touched.episodes.update(dict.fromkeys(going))
+
+
+def in_unit_order(t: Transition, table: str, chosen: Sequence[str], run: Callable[[], Any]) -> None:
+    """`run` moves units of `chosen` out of their order (the units that need their own calls
+    first, then the rest in one `move_many`); afterwards what the record shows holds what
+    `run` added in the order calls unit after unit would have added it, unit order: each
+    `detail.attenuated` list, and the touched topics (a field's topic at its first field that
+    moves), which the `commit` event lists. The other touched sets are read as sets."""
+    lists = t.detail.setdefault("attenuated", {})
+    before = {level: len(units) for level, units in lists.items()}
+    topics = t.touched.topics
+    size = len(topics)
+    run()
+    rank = dict(zip(chosen, range(len(chosen))))
+    for level, units in lists.items():
+        start = before.get(level, 0)
+        if len(units) > start:
+            units[start:] = sorted(units[start:], key=rank.__getitem__)
+    if len(topics) == size:
+        return
+    if table == "Field":  # each topic at its first field (the last index written is the least)
+        tids = [tid for tid, _, _ in map(_TOPIC, reversed(chosen))]
+        rank = dict(zip(tids, range(len(chosen) - 1, -1, -1)))
+    added = list(islice(topics, size, None))
+    ordered = sorted(added, key=lambda k: rank.get(k, -1))
+    if ordered != added:
+        for k in added:
+            del topics[k]
+        topics.update(dict.fromkeys(ordered))

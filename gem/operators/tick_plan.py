@@ -13,12 +13,14 @@ When the actions are ladder steps that change a unit's status alone (and no poli
 to the events they emit), they are made for the whole set at once (gem/operators/
 status_moves.py), reading no row; the units that are not status moves (a field whose
 compression folds a faded history, a unit the pass created or changed in more than its
-status) go through the same `act` as per-unit evaluation, in their place in the order. Other
-actions run per unit through `act`, on rows loaded for the whole set in one statement.
-Either way: the same moves, in the same order, with the same log.
+status) go through the same `act` as per-unit evaluation, first, and the status moves then
+in one call; what the record shows of their order is put back in unit order
+(`status_moves.in_unit_order`). Other actions run per unit through `act`, on rows loaded
+for the whole set in one statement. Either way: the same moves, with the same log.
 """
 from __future__ import annotations
 
+from itertools import compress
 from typing import Any, Callable
 
 import numpy as np
@@ -119,50 +121,53 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
     # A unit the pass moved already (compressed, then walked by the next rung) keeps its
     # salience and labels: only its status is read from the proposed row.
     updated, own, moved = t.updated[plan.table], t.rows[plan.table], t.moved[plan.table]
-    for i, k in enumerate(committed):
-        if k in updated:
-            status[i] = moved[k] if k in moved else own[k]["status"]  # type: ignore[index]
+    for i in [i for i, k in enumerate(committed) if k in updated]:
+        k = committed[i]
+        status[i] = moved[k] if k in moved else own[k]["status"]  # type: ignore[index]
     decided = decide(plan.predicate, bounds, np.asarray(s, dtype=float),
                      np.asarray(status, dtype=object), labels)
     if decided is None:
         return None
-    holds, uncertain = decided
-    verdict = dict(zip(committed, holds.tolist()))
-    exact = [k for k, u in zip(committed, uncertain.tolist()) if u] + \
-        [k for k in keys if k in changed]
+    holds, uncertain = decided[0].tolist(), decided[1]
+    exact = [k for k, u in zip(committed, uncertain.tolist()) if u] if uncertain.any() else []
+    exact += [k for k in keys if k in changed] if changed else []
     if exact:
+        verdict = dict(zip(committed, holds))
         rows = [k for k in exact if plan.table != "Field" or k not in t.created["Field"]]
         t.prefetch(plan.table, rows)
         for k in exact:
             verdict[k] = truth(plan.where({**env, plan.var: ref(plan.table, k)}, rt))
-    chosen = [k for k in keys if verdict[k]]
+        chosen = [k for k in keys if verdict[k]]
+    else:  # every candidate decided on the columns (`committed` is `keys`)
+        chosen = list(compress(committed, holds))
     if not status_moves.moves_in_bulk(t, plan.table, [name for name, _ in plan.actions]):
         return _per_unit(rt, policy, plan, chosen)
     # Status moves, in bulk, for the units whose rows the pass has not read (their status is
     # the column's, or the one an earlier rung gave them); the others, and the fields whose
-    # compression folds a faded history, through the per-unit calls, in the same order.
+    # compression folds a faded history, through the per-unit calls.
     committed_status = dict(zip(committed, status))
     folding: set[str] = set()
     if plan.table == "Field" and any(name == "compress" for name, _ in plan.actions):
         folding = t.with_faded_history([k for k in chosen if committed_status.get(k) == "active"])
-    single = [k for k in chosen if k in folding or k not in committed_status
-              or (k in own and own[k] is None)]
+    gone = {k for k, row in own.items() if row is None}
+    single = [k for k in chosen if k in folding or k not in committed_status or k in gone] \
+        if folding or gone or exact else []
     t.prefetch(plan.table, single)
     if plan.table in ("Field", "Topic"):
         t.siblings(plan.table, single)
     event = t.current_event.name if t.current_event is not None else ""
     steps = [(name, Fired(policy.name, event, name, (), {})) for name, _ in plan.actions]
-    alone = set(single)
-    batch: dict[str, str] = {} if alone else {k: committed_status[k] for k in chosen}
-    for k in chosen if alone else ():
-        if k not in alone:
-            batch[k] = committed_status[k]
-            continue
-        if batch:
-            status_moves.move_many(t, plan.table, steps, batch)
-            batch = {}
-        _per_unit(rt, policy, plan, [k])
-    status_moves.move_many(t, plan.table, steps, batch)
+    batch: dict[str, Any] = dict(zip(chosen, map(committed_status.get, chosen)))
+    for k in single:
+        del batch[k]
+
+    def moves() -> None:
+        _act(rt, policy, plan, single)
+        status_moves.move_many(t, plan.table, steps, batch)
+    if single or not own.keys().isdisjoint(batch):
+        status_moves.in_unit_order(t, plan.table, chosen, moves)
+    else:
+        moves()
     return len(chosen) * len(plan.actions)
 
 
@@ -174,6 +179,10 @@ def _per_unit(rt: PolicyRuntime, policy: Any, plan: V.TickPlan, chosen: list[str
         t.prefetch(plan.table, chosen)
         if plan.table in ("Field", "Topic"):
             t.siblings(plan.table, chosen)
+    return _act(rt, policy, plan, chosen)
+
+
+def _act(rt: PolicyRuntime, policy: Any, plan: V.TickPlan, chosen: list[str]) -> int:
     calls = 0
     for k in chosen:
         unit = ref(plan.table, k)

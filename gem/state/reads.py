@@ -136,6 +136,7 @@ class TransitionReads:
         status = self.moved[table].pop(key, None)
         if status is not None and own[key] is not None:
             own[key]["status"] = status  # type: ignore[index]
+            self.updated[table][key] = {"status": status}  # its own now (`move_statuses`)
         return own[key]
 
     def get(self, table: str, key: str) -> Row:

@@ -72,25 +72,15 @@ class Transition(TransitionReads):
         """Ladder moves that change these units' status alone, made without reading their rows
         (a forgetting pass moves 100k+): written by key, and a row, should anything read it
         later in this transition, is the committed one with this status (`row`)."""
-        rows, created, updated = self.rows[table], self.created[table], self.updated[table]
-        if any(k in rows or k in created for k in keys):  # rows read: `update` them, in order
-            run: list[str] = []
-            for key in keys:
-                if key in rows or key in created:
-                    self.move_statuses(table, run, status)
-                    run = []
-                    self.update(table, key, status=status)
-                else:
-                    run.append(key)
-            self.move_statuses(table, run, status)
-            return
+        rows, updated = self.rows[table], self.updated[table]  # a created row is in `rows`
+        if not rows.keys().isdisjoint(keys):  # rows read: `update` them (one call per move)
+            for key in [k for k in keys if k in rows]:
+                self.update(table, key, status=status)
+            keys = [k for k in keys if k not in rows]
         self.moved[table].update(dict.fromkeys(keys, status))
-        for key in keys:
-            props = updated.get(key)
-            if props is None:
-                updated[key] = {"status": status}
-            else:
-                props["status"] = status
+        # One dict for all: nothing changes a moved unit's props without reading its row
+        # first, and reading it gives the unit a dict of its own (`row`).
+        updated.update(dict.fromkeys(keys, {"status": status}))
         if table == "Topic":  # as `update` of an indexed column
             for touched in (self.touched.topics, self.touched.reindex, self.touched.content):
                 touched.update(dict.fromkeys(keys))
