@@ -11,9 +11,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
+import pyarrow as pa
 
-from . import attest, conditions
-from .rowhash import hasher, isoformat
+from . import attest, conditions, history as history_rules
+from .rowhash import hash_batch, hasher, isoformat
 from .collector import paused_gc
 from .derived import GENESIS, Progress
 from .model import AuditReport, Violation
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
 
 OWNED = tuple(name for name, rel in RELS.items() if rel.parent_column is not None)
+# The entry columns the history checks read (C1, C2: gem/history.py; C4: gem/conditions.py).
+_JUDGED = sorted(history_rules.JUDGED | conditions.C4_ENTRY_COLUMNS)
 
 
 def decode(row: Row, parts: tuple[str, ...] = attest.PARTS) -> dict[str, Any]:
@@ -275,15 +278,81 @@ class Attester:
                 return True
         return False
 
-    def check(self, key: str, digest: str) -> None:
+    def check_batch(self, table: str, batch: Any, digests: list[str]) -> list[tuple[int, str]]:
+        """`check_unit` (or `check`) of every row of an Arrow batch of a table, whose hashes are
+        `digests`: (row, message) of what it finds, in row order. A moved row is hashed again
+        with the statuses it can have been written with, the rows of one first level together,
+        a status at a time (most match the first tried)."""
+        keys = queries.column_values(batch, "id")
+        if table not in attest.LADDER:
+            out: list[tuple[int, str]] = []
+            for i, (key, digest) in enumerate(zip(keys, digests)):
+                message = self._verdict(key, digest)
+                if message is not None:
+                    out.append((i, message))
+            return out
+        statuses = queries.column_values(batch, "status")
+        ladder, latest, seen = self.scan.ladder, self.scan.latest, self.seen
+        out = []
+        rewritten: dict[str, list[tuple[int, int, str]]] = {}  # first level -> (row, seq, digest)
+        for i, key in enumerate(keys):
+            moved = ladder.get(key)
+            if moved is None:
+                message = self._verdict(key, digests[i])
+            else:
+                seen.add(key)
+                seq, first, level = moved
+                written = latest.get(key)
+                message = None
+                if statuses[i] != level:
+                    message = f"status {statuses[i]!r} is not what transition {seq} moved it to ({level!r})"
+                elif written is None:
+                    message = "no transition wrote this"
+                elif written[1] is None:
+                    message = f"transition {written[0]} deleted this, but it is stored"
+                else:
+                    rewritten.setdefault(first, []).append((i, written[0], written[1]))
+            if message is not None:
+                out.append((i, message))
+        for first, rows in rewritten.items():
+            out += [(i, f"differs from what transition {seq} wrote")
+                    for i, seq, _ in self._unwritten(table, batch, first, rows)]
+        return sorted(out, key=lambda found: found[0])
+
+    def _unwritten(self, table: str, batch: Any, first: str,
+                   rows: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        """The moved rows (row, seq, digest) of a batch that hash to their digest with none of
+        the statuses they can have been written with (`_written_with`, a status at a time)."""
+        statuses = self.statuses.get((table, first)) or \
+            tuple(status for status in attest.LADDER[table] if status != first)
+        column = batch.column_names.index("status")
+        for status in statuses:
+            if not rows:
+                break
+            moved = batch.take([i for i, _, _ in rows])
+            moved = moved.set_column(column, "status", pa.array([status] * len(rows), pa.string()))
+            digests = _digests(table, moved)
+            left = [row for row, digest in zip(rows, digests) if digest != row[2]]
+            if len(left) < len(rows) and status != statuses[0]:
+                self.statuses[(table, first)] = (status, *(s for s in statuses if s != status))
+            rows = left
+        return rows
+
+    def _verdict(self, key: str, digest: str) -> str | None:
         self.seen.add(key)
         written = self.scan.latest.get(key)
         if written is None:
-            self.found.append(("state", key, "no transition wrote this"))
-        elif written[1] is None:
-            self.found.append(("state", key, f"transition {written[0]} deleted this, but it is stored"))
-        elif written[1] != digest:
-            self.found.append(("state", key, f"differs from what transition {written[0]} wrote"))
+            return "no transition wrote this"
+        if written[1] is None:
+            return f"transition {written[0]} deleted this, but it is stored"
+        if written[1] != digest:
+            return f"differs from what transition {written[0]} wrote"
+        return None
+
+    def check(self, key: str, digest: str) -> None:
+        message = self._verdict(key, digest)
+        if message is not None:
+            self.found.append(("state", key, message))
 
 
 def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None,
@@ -299,8 +368,10 @@ def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None,
     for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
         if table == "Entry" and entries_seen:
             continue
-        rows = queries.stream_rows(tx, table) if keys is None else \
-            queries.read_rows(tx, table, sorted(k for k in keys if "|" not in k))
+        if keys is None:
+            done = _attest_table(tx, table, scan, attester, done, progress)
+            continue
+        rows = queries.read_rows(tx, table, sorted(k for k in keys if "|" not in k))
         row_hash = hasher(table)
         for row in rows:
             done += 1
@@ -343,6 +414,52 @@ def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None,
         if key not in seen and key not in scan.latest and (keys is None or key in keys):
             found.append(("state", key, f"missing: transition {seq} moved it"))
     return found
+
+
+def _digests(table: str, batch: Any) -> list[str]:
+    """`attest.row_hash` of each row of an Arrow batch of a table: a column at a time
+    (gem/rowhash.py), the rows it leaves one by one."""
+    digests = hash_batch(table, batch)
+    if digests is None:
+        return [hasher(table)(row) for row in queries.batch_rows(batch)]
+    for i in [i for i, digest in enumerate(digests) if digest is None]:
+        digests[i] = hasher(table)(queries.batch_rows(batch.slice(i, 1))[0])
+    return digests  # type: ignore[return-value]
+
+
+def _attest_table(tx: Any, table: str, scan: LogScan, attester: Attester, done: int,
+                  progress: Progress | None) -> int:
+    """Every stored row of a table against its last writer (an entry hashed with its history
+    is not hashed again), and the stored salience columns against the log: `_attest`'s part
+    for one table of the full audit, read as Arrow batches. Returns the rows read so far."""
+    found, seen = attester.found, attester.seen
+    salient = table in ("Topic", "Field", "Episode")
+    for batch in queries.row_batches(tx, table):
+        if table == "Entry" and seen:  # hashed with its history; in no history, hashed here
+            fresh = [i for i, key in enumerate(queries.column_values(batch, "id")) if key not in seen]
+            done += batch.num_rows - len(fresh)
+            batch = batch.take(fresh)
+        keys = queries.column_values(batch, "id")
+        messages = iter(attester.check_batch(table, batch, _digests(table, batch)))
+        message = next(messages, None)
+        if salient:
+            strengths = queries.column_values(batch, "strength")
+            accessed = queries.column_values(batch, "last_access")
+        for i, key in enumerate(keys):
+            while message is not None and message[0] == i:
+                found.append(("state", key, message[1]))
+                message = next(messages, None)
+            if salient:
+                expected = scan.salience.get(key)
+                if expected is not None:
+                    stored = [strengths[i], isoformat(accessed[i])]
+                    if expected[1] != stored:
+                        found.append(("state", key, f"stored salience {stored} is not what the log "
+                                                    f"says ({expected[1]}, transition {expected[0]})"))
+        if progress is not None and (done + batch.num_rows) // 10_000 > done // 10_000:
+            progress("audit rows", done + batch.num_rows, 0)
+        done += batch.num_rows
+    return done
 
 
 class EpisodeLinks:
@@ -416,16 +533,24 @@ def _full(engine: "Engine", progress: Progress | None,
             progress("audit log", scan.checked, n_records)
         attester = Attester(scan)
         fields = entries = 0
-        row_hash, check = hasher("Entry"), attester.check
-        for fid, history in queries.stream_histories(tx):
-            fields += 1
-            entries += len(history)
-            found += _check_history(fid, history)
-            for entry in history:
-                if entry["id"] not in attester.seen:  # an entry in two histories is one row
-                    check(entry["id"], row_hash(entry))
-            if progress is not None and fields % 10_000 == 0:
-                progress("audit histories", fields, n_fields)
+        for batch in queries.history_batches(tx):
+            holders = queries.column_values(batch, queries.HOLDER)
+            rows = queries.batch_rows(batch, _JUDGED)  # what C1, C2 and C4 read
+            digests = _digests("Entry", batch.drop_columns([queries.HOLDER]))
+            start = 0
+            while start < len(rows):
+                fid, end = holders[start], start + 1
+                while end < len(rows) and holders[end] == fid:
+                    end += 1
+                fields += 1
+                entries += end - start
+                found += _check_history(fid, rows[start:end])
+                for entry, digest in zip(rows[start:end], digests[start:end]):
+                    if entry["id"] not in attester.seen:  # an entry in two histories is one row
+                        attester.check(entry["id"], digest)
+                if progress is not None and fields % 10_000 == 0:
+                    progress("audit histories", fields, n_fields)
+                start = end
         if entries != n_entries:
             found.append(("C4", None, f"{n_entries - entries} entries are not in any field's history"))
         unreachable = n_fields - queries.count_rels(tx, "HAS_FIELD")
