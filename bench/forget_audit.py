@@ -2,7 +2,7 @@
 of the same memory, side by side in one run (issue 28: forget pass <= 10 s at 1M fields, full
 audit <= 15 s at 1.1M entries).
 
-    python bench/forget_audit.py [--topics 10000] [--baseline 4b5d922] [--rounds 1] [--keep DIR]
+    python bench/forget_audit.py [--topics 10000] [--baseline 4b5d922[,REV...]] [--rounds 1] [--keep DIR]
 
 The memory is scale.py's: N topics of 10 fields, then 30 batches of 2,000 updates; each child
 process opens a copy of it 45 days later, runs `forget()` (everything faded: fields compressed
@@ -136,11 +136,14 @@ def main() -> int:
         build(args.build, args.topics)
         return 0
     with tempfile.TemporaryDirectory() as d:
-        old_code = os.path.join(d, "baseline")
-        os.makedirs(old_code)
-        archive = subprocess.run(["git", "-C", ROOT, "archive", args.baseline, "gem", "grammar",
-                                  "policies"], capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", old_code], input=archive, check=True)
+        codes = {}  # several baselines, comma-separated: each one side by side with this tree
+        for rev in args.baseline.split(","):
+            codes[rev] = os.path.join(d, f"baseline-{rev}")
+            os.makedirs(codes[rev])
+            archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "gem", "grammar",
+                                      "policies"], capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", codes[rev]], input=archive, check=True)
+        old_code = codes[args.baseline.split(",")[0]]
         base = os.path.join(args.keep or d, f"m{args.topics}", "gov.db")
         if not os.path.exists(base):
             # Built by the baseline: a memory stores its policies, and the baseline's compiler
@@ -151,9 +154,9 @@ def main() -> int:
                             "--topics", str(args.topics)], env={**ENV, "PYTHONPATH": old_code},
                            cwd=HERE, check=True)
             print(f"built {args.topics} topics in {time.perf_counter() - start:.0f} s", file=sys.stderr)
-        results: dict[str, list[dict]] = {"baseline": [], "this tree": []}
+        results: dict[str, list[dict]] = {**{rev: [] for rev in codes}, "this tree": []}
         for r in range(args.rounds):
-            order = [("baseline", old_code), ("this tree", ROOT)]
+            order = [*codes.items(), ("this tree", ROOT)]
             for name, code in order if r % 2 == 0 else order[::-1]:
                 db = copy_db(base, os.path.join(d, f"run{r}-{name.replace(' ', '')}"))
                 results[name].append(run_child(code, db))
