@@ -37,6 +37,21 @@ touch 6% of the 1M fields, so there the bulk cost dominates. Where a move went b
 07ae221): per-unit `act` and the step functions (row copy, update, touched, record) ~40%, a
 third of it reading faded histories; loading every moved row ~9%, the log's hashes ~16%, the
 flush ~11%, the cache and derived state taking every row ~12%, candidates and the report ~10%.
+
+Then the full audit read as Arrow pieces and hashed a column at a time (gem/store/queries/
+batches.py, rowhash.hash_batch) with C1/C2/C4 run only on the histories a column sieve names
+(gem/history_columns.py), against 5147e9d and 997c2b0 (before the reads in pieces) in the same
+runs (--baseline 997c2b0,5147e9d; CPU s of the audit, us per entry): at 10k topics, 2 rounds
+at load 1-5, 997c2b0 6.69 (41.8), 5147e9d 6.88 (43.0), this 4.76 (29.8), 0.69x; one round at
+load 2-8, 7.57 / 7.44 / 5.33 (47.3 / 46.5 / 33.3). At 30k topics, load 1-5: 19.95 (55.4),
+20.27 (56.3), 10.68 (29.7), 0.53x (~33 s at 1.1M entries; wall 30.6 -> 16.6 s). The pieces
+cost nothing measurable here (5147e9d against 997c2b0: 0.98x-1.21x at 10k in four runs,
+0.95x-1.02x at 30k in two). Left,
+per entry at 10k (CPU s of 3.6-4.5): the log's decoding and scan ~1.3 (its salience part is
+14 MB of JSON, its writes 20 MB, 650k keys to take in), the history join ~0.6-0.7 (the
+engine's join of fields to entries; a scan of the Entry table alone costs a seventh of it),
+hashing ~0.9 (Arrow's joins of ~50 column texts a row, sha256 ~1 us a row), the verdicts
+~0.5, the other queries ~0.3.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from .log import (ensure_schema, add_missing_columns, create_tables, meta_get, m
     stored_policies, put_policies)
 from .scans import (scan, current_values, placed_units, citing_entries, placed_entries, scan_edges,
     scan_owned, count, count_rels, misowned, status_counts, active_fields_by_scope, entry_counts,
-    updates_of_extended_topics, flags_by_transition, conflicting_fields, stream_histories,
+    updates_of_extended_topics, flags_by_transition, conflicting_fields,
     stream_rows, stream_rels, count_owned, negative_strengths)
 from .batches import row_batches, history_batches, batch_rows, column_values, HOLDER
 
@@ -41,6 +41,6 @@ __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'ed
            'scan', 'current_values', 'placed_units', 'citing_entries', 'placed_entries',
            'scan_edges', 'scan_owned', 'count', 'count_rels', 'misowned', 'status_counts',
            'active_fields_by_scope', 'entry_counts', 'updates_of_extended_topics',
-           'flags_by_transition', 'conflicting_fields', 'stream_histories', 'stream_rows',
+           'flags_by_transition', 'conflicting_fields', 'stream_rows',
            'stream_rels', 'count_owned', 'negative_strengths', 'row_batches', 'history_batches',
            'batch_rows', 'column_values', 'HOLDER']
