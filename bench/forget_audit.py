@@ -2,7 +2,7 @@
 of the same memory, side by side in one run (issue 28: forget pass <= 10 s at 1M fields, full
 audit <= 15 s at 1.1M entries).
 
-    python bench/forget_audit.py [--topics 10000] [--baseline 4b5d922] [--rounds 1] [--keep DIR]
+    python bench/forget_audit.py [--topics 10000] [--baseline 4b5d922[,REV...]] [--rounds 1] [--keep DIR]
 
 The memory is scale.py's: N topics of 10 fields, then 30 batches of 2,000 updates; each child
 process opens a copy of it 45 days later, runs `forget()` (everything faded: fields compressed
@@ -48,6 +48,21 @@ moves) 1.22 -> 1.13 (6.1 -> 5.7 us per move; medians 1.78 -> 1.15, 8.9 -> 5.8 us
 audits identical. What is left where folds are many (py-spy, 20k): reading the faded
 histories ~19% (row conversion half of it), the folds' own steps ~14%, the record ~17% (row
 hashes 8%), the cache and derived state ~12%, the flush ~6%.
+
+Then the full audit read as Arrow pieces and hashed a column at a time (gem/store/queries/
+batches.py, rowhash.hash_batch) with C1/C2/C4 run only on the histories a column sieve names
+(gem/history_columns.py), against 5147e9d and 997c2b0 (before the reads in pieces) in the same
+runs (--baseline 997c2b0,5147e9d; CPU s of the audit, us per entry): at 10k topics, 2 rounds
+at load 1-5, 997c2b0 6.69 (41.8), 5147e9d 6.88 (43.0), this 4.76 (29.8), 0.69x; one round at
+load 2-8, 7.57 / 7.44 / 5.33 (47.3 / 46.5 / 33.3). At 30k topics, load 1-5: 19.95 (55.4),
+20.27 (56.3), 10.68 (29.7), 0.53x (~33 s at 1.1M entries; wall 30.6 -> 16.6 s). The pieces
+cost nothing measurable here (5147e9d against 997c2b0: 0.98x-1.21x at 10k in four runs,
+0.95x-1.02x at 30k in two). Left,
+per entry at 10k (CPU s of 3.6-4.5): the log's decoding and scan ~1.3 (its salience part is
+14 MB of JSON, its writes 20 MB, 650k keys to take in), the history join ~0.6-0.7 (the
+engine's join of fields to entries; a scan of the Entry table alone costs a seventh of it),
+hashing ~0.9 (Arrow's joins of ~50 column texts a row, sha256 ~1 us a row), the verdicts
+~0.5, the other queries ~0.3.
 """
 from __future__ import annotations
 
@@ -147,11 +162,14 @@ def main() -> int:
         build(args.build, args.topics)
         return 0
     with tempfile.TemporaryDirectory() as d:
-        old_code = os.path.join(d, "baseline")
-        os.makedirs(old_code)
-        archive = subprocess.run(["git", "-C", ROOT, "archive", args.baseline, "gem", "grammar",
-                                  "policies"], capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", old_code], input=archive, check=True)
+        codes = {}  # several baselines, comma-separated: each one side by side with this tree
+        for rev in args.baseline.split(","):
+            codes[rev] = os.path.join(d, f"baseline-{rev}")
+            os.makedirs(codes[rev])
+            archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "gem", "grammar",
+                                      "policies"], capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", codes[rev]], input=archive, check=True)
+        old_code = codes[args.baseline.split(",")[0]]
         base = os.path.join(args.keep or d, f"m{args.topics}", "gov.db")
         if not os.path.exists(base):
             # Built by the baseline: a memory stores its policies, and the baseline's compiler
@@ -162,9 +180,9 @@ def main() -> int:
                             "--topics", str(args.topics)], env={**ENV, "PYTHONPATH": old_code},
                            cwd=HERE, check=True)
             print(f"built {args.topics} topics in {time.perf_counter() - start:.0f} s", file=sys.stderr)
-        results: dict[str, list[dict]] = {"baseline": [], "this tree": []}
+        results: dict[str, list[dict]] = {**{rev: [] for rev in codes}, "this tree": []}
         for r in range(args.rounds):
-            order = [("baseline", old_code), ("this tree", ROOT)]
+            order = [*codes.items(), ("this tree", ROOT)]
             for name, code in order if r % 2 == 0 else order[::-1]:
                 db = copy_db(base, os.path.join(d, f"run{r}-{name.replace(' ', '')}"))
                 results[name].append(run_child(code, db))

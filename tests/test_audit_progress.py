@@ -31,13 +31,13 @@ def test_the_full_audit_reads_the_entries_once_and_finds_a_tampered_one(tmp_path
     mem = _memory(str(tmp_path / "m"))
     try:
         scanned: list[str] = []
-        stream = audit_mod.queries.stream_rows
+        stream = audit_mod.queries.row_batches
 
         def counting(tx, table):
             scanned.append(table)
             return stream(tx, table)
 
-        monkeypatch.setattr(audit_mod.queries, "stream_rows", counting)
+        monkeypatch.setattr(audit_mod.queries, "row_batches", counting)
         assert mem.audit(full=True).ok
         assert "Entry" not in scanned and "Field" in scanned
         with mem._engine.store.transaction() as tx:

@@ -11,8 +11,8 @@ puts kuzu's forms of a 1-hop read side by side.
 
 The package splits them by kind: `forms` (how each engine is asked), `reads` (keyed reads
 and 1-hops), `writes`, `log` (schema, meta, the transition log, salience written behind,
-stored policies) and `scans` (whole-state scans and counts). Every name is re-exported here:
-callers write `queries.read_rows`. Settings (chunk sizes, form thresholds) stay on the module
+stored policies), `scans` (whole-state scans and counts) and `batches` (the full audit's
+scans, as Arrow tables). Every name is re-exported here: callers write `queries.read_rows`. Settings (chunk sizes, form thresholds) stay on the module
 that reads them: a test or bench changes `queries.reads.KUZU_FEW_KEYS`.
 """
 
@@ -27,8 +27,9 @@ from .log import (ensure_schema, add_missing_columns, create_tables, meta_get, m
     stored_policies, put_policies)
 from .scans import (scan, current_values, placed_units, citing_entries, placed_entries, scan_edges,
     scan_owned, count, count_rels, misowned, status_counts, active_fields_by_scope, entry_counts,
-    updates_of_extended_topics, flags_by_transition, conflicting_fields, stream_histories,
+    updates_of_extended_topics, flags_by_transition, conflicting_fields,
     stream_rows, stream_rels, count_owned, negative_strengths, stream_scan)
+from .batches import row_batches, history_batches, batch_rows, column_values, HOLDER
 
 __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'edge_holders',
            'create_rows', 'update_rows', 'set_status', 'create_rels', 'delete_rels', 'delete_rows',
@@ -40,5 +41,6 @@ __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'ed
            'scan', 'current_values', 'placed_units', 'citing_entries', 'placed_entries',
            'scan_edges', 'scan_owned', 'count', 'count_rels', 'misowned', 'status_counts',
            'active_fields_by_scope', 'entry_counts', 'updates_of_extended_topics',
-           'flags_by_transition', 'conflicting_fields', 'stream_histories', 'stream_rows',
-           'stream_rels', 'count_owned', 'negative_strengths', 'stream_scan', 'salience_since']
+           'flags_by_transition', 'conflicting_fields', 'stream_rows',
+           'stream_rels', 'count_owned', 'negative_strengths', 'stream_scan', 'salience_since',
+           'row_batches', 'history_batches', 'batch_rows', 'column_values', 'HOLDER']

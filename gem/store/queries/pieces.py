@@ -36,28 +36,59 @@ def piece_bytes(tx: Tx) -> int:
     return piece_bytes_of(tx.pool)
 
 
+def _spans(tx: Tx, table: str) -> Iterator[tuple[int, int]]:
+    """Ranges [lo, hi) of node offsets of `table`, each as large as the rows the one before
+    brought allow (the caller sends how many it brought): a range's span adapts to the rows
+    (a history's entries come with its field), at most doubling from one to the next."""
+    top = tx.scalar(f"MATCH (n:{table}) RETURN max(offset(id(n)))")
+    if top is None:
+        return
+    budget = max(1, piece_bytes(tx) // ROW_BYTES)
+    low, span = 0, budget
+    while low <= top:
+        rows = yield low, low + span
+        low += span
+        span = max(1, min(2 * span, span * budget // rows if rows else 2 * span))
+
+
+def _ranged(query: str, var: str) -> str:
+    return query.replace("{WHERE}", f"WHERE offset(id({var})) >= $lo AND offset(id({var})) < $hi")
+
+
 def table_pieces(tx: Tx, table: str, query: str, var: str, params: dict[str, Any] | None = None,
                  times: Sequence[int] | None = None) -> Iterator[list[Any]]:
     """The rows of `query` (MATCH ... {WHERE} RETURN ...: `{WHERE}` is where the range goes),
-    a range of offsets of node `var` of `table` at a time. A range's span adapts to the rows
-    it brings (a history's entries come with its field), at most doubling from one to the next."""
+    a range of offsets of node `var` of `table` at a time."""
     params = dict(params or {})
     if _falkor(tx):
         yield from tx.stream(query.replace("{WHERE}", ""), params, times)
         return
-    top = tx.scalar(f"MATCH (n:{table}) RETURN max(offset(id(n)))")
-    if top is None:
-        return
-    text = query.replace("{WHERE}", f"WHERE offset(id({var})) >= $lo AND offset(id({var})) < $hi")
-    budget = max(1, piece_bytes(tx) // ROW_BYTES)
-    low, span = 0, budget
-    while low <= top:
+    text, spans = _ranged(query, var), _spans(tx, table)
+    span = next(spans, None)
+    while span is not None:
         rows = 0
-        for row in tx.stream(text, {**params, "lo": low, "hi": low + span}, times):
+        for row in tx.stream(text, {**params, "lo": span[0], "hi": span[1]}, times):
             rows += 1
             yield row
-        low += span
-        span = max(1, min(2 * span, span * budget // rows if rows else 2 * span))
+        span = _next(spans, rows)
+
+
+def table_batches(tx: Tx, table: str, query: str, var: str) -> Iterator[Any]:
+    """`table_pieces` on kuzu and LadybugDB, each piece one Arrow table converted by the
+    engine in bulk (FalkorDB has no Arrow reads: gem/store/queries/batches.py reads its rows)."""
+    text, spans = _ranged(query, var), _spans(tx, table)
+    span = next(spans, None)
+    while span is not None:
+        batch = tx.arrow(text, {"lo": span[0], "hi": span[1]})
+        yield batch
+        span = _next(spans, batch.num_rows)
+
+
+def _next(spans: Any, rows: int) -> tuple[int, int] | None:
+    try:
+        return spans.send(rows)  # type: ignore[no-any-return]
+    except StopIteration:
+        return None
 
 
 def seq_pieces(tx: Tx, table: str, returns: str, times: Sequence[int] | None = None

@@ -177,26 +177,6 @@ def conflicting_fields(tx: Tx, scope: str) -> list[str]:
         {"scope": scope})]
 
 
-def stream_histories(tx: Tx) -> Iterator[tuple[str, list[Row]]]:
-    """Every field's history, (field key, entries in recording order), one field at a time."""
-    cols = TABLES["Entry"].columns
-    typed = _typing(tx, "Entry", cols)
-    current: str | None = None
-    entries: list[Row] = []
-    times = [1 + i for i, c in enumerate(cols) if c in _TIMES["Entry"]]
-    for values in table_pieces(tx, "Field", "MATCH (f:Field)-[:HAS_ENTRY]->(e:Entry) {WHERE} "
-                               f"RETURN f.id, {_returns('e', cols)} ORDER BY f.id, e.seq", "f",
-                               times=times):
-        if values[0] != current:
-            if current is not None:
-                yield current, entries
-            current, entries = values[0], []
-        row = dict(zip(cols, values[1:]))
-        entries.append(row if typed is None else typed(row))
-    if current is not None:
-        yield current, entries
-
-
 def stream_rows(tx: Tx, table: str) -> Iterator[Row]:
     """Every row of a table, in stored order, a bounded piece at a time (gem/store/queries/pieces.py)."""
     cols = TABLES[table].columns
