@@ -50,7 +50,7 @@ histories ~19% (row conversion half of it), the folds' own steps ~14%, the recor
 hashes 8%), the cache and derived state ~12%, the flush ~6%.
 
 Then the full audit read as Arrow pieces and hashed a column at a time (gem/store/queries/
-batches.py, rowhash.hash_batch) with C1/C2/C4 run only on the histories a column sieve names
+batches.py, rowhash_columns.hash_batch) with C1/C2/C4 run only on the histories a column sieve names
 (gem/history_columns.py), against 5147e9d and 997c2b0 (before the reads in pieces) in the same
 runs (--baseline 997c2b0,5147e9d; CPU s of the audit, us per entry): at 10k topics, 2 rounds
 at load 1-5, 997c2b0 6.69 (41.8), 5147e9d 6.88 (43.0), this 4.76 (29.8), 0.69x; one round at

@@ -11,10 +11,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
-import pyarrow as pa
 
-from . import attest, conditions, history as history_rules, history_columns
-from .rowhash import hash_batch, hasher, isoformat
+from . import attest, conditions
+from .rowhash import hasher, isoformat
 from .collector import paused_gc
 from .derived import GENESIS, Progress
 from .model import AuditReport, Violation
@@ -30,8 +29,6 @@ if TYPE_CHECKING:
 
 
 OWNED = tuple(name for name, rel in RELS.items() if rel.parent_column is not None)
-# The entry columns the history checks read (C1, C2: gem/history.py; C4: gem/conditions.py).
-_JUDGED = sorted(history_rules.JUDGED | conditions.C4_ENTRY_COLUMNS)
 
 
 def decode(row: Row, parts: tuple[str, ...] = attest.PARTS) -> dict[str, Any]:
@@ -153,13 +150,6 @@ def _report(engine: "Engine", found: list[tuple[str, str | None, str]], checked:
                        transitions=engine.seq, chain_ok=chain_ok, since=since)
 
 
-def _check_history(fid: str, history: list[Row]) -> list[tuple[str, str | None, str]]:
-    ids = {e["id"] for e in history}
-    return [*conditions.c1_c2_histories([(fid, history)]),
-            *conditions.c4_provenance(history, (), lambda eid: {"id": eid} if eid in ids else None,
-                                      lambda e: True)]
-
-
 class LogScan:
     """One pass over the log: the chain, what each unit's last writer attested, the salience
     the stored columns must hold, which records were redacted by which erasure, and that its
@@ -278,71 +268,7 @@ class Attester:
                 return True
         return False
 
-    def check_batch(self, table: str, batch: Any, digests: list[str]) -> list[tuple[int, str]]:
-        """`check_unit` (or `check`) of every row of an Arrow batch of a table, whose hashes are
-        `digests`: (row, message) of what it finds, in row order. A moved row is hashed again
-        with the statuses it can have been written with, the rows of one first level together,
-        a status at a time (most match the first tried)."""
-        keys = queries.column_values(batch, "id")
-        if table not in attest.LADDER:
-            out: list[tuple[int, str]] = []
-            for i, (key, digest) in enumerate(zip(keys, digests)):
-                message = self._verdict(key, digest)
-                if message is not None:
-                    out.append((i, message))
-            return out
-        statuses = queries.column_values(batch, "status")
-        ladder, latest, seen = self.scan.ladder, self.scan.latest, self.seen
-        out = []
-        rewritten: dict[str, list[tuple[int, int, str]]] = {}  # first level -> (row, seq, digest)
-        for i, key in enumerate(keys):
-            moved = ladder.get(key)
-            if moved is None:
-                written = latest.get(key)
-                if written is not None and written[1] == digests[i]:
-                    seen.add(key)  # as its last writer attested (`_verdict`, without a call)
-                    continue
-                message = self._verdict(key, digests[i])
-            else:
-                seen.add(key)
-                seq, first, level = moved
-                written = latest.get(key)
-                message = None
-                if statuses[i] != level:
-                    message = f"status {statuses[i]!r} is not what transition {seq} moved it to ({level!r})"
-                elif written is None:
-                    message = "no transition wrote this"
-                elif written[1] is None:
-                    message = f"transition {written[0]} deleted this, but it is stored"
-                else:
-                    rewritten.setdefault(first, []).append((i, written[0], written[1]))
-            if message is not None:
-                out.append((i, message))
-        for first, rows in rewritten.items():
-            out += [(i, f"differs from what transition {seq} wrote")
-                    for i, seq, _ in self._unwritten(table, batch, first, rows)]
-        return sorted(out, key=lambda found: found[0])
-
-    def _unwritten(self, table: str, batch: Any, first: str,
-                   rows: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-        """The moved rows (row, seq, digest) of a batch that hash to their digest with none of
-        the statuses they can have been written with (`_written_with`, a status at a time)."""
-        statuses = self.statuses.get((table, first)) or \
-            tuple(status for status in attest.LADDER[table] if status != first)
-        column = batch.column_names.index("status")
-        for status in statuses:
-            if not rows:
-                break
-            moved = batch.take([i for i, _, _ in rows])
-            moved = moved.set_column(column, "status", pa.array([status] * len(rows), pa.string()))
-            digests = _digests(table, moved)
-            left = [row for row, digest in zip(rows, digests) if digest != row[2]]
-            if len(left) < len(rows) and status != statuses[0]:
-                self.statuses[(table, first)] = (status, *(s for s in statuses if s != status))
-            rows = left
-        return rows
-
-    def _verdict(self, key: str, digest: str) -> str | None:
+    def verdict(self, key: str, digest: str) -> str | None:
         self.seen.add(key)
         written = self.scan.latest.get(key)
         if written is None:
@@ -354,7 +280,7 @@ class Attester:
         return None
 
     def check(self, key: str, digest: str) -> None:
-        message = self._verdict(key, digest)
+        message = self.verdict(key, digest)
         if message is not None:
             self.found.append(("state", key, message))
 
@@ -373,7 +299,8 @@ def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None,
         if table == "Entry" and entries_seen:
             continue
         if keys is None:
-            done = _attest_table(tx, table, scan, attester, done, progress)
+            from . import audit_tables  # pyarrow only where a full audit runs
+            done = audit_tables.attest_table(tx, table, scan, attester, done, progress)
             continue
         rows = queries.read_rows(tx, table, sorted(k for k in keys if "|" not in k))
         row_hash = hasher(table)
@@ -418,66 +345,6 @@ def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None,
     for key in sorted(key for key in ladder.keys() - seen - latest.keys()
                       if keys is None or key in keys):
         found.append(("state", key, f"missing: transition {ladder[key][0]} moved it"))
-    return found
-
-
-def _digests(table: str, batch: Any) -> list[str]:
-    """`attest.row_hash` of each row of an Arrow batch of a table: a column at a time
-    (gem/rowhash.py), the rows it leaves one by one."""
-    digests = hash_batch(table, batch)
-    if digests is None:
-        return [hasher(table)(row) for row in queries.batch_rows(batch)]
-    alone = [i for i, digest in enumerate(digests) if digest is None]
-    if alone:  # (a batch of them: a row taken from Arrow on its own costs ~20 us)
-        for i, row in zip(alone, queries.batch_rows(batch.take(alone))):
-            digests[i] = hasher(table)(row)
-    return digests  # type: ignore[return-value]
-
-
-def _attest_table(tx: Any, table: str, scan: LogScan, attester: Attester, done: int,
-                  progress: Progress | None) -> int:
-    """Every stored row of a table against its last writer (an entry hashed with its history
-    is not hashed again), and the stored salience columns against the log: `_attest`'s part
-    for one table of the full audit, read as Arrow batches. Returns the rows read so far."""
-    found, seen, salience = attester.found, attester.seen, scan.salience
-    salient = table in ("Topic", "Field", "Episode")
-    for batch in queries.row_batches(tx, table):
-        if table == "Entry" and seen:  # hashed with its history; in no history, hashed here
-            fresh = [i for i, key in enumerate(queries.column_values(batch, "id")) if key not in seen]
-            done += batch.num_rows - len(fresh)
-            batch = batch.take(fresh)
-        keys = queries.column_values(batch, "id")
-        checked = attester.check_batch(table, batch, _digests(table, batch))
-        if salient:
-            found += _salience_checked(keys, checked, salience, batch)
-        else:
-            found += [("state", keys[i], text) for i, text in checked]
-        if progress is not None and (done + batch.num_rows) // 10_000 > done // 10_000:
-            progress("audit rows", done + batch.num_rows, 0)
-        done += batch.num_rows
-    return done
-
-
-def _salience_checked(keys: list[str], checked: list[tuple[int, str]],
-                      salience: dict[str, tuple[int, list[Any]]],
-                      batch: Any) -> list[tuple[str, str | None, str]]:
-    """The `checked` messages of a batch's rows, each row's followed by its stored salience
-    columns against what the log says."""
-    found: list[tuple[str, str | None, str]] = []
-    strengths = queries.column_values(batch, "strength")
-    accessed = queries.column_values(batch, "last_access")
-    messages = iter(checked)
-    message = next(messages, None)
-    for i, key in enumerate(keys):
-        while message is not None and message[0] == i:
-            found.append(("state", key, message[1]))
-            message = next(messages, None)
-        expected = salience.get(key)
-        if expected is not None:
-            stored = [strengths[i], isoformat(accessed[i])]
-            if expected[1] != stored:
-                found.append(("state", key, f"stored salience {stored} is not what the log "
-                                            f"says ({expected[1]}, transition {expected[0]})"))
     return found
 
 
@@ -551,28 +418,10 @@ def _full(engine: "Engine", progress: Progress | None,
         if progress is not None:
             progress("audit log", scan.checked, n_records)
         attester = Attester(scan)
-        fields = entries = 0
-        for batch in queries.history_batches(tx):
-            # C1, C2 and C4 by the rules themselves only on the histories the sieve names
-            bounds = history_columns.groups(batch, queries.HOLDER)
-            suspect = history_columns.suspects(batch, bounds)
-            holders = queries.column_values(batch, queries.HOLDER)
-            for g in np.flatnonzero(suspect).tolist():
-                start, end = int(bounds[g]), int(bounds[g + 1])
-                found += _check_history(holders[start], queries.batch_rows(
-                    batch.slice(start, end - start), _JUDGED))
-            latest, seen = scan.latest, attester.seen
-            for key, digest in zip(queries.column_values(batch, "id"),
-                                   _digests("Entry", batch.drop_columns([queries.HOLDER]))):
-                if key not in seen:  # an entry in two histories is one row
-                    written = latest.get(key)
-                    if written is not None and written[1] == digest:
-                        seen.add(key)  # as its last writer attested (`check`, without a call)
-                    else:
-                        attester.check(key, digest)
-            before, fields, entries = fields, fields + len(bounds) - 1, entries + batch.num_rows
-            if progress is not None and fields // 10_000 > before // 10_000:
-                progress("audit histories", fields, n_fields)
+        # pyarrow (~60 MB resident) only in a process that runs a full audit
+        from . import audit_tables
+        fields, entries, found_in = audit_tables.check_histories(tx, attester, n_fields, progress)
+        found += found_in
         if entries != n_entries:
             found.append(("C4", None, f"{n_entries - entries} entries are not in any field's history"))
         unreachable = n_fields - queries.count_rels(tx, "HAS_FIELD")
@@ -647,7 +496,7 @@ def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | N
         entries = 0
         for fid, history in histories.items():
             entries += len(history)
-            found += _check_history(fid, history)
+            found += conditions.history_violations(fid, history)
         eids = [e["id"] for h in histories.values() for e in h]
         for i in range(0, len(eids), 1000):
             for _, obs in queries.read_children(tx, "CORROBORATES", eids[i:i + 1000]):

@@ -69,6 +69,15 @@ def c4_provenance(entries: Iterable[Row], observations: Iterable[Row],
             yield ("C4", obs["id"], "observation of an entry that does not exist")
 
 
+def history_violations(fid: str, history: list[Row]) -> list[Violation]:
+    """C1, C2 and C4 of one field's whole history, as the audit checks it: an entry's
+    `superseded_by` must name an entry of the same history."""
+    ids = {e["id"] for e in history}
+    return [*c1_c2_histories([(fid, history)]),
+            *c4_provenance(history, (), lambda eid: {"id": eid} if eid in ids else None,
+                           lambda e: True)]
+
+
 def c4_episodes(episodes: Iterable[Row]) -> Iterator[Violation]:
     """Every episode keeps its text, its provenance (source, actor) and its times."""
     for row in episodes:

@@ -2,11 +2,9 @@
 checks a log record's commitment on its stored texts, falling back to its decoded parts."""
 from __future__ import annotations
 
-import os
-
 import gem
 from conftest import ENGINE
-from gem import audit as audit_mod
+from gem import audit as audit_mod, audit_tables
 from gem.cli import main
 
 
@@ -31,13 +29,13 @@ def test_the_full_audit_reads_the_entries_once_and_finds_a_tampered_one(tmp_path
     mem = _memory(str(tmp_path / "m"))
     try:
         scanned: list[str] = []
-        stream = audit_mod.queries.row_batches
+        stream = audit_tables.row_batches
 
         def counting(tx, table):
             scanned.append(table)
             return stream(tx, table)
 
-        monkeypatch.setattr(audit_mod.queries, "row_batches", counting)
+        monkeypatch.setattr(audit_tables, "row_batches", counting)
         assert mem.audit(full=True).ok
         assert "Entry" not in scanned and "Field" in scanned
         with mem._engine.store.transaction() as tx:

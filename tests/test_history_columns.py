@@ -3,15 +3,16 @@ C2 and C4 find something wrong with, and passes a well-formed one (so the rules 
 run on few)."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from gem import history_columns
-from gem.audit import _check_history
-from gem.store.queries import HOLDER, batch_rows, batches
+from gem.conditions import history_violations
+from gem.store.queries import batches
+from gem.store.queries.batches import HOLDER, batch_rows
 from gem.store.schema import TABLES
 
 T0 = datetime(2026, 1, 1)
@@ -51,7 +52,7 @@ def _verdicts(rows: list[dict]) -> tuple[dict[str, bool], dict[str, list]]:
     for g in range(len(bounds) - 1):
         start, end = int(bounds[g]), int(bounds[g + 1])
         try:
-            found[holders[start]] = _check_history(
+            found[holders[start]] = history_violations(
                 holders[start], batch_rows(batch.slice(start, end - start).drop_columns([HOLDER])))
         except TypeError:  # a missing time cannot be ordered: the rules fail, the sieve must name it
             found[holders[start]] = ["unorderable"]

@@ -125,3 +125,35 @@ def test_open_builds_as_many_ids_names_and_lists_at_30_topics_as_at_300(monkeypa
     # index are kept as the snapshot has them until first used (gem/snapshot.py): decoding
     # and putting them into dicts was most of an open at 100k topics (issue 28 item 6).
     assert _items_built_at_open(30, monkeypatch) == _items_built_at_open(300, monkeypatch)
+
+
+@pytest.mark.skipif(ENGINE == "falkordb", reason="an embedded memory in a child process")
+def test_pyarrow_is_loaded_by_a_full_audit_and_nothing_else(tmp_path):
+    """pyarrow holds ~60 MB resident once imported: only the full audit's reads of whole
+    tables use it (gem/audit_tables.py), so an agent's process that opens, writes, searches,
+    forgets and audits incrementally never pays for it."""
+    import subprocess
+    import sys
+    path = str(tmp_path / "m")
+    first = f"""
+import gem
+with gem.open({path!r}, engine={ENGINE!r}) as mem:
+    mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15")])
+    assert mem.audit(full=True).ok  # a clean audit: the next one is incremental
+"""
+    later = f"""
+import sys, gem
+mem = gem.open({path!r}, engine={ENGINE!r})
+mem.ingest([gem.Fact("Website Redesign", "deadline", "April 20")])
+mem.retrieve("redesign deadline")
+mem.retrieve(topic="Website Redesign")
+mem.forget()
+assert mem.audit().ok
+print("pyarrow" in sys.modules)
+assert mem.audit(full=True).ok
+print("pyarrow" in sys.modules)
+mem.close()
+"""
+    subprocess.run([sys.executable, "-c", first], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", later], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

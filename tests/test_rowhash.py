@@ -12,8 +12,10 @@ import pyarrow as pa
 from hypothesis import given, settings, strategies as st
 
 from gem import attest
-from gem.rowhash import RowHasher, hash_batch, hasher
-from gem.store.queries import batch_rows, batches
+from gem.rowhash import RowHasher, hasher
+from gem.rowhash_columns import hash_batch
+from gem.store.queries import batches
+from gem.store.queries.batches import batch_rows
 from gem.store.schema import TABLES, _base_type
 
 HASHED = ("Topic", "Field", "Entry", "Observation", "Flag", "Episode", "Policy")
@@ -121,7 +123,6 @@ def test_the_full_audit_hashes_stored_rows_a_column_at_a_time(tmp_path):
     hash: a tampered one is still found."""
     import gem
     from conftest import ENGINE
-    from gem.store import queries
     with gem.open(str(tmp_path / "db"), engine=ENGINE) as mem:
         mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15"),
                     gem.Fact("Website Redesign", "owner", "Alice", labels=["pii"]),
@@ -129,14 +130,14 @@ def test_the_full_audit_hashes_stored_rows_a_column_at_a_time(tmp_path):
         assert mem.audit(full=True).ok
         with mem._engine.store.reading() as tx:
             for table in ("Topic", "Field"):
-                for batch in queries.row_batches(tx, table):
+                for batch in batches.row_batches(tx, table):
                     digests = hash_batch(table, batch)
                     assert digests is not None
                     for digest, row in zip(digests, batch_rows(batch)):
                         assert digest in (None, attest.row_hash(table, row))
                         assert (digest is None) == ("é" in row["id"] or "é" in repr(row))
-            (batch,) = queries.history_batches(tx)
-            entries = batch.drop_columns([queries.HOLDER])
+            (batch,) = batches.history_batches(tx)
+            entries = batch.drop_columns([batches.HOLDER])
             digests = hash_batch("Entry", entries)
             rows = batch_rows(entries)
             assert [d is None for d in digests] == ["é" in r["value"] for r in rows]

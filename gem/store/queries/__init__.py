@@ -29,7 +29,6 @@ from .scans import (scan, current_values, placed_units, citing_entries, placed_e
     scan_owned, count, count_rels, misowned, status_counts, active_fields_by_scope, entry_counts,
     updates_of_extended_topics, flags_by_transition, conflicting_fields,
     stream_rows, stream_rels, count_owned, negative_strengths, stream_scan)
-from .batches import row_batches, history_batches, batch_rows, column_values, HOLDER
 
 __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'edge_holders',
            'create_rows', 'update_rows', 'set_status', 'create_rels', 'delete_rels', 'delete_rows',
@@ -42,5 +41,4 @@ __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'ed
            'scan_edges', 'scan_owned', 'count', 'count_rels', 'misowned', 'status_counts',
            'active_fields_by_scope', 'entry_counts', 'updates_of_extended_topics',
            'flags_by_transition', 'conflicting_fields', 'stream_rows',
-           'stream_rels', 'count_owned', 'negative_strengths', 'stream_scan', 'salience_since',
-           'row_batches', 'history_batches', 'batch_rows', 'column_values', 'HOLDER']
+           'stream_rels', 'count_owned', 'negative_strengths', 'stream_scan', 'salience_since']
