@@ -18,6 +18,23 @@ def check_k(k: int | None) -> None:
         raise InvalidInput(f"k must be a non-negative int or None, got {k!r}")
 
 
+def _kth_largest(scores: np.ndarray, k: int) -> float:
+    """The k-th largest of scores (0 < k < len). BM25 gives a few distinct scores to many rows
+    (every document with the same term counts and length ties), and numpy's partition
+    degenerates on them: 20 ms for 233k scores of 7 values at 100k topics, a quarter of a
+    free-text retrieval. Where the first scores hold few distinct values, the levels are
+    peeled from the top instead (two passes each); distinct scores (cosine) are partitioned."""
+    if np.unique(scores[:256]).shape[0] <= 64:
+        level, above = scores.max(), 0
+        for _ in range(16):
+            above += int(np.count_nonzero(scores == level))
+            if above >= k:
+                return level
+            level = scores.max(where=scores < level, initial=-np.inf)
+    n = scores.shape[0]
+    return np.partition(scores, n - k)[n - k]
+
+
 def ranked(
     scores: np.ndarray, rows: np.ndarray, id_of_row: list[str], k: int | None
 ) -> list[tuple[str, float]]:
@@ -32,7 +49,7 @@ def ranked(
         return []
     tail: list[tuple[str, float]] = []
     if k is not None and k < n:
-        kth = np.partition(scores, n - k)[n - k]
+        kth = _kth_largest(scores, k)
         above = np.flatnonzero(scores > kth)
         if n - above.shape[0] > 4 * k:
             # Many rows tie at the k-th score (BM25 gives every document with the same term
