@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -277,3 +278,37 @@ def start_server(path: str, engine: str) -> tuple[subprocess.Popen, str]:
         time.sleep(0.1)
     proc.kill()
     raise SystemExit("gem serve did not start")
+
+
+# ----------------------------------------------------- one revision against another, same rows
+def checkout(rev: str, dest: str) -> str:
+    """The code of a git revision (gem, its grammar and policies) extracted into `dest`, to run
+    a benchmark's children with PYTHONPATH=dest side by side with this tree's."""
+    os.makedirs(dest)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    archive = subprocess.run(["git", "-C", root, "archive", rev, "gem", "grammar", "policies"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    return dest
+
+
+def copy_db(src: str, dest_dir: str, snapshot: bool = True) -> str:
+    """A copy of a memory (its database and the files beside it; without `snapshot`, not its
+    derived snapshot) in a new folder, so each side and each round starts from the same rows."""
+    folder, name = os.path.split(src)
+    os.makedirs(dest_dir)
+    for entry in os.listdir(folder):
+        if entry.startswith(name) and (snapshot or not entry.endswith(".gem-derived")):
+            from_ = os.path.join(folder, entry)
+            (shutil.copytree if os.path.isdir(from_) else shutil.copy2)(from_, os.path.join(dest_dir, entry))
+    return os.path.join(dest_dir, name)
+
+
+def run_child(script: str, code: str, args: list[str]) -> dict:
+    """The last JSON line a benchmark's child prints, run with the gem found at `code`."""
+    done = subprocess.run([sys.executable, os.path.abspath(script), *args],
+                          env={**ENV, "PYTHONPATH": code}, cwd=os.path.dirname(os.path.abspath(script)),
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"child failed ({code}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

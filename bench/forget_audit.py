@@ -76,7 +76,7 @@ import sys
 import tempfile
 import time
 
-from common import ENV, Clock
+from common import ENV, Clock, checkout, copy_db, run_child
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -127,25 +127,6 @@ def child(path: str) -> dict:
     return out
 
 
-def run_child(code: str, db: str) -> dict:
-    env = {**ENV, "PYTHONPATH": code}
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", db],
-                          env=env, cwd=HERE, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"child failed ({code}):\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def copy_db(src: str, dest_dir: str) -> str:
-    folder, name = os.path.split(src)
-    os.makedirs(dest_dir)
-    for entry in os.listdir(folder):
-        if entry.startswith(name):
-            from_ = os.path.join(folder, entry)
-            (shutil.copytree if os.path.isdir(from_) else shutil.copy2)(from_, os.path.join(dest_dir, entry))
-    return os.path.join(dest_dir, name)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=10_000)
@@ -164,11 +145,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         codes = {}  # several baselines, comma-separated: each one side by side with this tree
         for rev in args.baseline.split(","):
-            codes[rev] = os.path.join(d, f"baseline-{rev}")
-            os.makedirs(codes[rev])
-            archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "gem", "grammar",
-                                      "policies"], capture_output=True, check=True).stdout
-            subprocess.run(["tar", "-x", "-C", codes[rev]], input=archive, check=True)
+            codes[rev] = checkout(rev, os.path.join(d, f"baseline-{rev}"))
         old_code = codes[args.baseline.split(",")[0]]
         base = os.path.join(args.keep or d, f"m{args.topics}", "gov.db")
         if not os.path.exists(base):
@@ -185,7 +162,7 @@ def main() -> int:
             order = [*codes.items(), ("this tree", ROOT)]
             for name, code in order if r % 2 == 0 else order[::-1]:
                 db = copy_db(base, os.path.join(d, f"run{r}-{name.replace(' ', '')}"))
-                results[name].append(run_child(code, db))
+                results[name].append(run_child(__file__, code, ["--child", db]))
                 shutil.rmtree(os.path.dirname(db))
                 print(name, results[name][-1], file=sys.stderr, flush=True)
     first = results["this tree"][0]

@@ -26,13 +26,12 @@ import io
 import json
 import os
 import pstats
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-from common import ENV
+from common import ENV, checkout, copy_db, run_child
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -86,26 +85,6 @@ def resave(path: str) -> dict:
     return {}
 
 
-def run_child(code: str, db: str, profile: bool = False, mode: str = "--child") -> dict:
-    env = {**ENV, "PYTHONPATH": code}
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), mode, db]
-                          + (["--profile"] if profile else []),
-                          env=env, cwd=HERE, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"child failed ({code}):\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def copy_db(src: str, dest_dir: str) -> str:
-    folder, name = os.path.split(src)
-    os.makedirs(dest_dir)
-    for entry in os.listdir(folder):
-        if entry.startswith(name):
-            from_ = os.path.join(folder, entry)
-            (shutil.copytree if os.path.isdir(from_) else shutil.copy2)(from_, os.path.join(dest_dir, entry))
-    return os.path.join(dest_dir, name)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=10_000)
@@ -128,11 +107,7 @@ def main() -> int:
         build(args.build, args.topics)
         return 0
     with tempfile.TemporaryDirectory() as d:
-        old_code = os.path.join(d, "baseline")
-        os.makedirs(old_code)
-        archive = subprocess.run(["git", "-C", ROOT, "archive", args.baseline, "gem", "grammar",
-                                  "policies"], capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", old_code], input=archive, check=True)
+        old_code = checkout(args.baseline, os.path.join(d, "baseline"))
         base = os.path.join(args.keep or d, f"open{args.topics}", "m.db")
         if not os.path.exists(base):
             os.makedirs(os.path.dirname(base), exist_ok=True)
@@ -144,16 +119,16 @@ def main() -> int:
         sides = [("baseline", old_code), ("this tree", ROOT)]
         dbs = {name: copy_db(base, os.path.join(d, "db-" + name.replace(" ", ""))) for name, _ in sides}
         for name, code in sides:
-            run_child(code, dbs[name], mode="--resave")
+            run_child(__file__, code, ["--resave", dbs[name]])
         results: dict[str, list[dict]] = {name: [] for name, _ in sides}
         profiles: dict[str, str] = {}
         for r in range(args.opens):
             for name, code in sides if r % 2 == 0 else sides[::-1]:
-                results[name].append(run_child(code, dbs[name]))
+                results[name].append(run_child(__file__, code, ["--child", dbs[name]]))
                 print(name, results[name][-1], file=sys.stderr, flush=True)
         if not args.no_profile:
             for name, code in sides:
-                profiles[name] = run_child(code, dbs[name], profile=True)["profile"]
+                profiles[name] = run_child(__file__, code, ["--child", dbs[name], "--profile"])["profile"]
     for name, text in profiles.items():
         print(f"--- {name}: cProfile of one open, top 15 by cumulative time", file=sys.stderr)
         print(text, file=sys.stderr)

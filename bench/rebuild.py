@@ -45,7 +45,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ENV, Clock, rss_now_mb  # noqa: E402
+from common import ENV, Clock, checkout, copy_db, rss_now_mb, run_child  # noqa: E402
 from scale import FIRST_QUERY, new_facts, update_facts  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -88,33 +88,6 @@ def child(path: str) -> dict:
     return out
 
 
-def run_child(code: str, db: str) -> dict:
-    env = {**ENV, "PYTHONPATH": code}
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", db],
-                          env=env, cwd=HERE, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"child failed ({code}):\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def copy_db(src: str, dest_dir: str, snapshot: bool) -> str:
-    folder, name = os.path.split(src)
-    os.makedirs(dest_dir)
-    for entry in os.listdir(folder):
-        if entry.startswith(name) and (snapshot or not entry.endswith(".gem-derived")):
-            from_ = os.path.join(folder, entry)
-            (shutil.copytree if os.path.isdir(from_) else shutil.copy2)(from_, os.path.join(dest_dir, entry))
-    return os.path.join(dest_dir, name)
-
-
-def checkout(rev: str, dest: str) -> str:
-    os.makedirs(dest)
-    archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "gem", "grammar", "policies"],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
-    return dest
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=10_000)
@@ -149,7 +122,7 @@ def main() -> int:
             for name, kind in order if r % 2 == 0 else order[::-1]:
                 db = copy_db(base, os.path.join(d, f"run{r}-{kind}-{name.replace(' ', '')}"),
                              snapshot=kind == "open")
-                results.setdefault((name, kind), []).append(run_child(codes[name], db))
+                results.setdefault((name, kind), []).append(run_child(__file__, codes[name], ["--child", db]))
                 shutil.rmtree(os.path.dirname(db))
                 print(name, kind, {k: v for k, v in results[(name, kind)][-1].items() if k != "found"},
                       file=sys.stderr, flush=True)
