@@ -312,3 +312,17 @@ def run_child(script: str, code: str, args: list[str]) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"child failed ({code}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def build_once(script: str, path: str, code: str, args: list[str]) -> None:
+    """The benchmark's memory built at `path` by its `--build` child with the gem at `code`
+    (the baseline's: a memory stores its policies, and older code cannot read policies written
+    in a later language; later code reads older), unless it is there already (`--keep`)."""
+    if os.path.exists(path):
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, os.path.abspath(script), "--build", path, *args],
+                   env={**ENV, "PYTHONPATH": code}, cwd=os.path.dirname(os.path.abspath(script)),
+                   check=True)
+    print(f"built it in {time.perf_counter() - start:.0f} s ({' '.join(args)})", file=sys.stderr)

@@ -71,12 +71,11 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
-from common import ENV, Clock, checkout, copy_db, run_child
+from common import Clock, build_once, checkout, copy_db, run_child
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -148,15 +147,7 @@ def main() -> int:
             codes[rev] = checkout(rev, os.path.join(d, f"baseline-{rev}"))
         old_code = codes[args.baseline.split(",")[0]]
         base = os.path.join(args.keep or d, f"m{args.topics}", "gov.db")
-        if not os.path.exists(base):
-            # Built by the baseline: a memory stores its policies, and the baseline's compiler
-            # cannot read policies written in the language of later code; later code reads older.
-            os.makedirs(os.path.dirname(base), exist_ok=True)
-            start = time.perf_counter()
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--build", base,
-                            "--topics", str(args.topics)], env={**ENV, "PYTHONPATH": old_code},
-                           cwd=HERE, check=True)
-            print(f"built {args.topics} topics in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        build_once(__file__, base, old_code, ["--topics", str(args.topics)])
         results: dict[str, list[dict]] = {**{rev: [] for rev in codes}, "this tree": []}
         for r in range(args.rounds):
             order = [*codes.items(), ("this tree", ROOT)]

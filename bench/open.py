@@ -26,12 +26,11 @@ import io
 import json
 import os
 import pstats
-import subprocess
 import sys
 import tempfile
 import time
 
-from common import ENV, checkout, copy_db, run_child
+from common import build_once, checkout, copy_db, run_child
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -109,13 +108,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         old_code = checkout(args.baseline, os.path.join(d, "baseline"))
         base = os.path.join(args.keep or d, f"open{args.topics}", "m.db")
-        if not os.path.exists(base):
-            os.makedirs(os.path.dirname(base), exist_ok=True)
-            start = time.perf_counter()
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--build", base,
-                            "--topics", str(args.topics)], env={**ENV, "PYTHONPATH": old_code},
-                           cwd=HERE, check=True)
-            print(f"built {args.topics} topics in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        build_once(__file__, base, old_code, ["--topics", str(args.topics)])
         sides = [("baseline", old_code), ("this tree", ROOT)]
         dbs = {name: copy_db(base, os.path.join(d, "db-" + name.replace(" ", ""))) for name, _ in sides}
         for name, code in sides:

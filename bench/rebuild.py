@@ -39,13 +39,12 @@ import os
 import random
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ENV, Clock, checkout, copy_db, rss_now_mb, run_child  # noqa: E402
+from common import Clock, build_once, checkout, copy_db, rss_now_mb, run_child  # noqa: E402
 from scale import FIRST_QUERY, new_facts, update_facts  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -109,13 +108,8 @@ def main() -> int:
         if args.baseline != "none":
             codes = {"baseline": checkout(args.baseline, os.path.join(d, "baseline")), **codes}
         base = os.path.join(args.keep or d, f"m{args.topics}", "gov.db")
-        if not os.path.exists(base):
-            os.makedirs(os.path.dirname(base), exist_ok=True)
-            start = time.perf_counter()
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--build", base,
-                            "--topics", str(args.topics), "--updates", str(args.updates)],
-                           env={**ENV, "PYTHONPATH": next(iter(codes.values()))}, cwd=HERE, check=True)
-            print(f"built {args.topics} topics in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        build_once(__file__, base, next(iter(codes.values())),
+                   ["--topics", str(args.topics), "--updates", str(args.updates)])
         results: dict[tuple[str, str], list[dict]] = {}
         for r in range(args.rounds):
             order = [(name, kind) for kind in ("rebuild", "open") for name in codes]
