@@ -73,7 +73,7 @@ def test_open_builds_no_policy_parser_from_the_grammar(monkeypatch, tmp_path):
 def _items_built_at_open(topics: int, monkeypatch) -> int:
     from gem import snapshot
     from gem.derived import tables
-    from gem.index import LexicalIndex, snapfile, vector
+    from gem.index import LexicalIndex, snapfile
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "m")
         with gem.open(path, engine=ENGINE) as mem:
@@ -104,8 +104,7 @@ def _items_built_at_open(topics: int, monkeypatch) -> int:
             return ix, stamp
 
         with monkeypatch.context() as m:
-            for module in (snapfile, tables, vector):
-                m.setattr(module, "decode_strings", decoding)
+            m.setattr(snapfile, "decode_strings", decoding)  # PackedIds and the other tables
             m.setattr(tables.NameDirectory, "_fill", filling)
             m.setattr(snapshot.Touches, "build", building)
             m.setattr(LexicalIndex, "load", classmethod(loading))

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Se
 import numpy as np
 
 from ..errors import SnapshotError
-from ..index import LexicalIndex, VectorIndex, decode_strings, encode_strings
+from ..index import LexicalIndex, VectorIndex
+from ..index.snapfile import PackedIds
 from ..index.rows import capacity_for
 from ..text import name_key, value_text
 from .unit_columns import UnitColumns
@@ -42,20 +43,14 @@ def seconds(when: datetime | None) -> float:
 class SalienceTable:
     """(strength, last access, status) of every unit of one kind, as numpy columns.
 
-    `row_of` (unit id -> row) is built from `ids` when it is first asked for: a loaded
-    snapshot's table of 1M fields takes 0.25 s to put into a dict (one cache miss per
-    insert), a quarter of an open at 100k topics, and a process that only reads topics
-    never needs it. A loaded table's `ids` are likewise kept as the snapshot has them (UTF-8
-    and offsets, `adopt_packed`) until they are first asked for: decoding 1M ids into str
-    was most of the rest of that open, and the columns (salience, statuses) need none."""
+    A loaded table's ids stay as the snapshot has them, and `row_of` (unit id -> row) is built
+    when first asked for (gem/index/snapfile.py `PackedIds`): the columns (salience, statuses)
+    need neither, and a process that only reads topics never decodes 1M field ids."""
 
     def __init__(self, statuses: Sequence[str]) -> None:
         self.codes = {s: i for i, s in enumerate(statuses)}
         self.names = tuple(statuses)
-        self._ids: list[str] | None = []
-        self._packed: tuple[np.ndarray, np.ndarray] | None = None  # (UTF-8, offsets) while _ids is None
-        self._n = 0  # rows, while _ids is None
-        self._row_of: dict[str, int] | None = {}
+        self._keys = PackedIds("the snapshot's salience table", blanks=True)
         self.strength = np.zeros(64)
         self.last = np.zeros(64)
         self.status = np.zeros(64, dtype=np.int8)
@@ -63,51 +58,26 @@ class SalienceTable:
 
     @property
     def row_of(self) -> dict[str, int]:
-        if self._row_of is None:
-            ids = self.ids
-            row_of = dict(zip(ids, range(len(ids))))
-            row_of.pop("", None)  # the rows of erased units stay, empty (`remove`)
-            if len(row_of) != len(ids) - ids.count(""):
-                raise SnapshotError("the snapshot's salience table holds an id twice")
-            self._row_of = row_of
-        return self._row_of
+        return self._keys.row_of
 
     @property
     def ids(self) -> list[str]:
         """Each row's unit id ("" for a row an erasure emptied)."""
-        if self._ids is None:
-            assert self._packed is not None
-            try:
-                self._ids = decode_strings(*self._packed)
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise SnapshotError(f"the snapshot's salience table ids are unusable: {exc}") from exc
-            self._packed = None
-        return self._ids
+        return self._keys.ids
 
     def adopt(self, ids: list[str]) -> None:
         """Take `ids` as the rows' ids (a loaded snapshot's), building `row_of` when needed."""
-        self._ids, self._packed = ids, None
-        self._row_of = None
+        self._keys.adopt(ids)
 
     def adopt_packed(self, blob: np.ndarray, offsets: np.ndarray) -> None:
-        """Take the rows' ids as a snapshot has them, one UTF-8 blob and each id's start in
-        characters (gem/index/snapfile.py `encode_strings`), decoded when first asked for."""
-        n = offsets.shape[0] - 1
-        if offsets.ndim != 1 or n < 0 or (n and (offsets[0] != 0 or (np.diff(offsets) < 0).any()
-                                                  or blob.shape[0] < offsets[-1])):
-            raise SnapshotError("the snapshot's salience table ids are malformed")
-        self._ids, self._packed, self._n = None, (blob, offsets), n
-        self._row_of = None
+        """Take the rows' ids as a snapshot has them, decoded when first asked for."""
+        self._keys.adopt_packed(blob, offsets)
 
     def packed_ids(self) -> tuple[np.ndarray, np.ndarray]:
-        """The ids as UTF-8 and offsets (as they were read, if they were never decoded)."""
-        if self._ids is None:
-            assert self._packed is not None
-            return self._packed
-        return encode_strings(self._ids)
+        return self._keys.packed()
 
     def __len__(self) -> int:
-        return self._n if self._ids is None else len(self._ids)
+        return len(self._keys)
 
     def _grow(self) -> None:
         n = capacity_for(self.strength.shape[0], self.strength.shape[0] + 1)  # a quarter more

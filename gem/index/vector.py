@@ -15,7 +15,7 @@ from gem.numeric import single_threaded
 from .codes import SignCodes
 from .common import check_doc_id, check_k, ranked
 from .rows import DenseRows, SparseRows, capacity_for
-from .snapfile import decode_strings, encode_strings, read_snapshot_file, write_snapshot_file
+from .snapfile import PackedIds, read_snapshot_file, write_snapshot_file
 
 
 def _float32_slack(dim: int) -> float:
@@ -176,8 +176,7 @@ class VectorIndex:
         self._rows: DenseRows | SparseRows = SparseRows(self.dim)
         self._cap = 16
         self._n = 0
-        self._row_of: dict[str, int] = {}
-        self._id_of_row: list[str] = []
+        self._keys = PackedIds("a vector snapshot")
         self._codes: SignCodes | None = None
 
     def __len__(self) -> int:
@@ -530,46 +529,22 @@ class VectorIndex:
 
     # ------------------------------------------------------------------ snapshots
     # A loaded index keeps its ids as the file has them (UTF-8 and offsets) until a row is
-    # first asked for by id or an id by row: a dict and a list of 100k titles' ids were 0.2 s
-    # of an open at 100k topics, and a resolver that finds no title near needs neither.
-    _packed_ids: tuple[np.ndarray, np.ndarray] | None = None
-    _ids: list[str]
-    _rows_by_id: dict[str, int] | None
-
+    # first asked for by id or an id by row (PackedIds): a resolver that finds no title near
+    # needs neither.
     @property
     def _id_of_row(self) -> list[str]:
-        if self._packed_ids is not None:
-            try:
-                self._ids = decode_strings(*self._packed_ids)
-            except (ValueError, UnicodeDecodeError) as e:
-                raise SnapshotError(f"a vector snapshot's ids are unusable: {e}") from e
-            self._packed_ids = None
-        return self._ids
-
-    @_id_of_row.setter
-    def _id_of_row(self, ids: list[str]) -> None:
-        self._ids, self._packed_ids = ids, None
+        return self._keys.ids
 
     @property
     def _row_of(self) -> dict[str, int]:
-        if self._rows_by_id is None:
-            ids = self._id_of_row
-            row_of = dict(zip(ids, range(len(ids))))
-            if len(row_of) != len(ids):
-                raise SnapshotError("a vector snapshot holds an id twice")
-            self._rows_by_id = row_of
-        return self._rows_by_id
-
-    @_row_of.setter
-    def _row_of(self, row_of: dict[str, int]) -> None:
-        self._rows_by_id = row_of
+        return self._keys.row_of
 
     def save(self, path: str | os.PathLike, stamp: Mapping[str, Any]) -> None:
         """Write this index to `path` (atomically), with the caller's JSON-able `stamp`.
 
         Codes are saved too (a loaded index need not recompute them: ~5 s at 1M rows)."""
         n = self._n
-        ids_utf8, ids_offsets = self._packed_ids or encode_strings(self._id_of_row)
+        ids_utf8, ids_offsets = self._keys.packed()
         rows = self._rows
         saved = _smaller(rows, n) if isinstance(rows, SparseRows) else _packed_rows(rows.m[:n])
         arrays: dict[str, np.ndarray] = {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
@@ -594,13 +569,10 @@ class VectorIndex:
                      code_bits=int(meta.get("code_bits", 512)),
                      candidate_share=meta["candidate_share"])
             n = int(meta["rows"])
-            blob, offsets = a["ids_utf8"], a["ids_offsets"]
-            if offsets.shape != (n + 1,) or offsets[0] != 0 or (np.diff(offsets) < 0).any() \
-                    or blob.shape[0] < offsets[-1]:
-                raise ValueError("vector matrix and ids disagree")
+            ix._keys.adopt_packed(a["ids_utf8"], a["ids_offsets"], n)
             ix._cap = max(n, 16)
             ix._rows = _loaded_rows(a, n, ix.dim, ix._cap)
-            ix._n, ix._rows_by_id, ix._packed_ids = n, None, (blob, offsets)
+            ix._n = n
             if "codes" in a:
                 words = a["codes"]
                 if words.dtype != np.int64 or words.shape != (ix.code_bits // 64, n):
