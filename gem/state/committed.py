@@ -15,8 +15,11 @@ if TYPE_CHECKING:
 # Salience columns are written behind (gem/derived/): a transition's log record carries them.
 SALIENCE = frozenset({"strength", "last_access"})
 SALIENT = frozenset({"Topic", "Field", "Episode"})
-# Topic properties the derived indexes (names, title vectors, status) are built from.
-INDEXED = frozenset({"title", "aliases", "status"})
+# Topic properties the name directory, the title vectors and every field's search document
+# are built from. Status is not one: queries read it as they run, and the salience tables take
+# it from the transition (a forgetting pass that archived 100k topics re-derived 1M field
+# documents, 390 s, when it was).
+INDEXED = frozenset({"title", "aliases"})
 # The child table each owning relationship leads to, and back.
 CHILD_TABLE = {"HAS_FIELD": "Field", "HAS_ENTRY": "Entry", "CORROBORATES": "Observation",
                "FLAGS": "Flag"}
@@ -105,7 +108,7 @@ class Touched:
     reevaluated: set[str] = field(default_factory=set)
     accessed: dict[tuple[str, str], float] = field(default_factory=dict)  # unit -> strength before
     content: dict[str, None] = field(default_factory=dict)    # topics whose summary is stale
-    reindex: dict[str, None] = field(default_factory=dict)    # topics whose names/status changed
+    reindex: dict[str, None] = field(default_factory=dict)    # topics whose names changed
     episodes: dict[str, None] = field(default_factory=dict)   # episodes created or changed
 
 

@@ -81,9 +81,8 @@ class Transition(TransitionReads):
         # One dict for all: nothing changes a moved unit's props without reading its row
         # first, and reading it gives the unit a dict of its own (`row`).
         updated.update(dict.fromkeys(keys, {"status": status}))
-        if table == "Topic":  # as `update` of an indexed column
-            for touched in (self.touched.topics, self.touched.reindex, self.touched.content):
-                touched.update(dict.fromkeys(keys))
+        if table == "Topic":  # as `update` of a column no document or summary is made of
+            self.touched.topics.update(dict.fromkeys(keys))
 
     def add_edge(self, table: str, src: str, dst: str, props: Row) -> None:
         edge = (table, src, dst, props)
