@@ -151,7 +151,8 @@ class VectorIndex:
     """
 
     def __init__(self, dim: int, *, approximate_above: int | None = 20_000,
-                 code_bits: int = 512, candidate_share: float = 0.02) -> None:
+                 code_bits: int = 512, candidate_scale: float = 8.0,
+                 candidate_share: float | None = None) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise InvalidInput(f"VectorIndex dim must be a positive int, got {dim!r}")
         if approximate_above is not None and (
@@ -162,13 +163,19 @@ class VectorIndex:
         if isinstance(code_bits, bool) or not isinstance(code_bits, int) or code_bits < 64 \
                 or code_bits % 64:
             raise InvalidInput(f"code_bits must be a positive multiple of 64, got {code_bits!r}")
-        if isinstance(candidate_share, bool) or not isinstance(candidate_share, (int, float)) \
-                or not (0.0 < candidate_share <= 1.0):
-            raise InvalidInput(f"candidate_share must be in (0, 1], got {candidate_share!r}")
+        if isinstance(candidate_scale, bool) or not isinstance(candidate_scale, (int, float)) \
+                or not (0.0 < candidate_scale < math.inf):
+            raise InvalidInput(f"candidate_scale must be a positive number, got {candidate_scale!r}")
+        if candidate_share is not None and (
+                isinstance(candidate_share, bool) or not isinstance(candidate_share, (int, float))
+                or not (0.0 < candidate_share <= 1.0)):
+            raise InvalidInput(f"candidate_share must be in (0, 1] or None, "
+                               f"got {candidate_share!r}")
         self.dim = dim
         self.approximate_above = approximate_above
         self.code_bits = code_bits
-        self.candidate_share = float(candidate_share)
+        self.candidate_scale = float(candidate_scale)
+        self.candidate_share = None if candidate_share is None else float(candidate_share)
         self._slack = _float32_slack(dim)
         self._reset()
 
@@ -385,9 +392,10 @@ class VectorIndex:
             return self._finish(q, s32, rows, k)
 
     def _pool(self, k: int) -> int:
-        # at least 1024 rows: re-scoring them costs ~0.2 ms, and 2% of a small index is too
-        # few for sign codes (0.89 of the top 10 of 2.8k LoCoMo turns at 56 rows)
-        return max(8 * k, 1024, math.ceil(self.candidate_share * self._n))
+        # at least 1024 rows: re-scoring them costs ~0.2 ms, and a share of a small index is
+        # too few for sign codes (0.89 of the top 10 of 2.8k LoCoMo turns at 56 rows)
+        share = 0 if self.candidate_share is None else math.ceil(self.candidate_share * self._n)
+        return max(8 * k, 1024, math.ceil(self.candidate_scale * math.sqrt(self._n)), share)
 
     def _approximate_candidates(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         assert self._codes is not None
@@ -552,6 +560,7 @@ class VectorIndex:
         meta: dict[str, Any] = {"dim": self.dim, "rows": n,
                                 "approximate_above": self.approximate_above,
                                 "code_bits": self.code_bits,
+                                "candidate_scale": self.candidate_scale,
                                 "candidate_share": self.candidate_share}
         if self._codes is not None:
             arrays["codes"] = self._codes.words[:, :n].view(np.int64)  # same bits
@@ -562,12 +571,15 @@ class VectorIndex:
         """(index, stamp) from a file written by save(); SnapshotError if it is unusable.
 
         A file written before sign codes (with float sketches) is read: its sketches are
-        ignored and codes are made from the rows."""
+        ignored and codes are made from the rows. One written before candidate_scale (whose
+        candidate_share was the old default, 2% of the rows re-scored) gets today's defaults."""
         stamp, meta, a = read_snapshot_file(path, "vector")
         try:
             ix = cls(int(meta["dim"]), approximate_above=meta["approximate_above"],
                      code_bits=int(meta.get("code_bits", 512)),
-                     candidate_share=meta["candidate_share"])
+                     **({"candidate_scale": meta["candidate_scale"],
+                         "candidate_share": meta["candidate_share"]}
+                        if "candidate_scale" in meta else {}))
             n = int(meta["rows"])
             ix._keys.adopt_packed(a["ids_utf8"], a["ids_offsets"], n)
             ix._cap = max(n, 16)
