@@ -372,7 +372,7 @@ def recall(got, want) -> float:
 
 
 def bench_search(sketch_index, baseline_index, corpus: Corpus, sizes: list[int],
-                 n_queries: int, rng, variants: list[tuple[int, float]], kinds: list[str],
+                 n_queries: int, rng, variants: list[tuple[int, float, int, float]], kinds: list[str],
                  vectors_from: Path | None = None) -> None:
     """Exact scan, float sketches (--sketches), sign codes as of --baseline-index and as
     today, on the same rows. The approximate indexes of a data set are built together and
@@ -420,16 +420,20 @@ def bench_search(sketch_index, baseline_index, corpus: Corpus, sizes: list[int],
         if baseline_index is not None:
             candidates.append((f"old: sign codes 512 bits, 2% re-scored ({baseline_index.REV})",
                                lambda: baseline_index.VectorIndex(DIM, approximate_above=1)))
-        candidates += [(f"new: sign codes {bits} bits, {scale:g} sqrt(n) re-scored",
+        candidates += [(f"new: sign codes {bits} bits, {scale:g} sqrt(n) re-scored"
+                        + (f", first {words} words keep {share:.0%}" if words else ""),
                         lambda bits=bits, scale=scale: VectorIndex(
                             DIM, approximate_above=1, code_bits=bits, candidate_scale=scale))
-                       for bits, scale in variants]
+                       for bits, scale, words, share in variants]
         built = []
-        for label, build in candidates:
+        for (label, build), (*_, words, share) in zip(
+                candidates, [(None, None)] * (len(candidates) - len(variants)) + variants):
             gc.collect()
             ix = build()
             t0 = time.perf_counter()
             ix.upsert_many(ids, vecs)
+            if words:  # the prefix of the cascade (gem/index/codes.py), for this index only
+                ix._codes.FIRST_WORDS, ix._codes.FIRST_SHARE = words, share
             built.append((label + f" (build {time.perf_counter() - t0:.1f}s)", ix))
         ts: list[list[tuple[float, float]]] = [[] for _ in built]
         rec: list[list[float]] = [[] for _ in built]
@@ -451,11 +455,12 @@ def bench_search(sketch_index, baseline_index, corpus: Corpus, sizes: list[int],
                          ratio(base, statistics.median(cpu))])
         del vecs
         gc.collect()
-    table(f"Vector search k={K}, {n_queries} queries, one BLAS thread (bytes/unit: arrays the "
-          "index holds, capacity included; cpu = this thread's CPU time, wall includes other "
-          "processes' time slices; speedup = old (else exact) cpu p50 / row cpu p50)",
-          ["n", "data", "method", "B/unit", "cpu p50", "cpu p95", "wall p50", "wall p95",
-           "recall@10", "speedup"], rows)
+        # the table so far after each data set (a run at 1M rows takes a while)
+        table(f"Vector search k={K}, {n_queries} queries, one BLAS thread (bytes/unit: arrays "
+              "the index holds, capacity included; cpu = this thread's CPU time, wall includes "
+              "other processes' time slices; speedup = old (else exact) cpu p50 / row cpu p50)",
+              ["n", "data", "method", "B/unit", "cpu p50", "cpu p95", "wall p50", "wall p95",
+               "recall@10", "speedup"], rows)
 
 
 def bench_many(old_index, corpus: Corpus, n: int, rng) -> None:
@@ -531,7 +536,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pair-sizes", type=int, nargs="+", default=[20_000, 100_000])
     ap.add_argument("--pair-threshold", type=float, default=0.9)
     ap.add_argument("--variants", nargs="+", default=["512:8"],
-                    help="sign code settings to compare, as code_bits:candidate_scale")
+                    help="sign code settings to compare, as code_bits:candidate_scale, optionally "
+                         ":first_words:first_share (SignCodes.FIRST_WORDS, FIRST_SHARE)")
     ap.add_argument("--baseline-index", default=BASELINE_INDEX,
                     help="revision whose gem/index the search section runs as 'old'")
     ap.add_argument("--sketches", action="store_true",
@@ -562,7 +568,9 @@ def main(argv: list[str] | None = None) -> None:
         if "snapshots" in only:
             bench_snapshots(old_index, corpus, a.snapshot_docs, rng)
         if "search" in only:
-            variants = [(int(v.split(":")[0]), float(v.split(":")[1])) for v in a.variants]
+            variants = [(int(b), float(c), int(w), float(f)) for b, c, w, f in
+                        ((v + "::").split(":")[:4] for v in a.variants)
+                        for w, f in [(w or 0, f or 0)]]
             sketch_index = old_module(SKETCHES, "gem/index/vector.py", "gem_sketch_index",
                                       package="gem.index") if a.sketches else None
             baseline_index = old_package(a.baseline_index, "gem/index", "gem_baseline_index")

@@ -428,10 +428,12 @@ def test_nearest_takes_every_row_up_to_the_smallest_cut_off_that_fills_the_pool(
     assert got.tolist() == want.tolist()
 
 
-def test_approximate_recall_on_sentences_past_the_pool_floor():
-    """At 40k rows the pool (8 sqrt(n) = 1600 rows, 4% here) is above its 1024-row floor and
-    a smaller share than at 10k: a floor of what sign codes then find among made-up
-    sentences of a Zipf vocabulary, queried with parts of other sentences."""
+def test_approximate_recall_on_made_up_sentences_at_40k_rows():
+    """Default settings at 40k rows: 4 words of code scanned for every row, the nearest 4096
+    of them compared on all 512 bits, and the 1024 nearest re-scored (the pool's floor;
+    4 sqrt(n) is 800). Made-up sentences of a Zipf vocabulary (harder for sign codes than
+    LoCoMo's: bench/vectors.py), queried with parts of other sentences: 0.978 measured; a
+    pool of 512 finds less than 0.95."""
     rng = np.random.default_rng(3)
     zipf = 1.0 / np.arange(1, 4001)
     words = rng.choice(4000, 40_000 * 20, p=zipf / zipf.sum()).reshape(40_000, 20)
@@ -447,7 +449,7 @@ def test_approximate_recall_on_sentences_past_the_pool_floor():
     exact = VectorIndex(e.dim, approximate_above=None)
     approx.upsert_many(ids, vecs)
     exact.upsert_many(ids, vecs)
-    assert approx.approximate and approx._pool(10) == 1600
+    assert approx.approximate and approx._pool(10) == 1024
     hits = 0
     for got, want in zip(approx.search_many(qs, 10), exact.search_many(qs, 10)):
         kth = want[-1][1]

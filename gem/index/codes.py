@@ -39,13 +39,13 @@ def _projection(dim: int, bits: int) -> np.ndarray:
 class SignCodes:
     """Codes of the rows of a VectorIndex, in its row order: (bits // 64, capacity) uint64."""
 
-    # Words scanned for every row (128 bits, 16 bytes a row), and the share of rows nearest on
+    # Words scanned for every row (256 bits, 32 bytes a row), and the share of rows nearest on
     # them whose other words are compared too (at least 4 x the pool). Measured at 1M rows
-    # (bench/vectors.py): 2 words keeping 10% lose nothing against all 512 bits on LoCoMo
-    # sentences (0.992 of the top 10 re-scoring 8000) and titles (1.000); 1 word keeping 20%
-    # lost 0.01-0.02 at 100k. Scanning 4 words read 32 MB at 1M rows, 2 read 16 MB.
-    FIRST_WORDS = 2
-    FIRST_SHARE = 0.1
+    # (re-scoring 4000 by all 512 bits; bench/vectors.py): LoCoMo sentences kept 1.000 of the
+    # exact top 10 behind 4 words keeping 4%, 0.992 behind 2 words keeping 10%; titles of
+    # LoCoMo words lost 0.02 behind 2 words at 100k. The prefix, not the pool, limits recall.
+    FIRST_WORDS = 4
+    FIRST_SHARE = 0.05
 
     def __init__(self, dim: int, bits: int, capacity: int) -> None:
         self.bits = bits

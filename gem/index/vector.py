@@ -151,7 +151,7 @@ class VectorIndex:
     """
 
     def __init__(self, dim: int, *, approximate_above: int | None = 20_000,
-                 code_bits: int = 512, candidate_scale: float = 8.0,
+                 code_bits: int = 512, candidate_scale: float = 4.0,
                  candidate_share: float | None = None) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise InvalidInput(f"VectorIndex dim must be a positive int, got {dim!r}")
