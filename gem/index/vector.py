@@ -73,11 +73,18 @@ def _check_threshold(threshold: object) -> float:
 # ---------------------------------------------------------------------- approximate search
 #
 # Above `approximate_above` vectors, search() stops reading every vector. Each row also has a
-# sign code (gem/index/codes.py: 512 bits, 64 bytes); a query computes Hamming distances to
-# all codes (a 64 MB scan at 1M rows, 1/5 of what scoring 80-dim float32 sketches read), the
-# best `candidate_share` of the rows get products from their exact rows, and those
-# candidates are ranked exactly. Measured (bench/vectors.py): 0.99+ of the exact top 10 at
-# 100k and 1M rows of LoCoMo sentences and of titles, re-scoring 2%.
+# sign code (gem/index/codes.py: 512 bits, 64 bytes). A query computes Hamming distances on
+# the codes' first 256 bits for every row (32 MB at 1M rows), on all 512 bits for the 5%
+# nearest on those, and the `_pool` rows nearest on all bits (4 sqrt(n): 4000 at 1M rows,
+# 1265 at 100k; at least 1024) get products from their exact rows; those candidates are
+# ranked exactly. Measured (bench/vectors.py, side by side with 2% re-scored, 439e89b):
+# LoCoMo sentences and titles of LoCoMo words keep 0.99+ of the exact top 10 at 100k and
+# 1M rows. The pool grows with sqrt(n), not n: ranked by all 512 bits, the exact top 10 of
+# LoCoMo questions lay within the nearest 2000 rows at 100k and at 1M alike (0.999); a
+# harder set (made-up sentences of a Zipf vocabulary, 22 words of 256 dims set) needed
+# ~2500 at 100k and ~8000 at 1M for 0.99, 4000 for 0.98. Re-scoring 2% (20k rows at 1M) was
+# the largest cost of a query (~60%). Random unit vectors, where nothing is near, keep
+# 0.65-0.75 of the top 10 re-scoring 1-2% (old and new alike): codes cannot rank those.
 #
 # Tried before: projected float sketches (80 of 256 principal axes; float16 values scanned as
 # float32, 320 bytes a row in memory) found 0.98-0.99 of the top 10 re-scoring 2%, but the
@@ -144,10 +151,12 @@ class VectorIndex:
 
     With `approximate_above` set (the default, 20k: an exact scan of 100k sparse rows took
     20-38 ms, of 20k 4-8 ms, sign codes 2-3 ms), search() and search_many() scan sign codes
-    first (see above) once the index holds that many vectors, and re-score only the best
-    `candidate_share` of the rows; below it, with ids=, k=None, and in most_similar() and
-    pairs_above(), every row is scored. Codes are made for every row when the index reaches
-    the size, and dropped when it falls below half of it.
+    first (see above) once the index holds that many vectors, and re-score exactly only the
+    rows nearest in code distance: ceil(candidate_scale * sqrt(n)) of them (at least 1024
+    and 8 k; with `candidate_share` set, at least that share of the rows too). Below it,
+    with ids=, k=None, and in most_similar() and pairs_above(), every row is scored. Codes
+    are made for every row when the index reaches the size, and dropped when it falls below
+    half of it.
     """
 
     def __init__(self, dim: int, *, approximate_above: int | None = 20_000,
