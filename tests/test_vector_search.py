@@ -429,10 +429,10 @@ def test_nearest_takes_every_row_up_to_the_smallest_cut_off_that_fills_the_pool(
 
 
 def test_approximate_recall_on_made_up_sentences_at_40k_rows():
-    """Default settings at 40k rows: 4 words of code scanned for every row, the nearest 4096
+    """Default settings at 40k rows: 3 words of code scanned for every row, the nearest 4096
     of them compared on all 512 bits, and the 1024 nearest re-scored (the pool's floor;
     4 sqrt(n) is 800). Made-up sentences of a Zipf vocabulary (harder for sign codes than
-    LoCoMo's: bench/vectors.py), queried with parts of other sentences: 0.978 measured; a
+    LoCoMo's: bench/vectors.py), queried with parts of other sentences: 0.975 measured; a
     pool of 512 finds less than 0.95."""
     rng = np.random.default_rng(3)
     zipf = 1.0 / np.arange(1, 4001)

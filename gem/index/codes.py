@@ -44,13 +44,15 @@ def _projection(dim: int, bits: int) -> np.ndarray:
 class SignCodes:
     """Codes of the rows of a VectorIndex, in its row order: (bits // 64, capacity) uint64."""
 
-    # Words scanned for every row (256 bits, 32 bytes a row), and the share of rows nearest on
-    # them whose other words are compared too (at least 4 x the pool). Measured at 1M rows
-    # (re-scoring 4000 by all 512 bits; bench/vectors.py): LoCoMo sentences kept 1.000 of the
-    # exact top 10 behind 4 words keeping 4%, 0.992 behind 2 words keeping 10%; titles of
-    # LoCoMo words lost 0.02 behind 2 words at 100k. The prefix, not the pool, limits recall.
-    FIRST_WORDS = 4
-    FIRST_SHARE = 0.05
+    # Words scanned for every row (192 bits, 24 bytes a row: their distances fit a uint8),
+    # and the share of rows nearest on them whose other words are compared too (at least
+    # 4 x the pool). Measured (bench/vectors.py; exact top 10 kept when re-scoring 4000 rows
+    # by all 512 bits): at 1M rows LoCoMo sentences and titles kept 1.000 behind 3 words
+    # keeping 5-8%, 0.992 behind 2 words keeping 10%; at 100k titles kept 0.997 behind 3
+    # words keeping 8% (0.995 behind 4 words keeping 5%, 0.977 behind 2 keeping 10%). The
+    # prefix, not the pool, limits recall. 3 words cost 3.5 ms at 1M rows, 4 words 5.7.
+    FIRST_WORDS = 3
+    FIRST_SHARE = 0.08
 
     def __init__(self, dim: int, bits: int, capacity: int) -> None:
         self.bits = bits

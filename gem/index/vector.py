@@ -74,7 +74,7 @@ def _check_threshold(threshold: object) -> float:
 #
 # Above `approximate_above` vectors, search() stops reading every vector. Each row also has a
 # sign code (gem/index/codes.py: 512 bits, 64 bytes). A query computes Hamming distances on
-# the codes' first 256 bits for every row (32 MB at 1M rows), on all 512 bits for the 5%
+# the codes' first 192 bits for every row (24 MB at 1M rows), on all 512 bits for the 8%
 # nearest on those, and the `_pool` rows nearest on all bits (4 sqrt(n): 4000 at 1M rows,
 # 1265 at 100k; at least 1024) get products from their exact rows; those candidates are
 # ranked exactly. Measured (bench/vectors.py, side by side with 2% re-scored, 439e89b):
