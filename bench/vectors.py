@@ -5,6 +5,10 @@ A benchmark, not a test: it prints tables and asserts nothing. Run from a checko
     python bench/vectors.py                       # 10k and 100k
     python bench/vectors.py --sizes 10000 100000 1000000
     python bench/vectors.py --only embed search   # some sections only
+    python bench/vectors.py --only search --sizes 100000 1000000 --vectors-from DIR
+
+The search section runs --baseline-index's gem/index (439e89b: 2% of rows re-scored) as
+"old" beside today's, and reports each query's CPU time beside its wall time.
 
 "old" is gem/index.py and gem/embed.py as of --baseline (the commit before this work), read
 with `git show` and run in this same process, so both sides see the same machine load;
