@@ -387,18 +387,23 @@ def bench_search(sketch_index, baseline_index, corpus: Corpus, sizes: list[int],
         sets.append(("locomo turns", len(corpus.turns), lambda: embed_all(corpus.turns),
                      lambda: embed_all((corpus.questions * 2)[:n_queries])))
 
+    def made(n: int) -> dict[str, tuple]:
+        return {"random": (lambda: unit_rows(rng, n), lambda: unit_rows(rng, n_queries)),
+                "titles": (lambda: embed_all(corpus.titles(n)),
+                           lambda: embed_all(corpus.titles(n_queries))),
+                "sentences": (lambda: embed_all(corpus.sentences(n)),
+                              lambda: embed_all((corpus.questions * 2)[:n_queries]))}
+
     def saved(kind: str, n: int, what: str):
-        # vectors this script made before (np.save of the makers' output at the largest
-        # size): the first n rows, the first n_queries queries
-        m = np.load(vectors_from / f"{kind}_{what}.npy", mmap_mode="r")  # type: ignore[operator]
-        return np.array(m[:n])
+        # KIND_x.npy / KIND_q.npy: the makers' vectors at the largest size, made and saved by
+        # the first run (embedding 1M texts takes minutes); a size reads the first n rows
+        path = vectors_from / f"{kind}_{what}.npy"  # type: ignore[operator]
+        if not path.exists():
+            np.save(path, made(max(sizes))[kind][what == "q"]())
+        return np.array(np.load(path, mmap_mode="r")[:n])
 
     for n in sizes:
-        makers = {"random": (lambda n=n: unit_rows(rng, n), lambda: unit_rows(rng, n_queries)),
-                  "titles": (lambda n=n: embed_all(corpus.titles(n)),
-                             lambda: embed_all(corpus.titles(n_queries))),
-                  "sentences": (lambda n=n: embed_all(corpus.sentences(n)),
-                                lambda: embed_all((corpus.questions * 2)[:n_queries]))}
+        makers = made(n)
         if vectors_from is not None:
             makers = {k: (lambda k=k, n=n: saved(k, n, "x"),
                           lambda k=k: saved(k, n_queries, "q")) for k in makers}
@@ -539,7 +544,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--snapshot-docs", type=int, default=100_000)
     ap.add_argument("--pair-sizes", type=int, nargs="+", default=[20_000, 100_000])
     ap.add_argument("--pair-threshold", type=float, default=0.9)
-    ap.add_argument("--variants", nargs="+", default=["512:8"],
+    ap.add_argument("--variants", nargs="+", default=["512:4"],
                     help="sign code settings to compare, as code_bits:candidate_scale, optionally "
                          ":first_words:first_share (SignCodes.FIRST_WORDS, FIRST_SHARE)")
     ap.add_argument("--baseline-index", default=BASELINE_INDEX,
@@ -547,8 +552,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sketches", action="store_true",
                     help="also run the float sketches of " + SKETCHES + " in the search section")
     ap.add_argument("--vectors-from", type=Path,
-                    help="search section: read KIND_x.npy / KIND_q.npy (vectors and queries "
-                         "this script's makers produced, at least --sizes rows) from here")
+                    help="search section: keep the data sets' vectors and queries in this "
+                         "directory (KIND_x.npy, KIND_q.npy: made and saved at the largest of "
+                         "--sizes if absent) instead of embedding them on every run")
     ap.add_argument("--kinds", nargs="+", default=["locomo", "random", "titles", "sentences"],
                     help="data sets of the search section")
     ap.add_argument("--baseline", default=BASELINE)
