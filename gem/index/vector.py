@@ -77,14 +77,19 @@ def _check_threshold(threshold: object) -> float:
 # the codes' first 192 bits for every row (24 MB at 1M rows), on all 512 bits for the 8%
 # nearest on those, and the `_pool` rows nearest on all bits (4 sqrt(n): 4000 at 1M rows,
 # 1265 at 100k; at least 1024) get products from their exact rows; those candidates are
-# ranked exactly. Measured (bench/vectors.py, side by side with 2% re-scored, 439e89b):
-# LoCoMo sentences and titles of LoCoMo words keep 0.99+ of the exact top 10 at 100k and
-# 1M rows. The pool grows with sqrt(n), not n: ranked by all 512 bits, the exact top 10 of
-# LoCoMo questions lay within the nearest 2000 rows at 100k and at 1M alike (0.999); a
-# harder set (made-up sentences of a Zipf vocabulary, 22 words of 256 dims set) needed
-# ~2500 at 100k and ~8000 at 1M for 0.99, 4000 for 0.98. Re-scoring 2% (20k rows at 1M) was
-# the largest cost of a query (~60%). Random unit vectors, where nothing is near, keep
-# 0.65-0.75 of the top 10 re-scoring 1-2% (old and new alike): codes cannot rank those.
+# ranked exactly. Measured (bench/vectors.py, side by side with 439e89b, which re-scored 2%
+# of the rows behind a 256-bit scan; CPU ms p50 of one query, recall@10 of the exact ranking):
+# 1M LoCoMo sentences 26.1 -> 10.7 ms (1.000 both), 1M titles of LoCoMo words 24.9 -> 13.0
+# (1.000 both), 100k sentences 3.3 -> 2.5 (0.996 -> 0.994), 100k titles 2.7 -> 2.2 (0.996
+# both). Re-scoring 2% (20k sparse rows at 1M) had been ~60% of a query. The pool grows with
+# sqrt(n), not n: ranked by all 512 bits, the exact top 10 of LoCoMo questions lay within the
+# nearest 2000 rows at 100k and at 1M alike (0.999); a harder set (made-up sentences of a
+# Zipf vocabulary, 22 of 256 dims set) needed ~2500 rows at 100k and ~8000 at 1M for 0.99,
+# 4000 for 0.98. candidate_scale=2 (2000 rows at 1M) measured 8.9 ms and 0.999 on LoCoMo
+# sentences. Random unit vectors, where nothing is near, keep 0.62-0.73 of the top 10 at
+# 100k (old and new alike): sign codes cannot rank those. What a query at 1M rows still
+# costs (CPU): the 192-bit scan 3.5 ms, choosing its 8% ~2, their other words ~1, the
+# re-score of ~4000 sparse rows ~4.5 (a few cache misses a row: no cheaper in numpy).
 #
 # Tried before: projected float sketches (80 of 256 principal axes; float16 values scanned as
 # float32, 320 bytes a row in memory) found 0.98-0.99 of the top 10 re-scoring 2%, but the
