@@ -86,8 +86,8 @@ def _check_threshold(threshold: object) -> float:
 # nearest 2000 rows at 100k and at 1M alike (0.999); a harder set (made-up sentences of a
 # Zipf vocabulary, 22 of 256 dims set) needed ~2500 rows at 100k and ~8000 at 1M for 0.99,
 # 4000 for 0.98. candidate_scale=2 (2000 rows at 1M) measured 8.9 ms and 0.999 on LoCoMo
-# sentences. Random unit vectors, where nothing is near, keep 0.62-0.73 of the top 10 at
-# 100k (old and new alike): sign codes cannot rank those. What a query at 1M rows still
+# sentences. Random unit vectors, where nothing is near, are ranked badly by sign codes:
+# 0.73 -> 0.64 of the top 10 at 100k, 0.86 -> 0.66 at 1M (there 2% of the rows bought recall). What a query at 1M rows still
 # costs (CPU): the 192-bit scan 3.5 ms, choosing its 8% ~2, their other words ~1, the
 # re-score of ~4000 sparse rows ~4.5 (a few cache misses a row: no cheaper in numpy).
 #
