@@ -5,6 +5,10 @@ A benchmark, not a test: it prints tables and asserts nothing. Run from a checko
     python bench/vectors.py                       # 10k and 100k
     python bench/vectors.py --sizes 10000 100000 1000000
     python bench/vectors.py --only embed search   # some sections only
+    python bench/vectors.py --only search --sizes 100000 1000000 --vectors-from DIR
+
+The search section runs --baseline-index's gem/index (439e89b: 2% of rows re-scored) as
+"old" beside today's, and reports each query's CPU time beside its wall time.
 
 "old" is gem/index.py and gem/embed.py as of --baseline (the commit before this work), read
 with `git show` and run in this same process, so both sides see the same machine load;
@@ -22,14 +26,19 @@ misses).
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
+import importlib
+import io
 import json
 import os
 import random
 import re
 import statistics
+import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import types
@@ -48,6 +57,7 @@ from gem.numeric import single_threaded  # noqa: E402
 
 BASELINE = "a3fbc48"  # main before the derived-index work
 SKETCHES = "4b5d922"  # main with float sketches, before sign codes and sparse rows
+BASELINE_INDEX = "439e89b"  # main before the pool grew with sqrt(n) (2% re-scored)
 LOCOMO = Path(os.environ.get("GEM_LOCOMO") or ROOT.parent / "shared" / "data" / "locomo-dev.json")
 DIM = 256
 K = 10
@@ -72,6 +82,27 @@ def old_module(rev: str, path: str, name: str, package: str | None = None
     return mod
 
 
+def old_package(rev: str, path: str, name: str) -> types.ModuleType | None:
+    """The package at `path` (e.g. gem/index) as of git revision rev, imported as `name`, so
+    its modules' relative imports (vector.py's .codes and .rows) get that revision's too."""
+    root = tempfile.mkdtemp(prefix="gem-bench-")
+    atexit.register(shutil.rmtree, root, True)
+    try:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, path],
+                                 capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    tarfile.open(fileobj=io.BytesIO(archive)).extractall(root, filter="data")
+    os.rename(os.path.join(root, path), os.path.join(root, name))
+    sys.path.insert(0, root)
+    try:
+        return importlib.import_module(f"{name}.vector")
+    except ImportError:
+        return None
+    finally:
+        sys.path.remove(root)
+
+
 def held_bytes(ix) -> int:
     """Bytes of the arrays a VectorIndex holds: today's (nbytes), or one with float sketches."""
     if hasattr(ix, "nbytes"):
@@ -92,6 +123,14 @@ def timed(fn, *args) -> float:
     t0 = time.perf_counter()
     fn(*args)
     return time.perf_counter() - t0
+
+
+def timed_cpu(fn) -> tuple[float, float]:
+    """(wall, this thread's CPU) seconds of fn(): on a loaded machine the wall time of a
+    10 ms call includes other processes' time slices, its CPU time does not."""
+    w0, c0 = time.perf_counter(), time.thread_time()
+    fn()
+    return time.perf_counter() - w0, time.thread_time() - c0
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -336,69 +375,101 @@ def recall(got, want) -> float:
     return min(K, sum(1 for _, s in got if s >= kth)) / min(K, len(want))
 
 
-def bench_search(sketch_index, corpus: Corpus, sizes: list[int], n_queries: int,
-                 rng, variants: list[tuple[int, float]], kinds: list[str]) -> None:
-    """Exact scan, float sketches (main before this work) and sign codes, on the same rows.
-
-    One index at a time is built and dropped (at 1M random vectors each holds ~1 GB)."""
+def bench_search(sketch_index, baseline_index, corpus: Corpus, sizes: list[int],
+                 n_queries: int, rng, variants: list[tuple[int, float, int, float]], kinds: list[str],
+                 vectors_from: Path | None = None) -> None:
+    """Exact scan, float sketches (--sketches), sign codes as of --baseline-index and as
+    today, on the same rows. The approximate indexes of a data set are built together and
+    queried in turn, query by query (at 1M random vectors each holds ~1 GB)."""
     rows = []
     sets: list[tuple[str, int, object, object]] = []
     if "locomo" in kinds and LOCOMO.exists():
         sets.append(("locomo turns", len(corpus.turns), lambda: embed_all(corpus.turns),
                      lambda: embed_all((corpus.questions * 2)[:n_queries])))
+
+    def made(n: int) -> dict[str, tuple]:
+        return {"random": (lambda: unit_rows(rng, n), lambda: unit_rows(rng, n_queries)),
+                "titles": (lambda: embed_all(corpus.titles(n)),
+                           lambda: embed_all(corpus.titles(n_queries))),
+                "sentences": (lambda: embed_all(corpus.sentences(n)),
+                              lambda: embed_all((corpus.questions * 2)[:n_queries]))}
+
+    def saved(kind: str, n: int, what: str):
+        # KIND_x.npy / KIND_q.npy: the makers' vectors at the largest size, made and saved by
+        # the first run (embedding 1M texts takes minutes); a size reads the first n rows
+        path = vectors_from / f"{kind}_{what}.npy"  # type: ignore[operator]
+        if not path.exists():
+            np.save(path, made(max(sizes))[kind][what == "q"]())
+        return np.array(np.load(path, mmap_mode="r")[:n])
+
     for n in sizes:
-        makers = {"random": (lambda n=n: unit_rows(rng, n), lambda: unit_rows(rng, n_queries)),
-                  "titles": (lambda n=n: embed_all(corpus.titles(n)),
-                             lambda: embed_all(corpus.titles(n_queries))),
-                  "sentences": (lambda n=n: embed_all(corpus.sentences(n)),
-                                lambda: embed_all((corpus.questions * 2)[:n_queries]))}
+        makers = made(n)
+        if vectors_from is not None:
+            makers = {k: (lambda k=k, n=n: saved(k, n, "x"),
+                          lambda k=k: saved(k, n_queries, "q")) for k in makers}
         sets += [(kind, n, *makers[kind]) for kind in kinds if kind in makers]
     for kind, n, make, make_q in sets:
         vecs, qs = make(), make_q()
         ids = [f"t{i}" for i in range(n)]
-        results: list[tuple[str, list[float], float | None, float]] = []
         exact = VectorIndex(DIM, approximate_above=None)
         exact.upsert_many(ids, vecs)
-        t_ex: list[float] = []
+        t_ex: list[tuple[float, float]] = []
         want: list[list[tuple[str, float]]] = []
         for q in qs:
-            t_ex.append(timed(lambda: want.append(exact.search(q, K))))
+            t_ex.append(timed_cpu(lambda: want.append(exact.search(q, K))))
         kept = "non-zero entries" if exact._rows.sparse else "float32 matrix"
-        results.append((f"exact scan of all rows ({kept})", t_ex, 1.0, held_bytes(exact) / n))
+        results = [(f"exact scan of all rows ({kept})", t_ex, 1.0, held_bytes(exact) / n)]
         del exact
         candidates = []
         if sketch_index is not None:
             candidates += [(f"sketches {d} dims, {share:.0%} re-scored ({SKETCHES})",
                             lambda d=d, share=share: sketch_index.VectorIndex(
-                                DIM, approximate_above=1, sketch_dim=d, candidate_share=share),
-                            None) for d, share in ((80, 0.02),)]
-        candidates += [(f"sign codes {bits} bits, {share:.1%} re-scored",
-                        lambda bits=bits, share=share: VectorIndex(
-                            DIM, approximate_above=1, code_bits=bits, candidate_share=share),
-                        None) for bits, share in variants]
-        for label, build, _ in candidates:
+                                DIM, approximate_above=1, sketch_dim=d, candidate_share=share))
+                           for d, share in ((80, 0.02),)]
+        if baseline_index is not None:
+            candidates.append((f"old: sign codes 512 bits, 2% re-scored ({baseline_index.REV})",
+                               lambda: baseline_index.VectorIndex(DIM, approximate_above=1)))
+        candidates += [(f"new: sign codes {bits} bits, {scale:g} sqrt(n) re-scored"
+                        + (f", first {words} words keep {share:.0%}" if words else ""),
+                        lambda bits=bits, scale=scale: VectorIndex(
+                            DIM, approximate_above=1, code_bits=bits, candidate_scale=scale))
+                       for bits, scale, words, share in variants]
+        built = []
+        for (label, build), (*_, words, share) in zip(
+                candidates, [(None, None)] * (len(candidates) - len(variants)) + variants):
             gc.collect()
             ix = build()
             t0 = time.perf_counter()
             ix.upsert_many(ids, vecs)
-            label += f" (build {time.perf_counter() - t0:.1f}s)"
-            ts, rec = [], []
-            for q, w in zip(qs, want):
+            if words:  # the prefix of the cascade (gem/index/codes.py), for this index only
+                ix._codes.FIRST_WORDS, ix._codes.FIRST_SHARE = words, share
+            built.append((label + f" (build {time.perf_counter() - t0:.1f}s)", ix))
+        ts: list[list[tuple[float, float]]] = [[] for _ in built]
+        rec: list[list[float]] = [[] for _ in built]
+        for q, w in zip(qs, want):  # interleaved: every index sees the same load
+            for j, (_, ix) in enumerate(built):
                 got: list[tuple[str, float]] = []
-                ts.append(timed(lambda: got.extend(ix.search(q, K))))
-                rec.append(recall(got, w))
-            results.append((label, ts, float(np.mean(rec)), held_bytes(ix) / n))
-            del ix
-        ex50 = statistics.median(t_ex)
-        for label, ts, rc, per_unit in results:
-            rows.append([f"{n}", kind, label, f"{per_unit:7.0f}", ms(statistics.median(ts)),
-                         ms(pct(ts, 95)), "" if rc is None else f"{rc:.3f}",
-                         ratio(ex50, statistics.median(ts)) if ts is not t_ex else ""])
+                ts[j].append(timed_cpu(lambda: got.extend(ix.search(q, K))))
+                rec[j].append(recall(got, w))
+        results += [(label, t, float(np.mean(r)), held_bytes(ix) / n)
+                    for (label, ix), t, r in zip(built, ts, rec)]
+        del built
+        base = statistics.median(c for _, c in (ts[-1 - len(variants)] if baseline_index
+                                                 is not None else t_ex))
+        for label, t, rc, per_unit in results:
+            wall, cpu = [w for w, _ in t], [c for _, c in t]
+            rows.append([f"{n}", kind, label, f"{per_unit:7.0f}", ms(statistics.median(cpu)),
+                         ms(pct(cpu, 95)), ms(statistics.median(wall)), ms(pct(wall, 95)),
+                         "" if rc is None else f"{rc:.3f}",
+                         ratio(base, statistics.median(cpu))])
         del vecs
         gc.collect()
-    table(f"Vector search k={K}, {n_queries} queries, one BLAS thread (bytes/unit: arrays the "
-          "index holds, capacity included; speedup = exact scan p50 / row p50)",
-          ["n", "data", "method", "B/unit", "p50 ms", "p95 ms", "recall@10", "speedup"], rows)
+        # the table so far after each data set (a run at 1M rows takes a while)
+        table(f"Vector search k={K}, {n_queries} queries, one BLAS thread (bytes/unit: arrays "
+              "the index holds, capacity included; cpu = this thread's CPU time, wall includes "
+              "other processes' time slices; speedup = old (else exact) cpu p50 / row cpu p50)",
+              ["n", "data", "method", "B/unit", "cpu p50", "cpu p95", "wall p50", "wall p95",
+               "recall@10", "speedup"], rows)
 
 
 def bench_many(old_index, corpus: Corpus, n: int, rng) -> None:
@@ -473,8 +544,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--snapshot-docs", type=int, default=100_000)
     ap.add_argument("--pair-sizes", type=int, nargs="+", default=[20_000, 100_000])
     ap.add_argument("--pair-threshold", type=float, default=0.9)
-    ap.add_argument("--variants", nargs="+", default=["512:0.02", "256:0.04"],
-                    help="sign code settings to compare, as code_bits:candidate_share")
+    ap.add_argument("--variants", nargs="+", default=["512:4"],
+                    help="sign code settings to compare, as code_bits:candidate_scale, optionally "
+                         ":first_words:first_share (SignCodes.FIRST_WORDS, FIRST_SHARE)")
+    ap.add_argument("--baseline-index", default=BASELINE_INDEX,
+                    help="revision whose gem/index the search section runs as 'old'")
+    ap.add_argument("--sketches", action="store_true",
+                    help="also run the float sketches of " + SKETCHES + " in the search section")
+    ap.add_argument("--vectors-from", type=Path,
+                    help="search section: keep the data sets' vectors and queries in this "
+                         "directory (KIND_x.npy, KIND_q.npy: made and saved at the largest of "
+                         "--sizes if absent) instead of embedding them on every run")
     ap.add_argument("--kinds", nargs="+", default=["locomo", "random", "titles", "sentences"],
                     help="data sets of the search section")
     ap.add_argument("--baseline", default=BASELINE)
@@ -498,11 +578,16 @@ def main(argv: list[str] | None = None) -> None:
         if "snapshots" in only:
             bench_snapshots(old_index, corpus, a.snapshot_docs, rng)
         if "search" in only:
-            variants = [(int(v.split(":")[0]), float(v.split(":")[1])) for v in a.variants]
+            variants = [(int(b), float(c), int(w), float(f)) for b, c, w, f in
+                        ((v + "::").split(":")[:4] for v in a.variants)
+                        for w, f in [(w or 0, f or 0)]]
             sketch_index = old_module(SKETCHES, "gem/index/vector.py", "gem_sketch_index",
-                                      package="gem.index")
-            bench_search(sketch_index, corpus, a.sizes, a.queries, rng, variants,
-                         a.kinds)
+                                      package="gem.index") if a.sketches else None
+            baseline_index = old_package(a.baseline_index, "gem/index", "gem_baseline_index")
+            if baseline_index is not None:
+                baseline_index.REV = a.baseline_index  # type: ignore[attr-defined]
+            bench_search(sketch_index, baseline_index, corpus, a.sizes, a.queries, rng,
+                         variants, a.kinds, a.vectors_from)
         if "many" in only:
             bench_many(old_index, corpus, max(a.sizes), rng)
         if "pairs" in only:

@@ -197,13 +197,17 @@ class SparseRows:
                 products = self.values[lo:hi] * q64[self.columns[lo:hi]]
                 out[order[a:b]] = np.add.reduceat(products, first[a:b] - lo)
             return out
-        out = np.empty(rows.shape[0], dtype=np.float64)
+        out = np.zeros(rows.shape[0], dtype=np.float64)
         for a, part in self._blocks(rows):
             idx, counts = self._entries(part)
+            if not idx.shape[0]:
+                continue
             products = self.values[idx] * q64[self.columns[idx]]
-            owner = np.repeat(np.arange(part.shape[0]), counts)
-            out[a : a + part.shape[0]] = np.bincount(owner, weights=products,
-                                                     minlength=part.shape[0])
+            # each row's products are consecutive: one reduceat, no array of owners (a
+            # row without entries would get the next row's first product: it stays 0.0)
+            firsts = np.cumsum(counts, dtype=np.int64) - counts
+            has = counts > 0
+            out[a : a + part.shape[0]][has] = np.add.reduceat(products, firsts[has])
         return out
 
     def saved(self, n: int) -> dict[str, np.ndarray]:

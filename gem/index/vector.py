@@ -73,11 +73,23 @@ def _check_threshold(threshold: object) -> float:
 # ---------------------------------------------------------------------- approximate search
 #
 # Above `approximate_above` vectors, search() stops reading every vector. Each row also has a
-# sign code (gem/index/codes.py: 512 bits, 64 bytes); a query computes Hamming distances to
-# all codes (a 64 MB scan at 1M rows, 1/5 of what scoring 80-dim float32 sketches read), the
-# best `candidate_share` of the rows get products from their exact rows, and those
-# candidates are ranked exactly. Measured (bench/vectors.py): 0.99+ of the exact top 10 at
-# 100k and 1M rows of LoCoMo sentences and of titles, re-scoring 2%.
+# sign code (gem/index/codes.py: 512 bits, 64 bytes). A query computes Hamming distances on
+# the codes' first 192 bits for every row (24 MB at 1M rows), on all 512 bits for the 8%
+# nearest on those, and the `_pool` rows nearest on all bits (4 sqrt(n): 4000 at 1M rows,
+# 1265 at 100k; at least 1024) get products from their exact rows; those candidates are
+# ranked exactly. Measured (bench/vectors.py, side by side with 439e89b, which re-scored 2%
+# of the rows behind a 256-bit scan; CPU ms p50 of one query, recall@10 of the exact ranking):
+# 1M LoCoMo sentences 26.1 -> 10.7 ms (1.000 both), 1M titles of LoCoMo words 24.9 -> 13.0
+# (1.000 both), 100k sentences 3.3 -> 2.5 (0.996 -> 0.994), 100k titles 2.7 -> 2.2 (0.996
+# both). Re-scoring 2% (20k sparse rows at 1M) had been ~60% of a query. The pool grows with
+# sqrt(n), not n: ranked by all 512 bits, the exact top 10 of LoCoMo questions lay within the
+# nearest 2000 rows at 100k and at 1M alike (0.999); a harder set (made-up sentences of a
+# Zipf vocabulary, 22 of 256 dims set) needed ~2500 rows at 100k and ~8000 at 1M for 0.99,
+# 4000 for 0.98. candidate_scale=2 (2000 rows at 1M) measured 8.9 ms and 0.999 on LoCoMo
+# sentences. Random unit vectors, where nothing is near, are ranked badly by sign codes:
+# 0.73 -> 0.64 of the top 10 at 100k, 0.86 -> 0.66 at 1M (there 2% of the rows bought recall). What a query at 1M rows still
+# costs (CPU): the 192-bit scan 3.5 ms, choosing its 8% ~2, their other words ~1, the
+# re-score of ~4000 sparse rows ~4.5 (a few cache misses a row: no cheaper in numpy).
 #
 # Tried before: projected float sketches (80 of 256 principal axes; float16 values scanned as
 # float32, 320 bytes a row in memory) found 0.98-0.99 of the top 10 re-scoring 2%, but the
@@ -144,14 +156,17 @@ class VectorIndex:
 
     With `approximate_above` set (the default, 20k: an exact scan of 100k sparse rows took
     20-38 ms, of 20k 4-8 ms, sign codes 2-3 ms), search() and search_many() scan sign codes
-    first (see above) once the index holds that many vectors, and re-score only the best
-    `candidate_share` of the rows; below it, with ids=, k=None, and in most_similar() and
-    pairs_above(), every row is scored. Codes are made for every row when the index reaches
-    the size, and dropped when it falls below half of it.
+    first (see above) once the index holds that many vectors, and re-score exactly only the
+    rows nearest in code distance: ceil(candidate_scale * sqrt(n)) of them (at least 1024
+    and 8 k; with `candidate_share` set, at least that share of the rows too). Below it,
+    with ids=, k=None, and in most_similar() and pairs_above(), every row is scored. Codes
+    are made for every row when the index reaches the size, and dropped when it falls below
+    half of it.
     """
 
     def __init__(self, dim: int, *, approximate_above: int | None = 20_000,
-                 code_bits: int = 512, candidate_share: float = 0.02) -> None:
+                 code_bits: int = 512, candidate_scale: float = 4.0,
+                 candidate_share: float | None = None) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise InvalidInput(f"VectorIndex dim must be a positive int, got {dim!r}")
         if approximate_above is not None and (
@@ -162,13 +177,19 @@ class VectorIndex:
         if isinstance(code_bits, bool) or not isinstance(code_bits, int) or code_bits < 64 \
                 or code_bits % 64:
             raise InvalidInput(f"code_bits must be a positive multiple of 64, got {code_bits!r}")
-        if isinstance(candidate_share, bool) or not isinstance(candidate_share, (int, float)) \
-                or not (0.0 < candidate_share <= 1.0):
-            raise InvalidInput(f"candidate_share must be in (0, 1], got {candidate_share!r}")
+        if isinstance(candidate_scale, bool) or not isinstance(candidate_scale, (int, float)) \
+                or not (0.0 < candidate_scale < math.inf):
+            raise InvalidInput(f"candidate_scale must be a positive number, got {candidate_scale!r}")
+        if candidate_share is not None and (
+                isinstance(candidate_share, bool) or not isinstance(candidate_share, (int, float))
+                or not (0.0 < candidate_share <= 1.0)):
+            raise InvalidInput(f"candidate_share must be in (0, 1] or None, "
+                               f"got {candidate_share!r}")
         self.dim = dim
         self.approximate_above = approximate_above
         self.code_bits = code_bits
-        self.candidate_share = float(candidate_share)
+        self.candidate_scale = float(candidate_scale)
+        self.candidate_share = None if candidate_share is None else float(candidate_share)
         self._slack = _float32_slack(dim)
         self._reset()
 
@@ -385,9 +406,10 @@ class VectorIndex:
             return self._finish(q, s32, rows, k)
 
     def _pool(self, k: int) -> int:
-        # at least 1024 rows: re-scoring them costs ~0.2 ms, and 2% of a small index is too
-        # few for sign codes (0.89 of the top 10 of 2.8k LoCoMo turns at 56 rows)
-        return max(8 * k, 1024, math.ceil(self.candidate_share * self._n))
+        # at least 1024 rows: re-scoring them costs ~0.2 ms, and a share of a small index is
+        # too few for sign codes (0.89 of the top 10 of 2.8k LoCoMo turns at 56 rows)
+        share = 0 if self.candidate_share is None else math.ceil(self.candidate_share * self._n)
+        return max(8 * k, 1024, math.ceil(self.candidate_scale * math.sqrt(self._n)), share)
 
     def _approximate_candidates(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         assert self._codes is not None
@@ -552,6 +574,7 @@ class VectorIndex:
         meta: dict[str, Any] = {"dim": self.dim, "rows": n,
                                 "approximate_above": self.approximate_above,
                                 "code_bits": self.code_bits,
+                                "candidate_scale": self.candidate_scale,
                                 "candidate_share": self.candidate_share}
         if self._codes is not None:
             arrays["codes"] = self._codes.words[:, :n].view(np.int64)  # same bits
@@ -562,12 +585,15 @@ class VectorIndex:
         """(index, stamp) from a file written by save(); SnapshotError if it is unusable.
 
         A file written before sign codes (with float sketches) is read: its sketches are
-        ignored and codes are made from the rows."""
+        ignored and codes are made from the rows. One written before candidate_scale (whose
+        candidate_share was the old default, 2% of the rows re-scored) gets today's defaults."""
         stamp, meta, a = read_snapshot_file(path, "vector")
         try:
             ix = cls(int(meta["dim"]), approximate_above=meta["approximate_above"],
                      code_bits=int(meta.get("code_bits", 512)),
-                     candidate_share=meta["candidate_share"])
+                     **({"candidate_scale": meta["candidate_scale"],
+                         "candidate_share": meta["candidate_share"]}
+                        if "candidate_scale" in meta else {}))
             n = int(meta["rows"])
             ix._keys.adopt_packed(a["ids_utf8"], a["ids_offsets"], n)
             ix._cap = max(n, 16)
