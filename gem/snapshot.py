@@ -125,7 +125,8 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
     for kind, table in (("topics", scope.topics), ("fields", scope.fields),
                         ("episodes", scope.episodes)):
         n = len(table)
-        arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"] = table.packed_ids()
+        arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"], arrays[f"{kind}_ids_keys"] = \
+            table.packed_ids()
         arrays[f"{kind}_strength"] = table.strength[:n]
         arrays[f"{kind}_last"] = table.last[:n]
         arrays[f"{kind}_status"] = table.status[:n]
@@ -226,12 +227,15 @@ class UnitFiles:
         try:
             units.lexical, s1 = LexicalIndex.load(path["units"])
             units.vectors, s2 = VectorIndex.load(path["unitvec"])
-            s3, _, arrays = read_snapshot_file(path["unitdocs"], "unitdocs")
+            s3, meta, arrays = read_snapshot_file(path["unitdocs"], "unitdocs")
             if not s1 == s2 == s3 == self.stamp or units.vectors.dim != embedder.dim:
                 raise SnapshotError("the snapshot's unit files are of different generations")
-            ids, docs = snapshot_strings(arrays, "ids"), snapshot_strings(arrays, "docs")
             units.columns = UnitColumns(units.lexical)
-            units.columns.load(ids, docs, arrays["valid"])
+            if meta.get("by") == "row":  # by the lexical index's rows, decoded when read
+                units.columns.load_by_row(arrays, f"unit documents {path['unitdocs']!r}")
+            else:
+                ids, docs = snapshot_strings(arrays, "ids"), snapshot_strings(arrays, "docs")
+                units.columns.load(ids, docs, arrays["valid"])
         except (KeyError, ValueError, TypeError) as exc:
             raise SnapshotError(f"the unit files in {self.folder!r} are unusable: {exc}") from exc
         return units
@@ -241,14 +245,10 @@ def _save_units(units: UnitIndexes, folder: str, files: dict[str, str],
                 stamp: dict[str, Any]) -> UnitFiles:
     units.lexical.save(os.path.join(folder, files["units"]), stamp)
     units.vectors.save(os.path.join(folder, files["unitvec"]), stamp)
-    ids = list(units.docs)
-    ids_utf8, ids_offsets = encode_strings(ids)
-    docs_utf8, docs_offsets = encode_strings([doc for _, doc in units.docs.items()])
-    write_snapshot_file(os.path.join(folder, files["unitdocs"]), "unitdocs", stamp, {},
-                        {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
-                         "docs_utf8": docs_utf8, "docs_offsets": docs_offsets,
-                         "valid": np.asarray([v for _, v in units.valid.items()],
-                                             dtype=np.float64)})
+    # by the rows of the unit lexical index, which the units file holds: a reader needs no
+    # unit ids here, and decodes a document when it reads it
+    write_snapshot_file(os.path.join(folder, files["unitdocs"]), "unitdocs", stamp, {"by": "row"},
+                        units.columns.by_row())
     return UnitFiles(folder, files, dict(stamp))
 
 
@@ -337,7 +337,8 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
 
 def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> SalienceTable:
     if f"{kind}_ids_utf8" in arrays:  # decoded when first asked for
-        table.adopt_packed(arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"])
+        table.adopt_packed(arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"],
+                           arrays.get(f"{kind}_ids_keys"))
     else:
         table.adopt(_ids(arrays, f"{kind}_ids"))
     n = len(table)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import SnapshotError
 from ..index import LexicalIndex, VectorIndex
-from ..index.snapfile import PackedIds
+from ..index.packed import PackedIds
 from ..index.rows import capacity_for
 from ..text import name_key, value_text
 from .unit_columns import UnitColumns
@@ -43,9 +43,10 @@ def seconds(when: datetime | None) -> float:
 class SalienceTable:
     """(strength, last access, status) of every unit of one kind, as numpy columns.
 
-    A loaded table's ids stay as the snapshot has them, and `row_of` (unit id -> row) is built
-    when first asked for (gem/index/snapfile.py `PackedIds`): the columns (salience, statuses)
-    need neither, and a process that only reads topics never decodes 1M field ids."""
+    A loaded table's ids stay as the snapshot has them (gem/index/packed.py `PackedIds`): an
+    id is decoded when its row is asked for, and `row_of` finds a row by the id's hash: the
+    columns (salience, statuses) need neither, and a query that reads a few dozen units'
+    statuses decodes those, not 1M field ids."""
 
     def __init__(self, statuses: Sequence[str]) -> None:
         self.codes = {s: i for i, s in enumerate(statuses)}
@@ -69,12 +70,14 @@ class SalienceTable:
         """Take `ids` as the rows' ids (a loaded snapshot's), building `row_of` when needed."""
         self._keys.adopt(ids)
 
-    def adopt_packed(self, blob: np.ndarray, offsets: np.ndarray) -> None:
-        """Take the rows' ids as a snapshot has them, decoded when first asked for."""
-        self._keys.adopt_packed(blob, offsets)
+    def adopt_packed(self, blob: np.ndarray, offsets: np.ndarray, keys: np.ndarray | None = None) -> None:
+        """Take the rows' ids as a snapshot has them (with their `id_keys`, if saved): a row's
+        id is decoded when asked for, an id's row found by its hash (gem/index/packed.py)."""
+        self._keys.adopt_packed(blob, offsets, keys=keys)
 
-    def packed_ids(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._keys.packed()
+    def packed_ids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ids as UTF-8, offsets and `id_keys`."""
+        return self._keys.packed_with_keys()
 
     def __len__(self) -> int:
         return len(self._keys)
