@@ -65,10 +65,12 @@ if TYPE_CHECKING:
 # ignored, so one is still read); 8: the tables' ids as UTF-8 and offsets, not numpy's
 # fixed-width UTF-32 (at 10k topics 5.6 of its 9.5 MB), and their narrow columns in 32 bits;
 # 9: each scope's names as one JSON text in the state's JSON, parsed when first used (at 30k
-# topics 0.1 s of an open), and no zero open-flag counts.
+# topics 0.1 s of an open), and no zero open-flag counts; 10: beside each table of ids, their
+# hash keys (gem/index/packed.py: a row found without decoding the ids), and the unit documents
+# by the unit lexical index's rows (a 9's unit files are written again by the next save).
 # A snapshot of any other format is rebuilt from the database, never read.
-FORMAT = 9
-READS = (6, 7, 8, 9)
+FORMAT = 10
+READS = (6, 7, 8, 9, 10)
 UNIT_FILES = (("units", "snap"), ("unitvec", "snap"), ("unitdocs", "snap"))
 
 
@@ -236,6 +238,7 @@ class UnitFiles:
             else:
                 ids, docs = snapshot_strings(arrays, "ids"), snapshot_strings(arrays, "docs")
                 units.columns.load(ids, docs, arrays["valid"])
+                units.outdated = True
         except (KeyError, ValueError, TypeError) as exc:
             raise SnapshotError(f"the unit files in {self.folder!r} are unusable: {exc}") from exc
         return units

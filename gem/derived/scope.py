@@ -95,6 +95,8 @@ class ScopeState:
             assert self.saved_units is not None
             try:
                 self._units = self.saved_units.load(self.embedder)
+                if self._units.outdated:  # written again in the current layout by the next save
+                    self.saved_units = None
             except SnapshotError:
                 self._units = UnitIndexes(self.embedder)
                 self.saved_units = None

@@ -317,6 +317,9 @@ class UnitIndexes:
         self.vectors = VectorIndex(embedder.dim)
         # documents and valid times by the row of their lexical entry (gem/derived/unit_columns.py)
         self.columns = UnitColumns(self.lexical)
+        # read from unit files of an older layout (documents by unit id, ids without their
+        # keys): the next save writes them again, so that later opens read them packed
+        self.outdated = False
 
     @property
     def docs(self) -> Mapping[str, str]:
