@@ -134,7 +134,7 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
         arrays[f"{kind}_status"] = table.status[:n]
         arrays[f"{kind}_owner"] = _narrow(table.owner[:n])
     packed = scope.touched_packed
-    if isinstance(packed, Touches):  # never used since it was read: written back as it was
+    if isinstance(packed, Touches) and not scope.touched_later:  # unused since read: as it was
         arrays.update(packed.arrays)
     else:
         touched = sorted(scope.touched_by.items())
@@ -426,7 +426,7 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
             scope = state.scope(scope_of(tid))
             if unit_table(tid) == "Topic":
                 scope.stale[tid] = None
-            scope.touched_by.setdefault(tid, array("q")).append(r["seq"])
+            scope.touch(tid, r["seq"])
         state.scope(r["scope"]).counters = json.loads(r["counters"])
         state.scope(r["scope"])._active_fields = None
     # units a later transition erased are gone from the database: from here too (a field's

@@ -171,23 +171,36 @@ class NameDirectory:
         self._title_of: dict[str, str] = {}
         # A loaded snapshot's [tid, names, keys] rows (or their JSON text), put into the dicts
         # when first asked for (`deferred`): 1 s of an open at 100k topics, and an open need
-        # not resolve a name.
+        # not resolve a name. Each topic's names come first (a summary or a document needs
+        # those of a few topics); the directory by name and key, 0.5 s more, when looked up.
         self._rows: list[list[Any]] | str | None = None
+        self._unindexed: list[list[Any]] | None = None  # rows whose names are not in by_name yet
+        self._text: str | None = None  # the JSON text they were read as, until a name changes
 
-    def _built(self) -> "NameDirectory":
+    def _parsed(self) -> "NameDirectory":
         if self._rows is not None:
             rows = self._rows
-            built = NameDirectory()  # filled apart: unusable rows leave nothing half-built
             try:
                 if isinstance(rows, str):
-                    rows = json.loads(rows)
-                built._fill({tid: names for tid, names, _ in rows},
-                            {tid: keys for tid, _, keys in rows})
+                    self._text, rows = rows, json.loads(rows)
+                names_of = {tid: names for tid, names, _ in rows}
+                title_of = {tid: names[0] for tid, names in names_of.items()}
+            except (ValueError, TypeError, IndexError) as exc:
+                raise SnapshotError(f"the snapshot's names are unusable: {exc}") from exc
+            self._names_of, self._title_of = names_of, title_of
+            self._unindexed, self._rows = rows, None
+        return self
+
+    def _built(self) -> "NameDirectory":
+        rows = self._parsed()._unindexed
+        if rows is not None:
+            built = NameDirectory()  # filled apart: unusable rows leave nothing half-built
+            try:
+                built._fill(self._names_of, {tid: keys for tid, _, keys in rows})
             except (ValueError, TypeError, IndexError) as exc:
                 raise SnapshotError(f"the snapshot's names are unusable: {exc}") from exc
             self._by_name, self._by_key = built._by_name, built._by_key
-            self._names_of, self._title_of = built._names_of, built._title_of
-            self._rows = None
+            self._unindexed = None
         return self
 
     @property
@@ -200,11 +213,13 @@ class NameDirectory:
 
     @property
     def names_of(self) -> dict[str, list[str]]:
-        return self._built()._names_of
+        """Each topic's names, title first (read only: `set` and `drop` change them)."""
+        return self._parsed()._names_of
 
     @property
     def title_of(self) -> dict[str, str]:
-        return self._built()._title_of
+        """Each topic's title (read only)."""
+        return self._parsed()._title_of
 
     @classmethod
     def deferred(cls, rows: list[list[Any]] | str) -> "NameDirectory":
@@ -222,6 +237,8 @@ class NameDirectory:
         not 100k lists."""
         if isinstance(self._rows, str):  # never used since it was loaded: as it was read
             return self._rows
+        if self._text is not None:  # read, and no name changed since
+            return self._text
         rows = self._rows if self._rows is not None else \
             [[tid, names, [name_key(n) for n in names]] for tid, names in self._names_of.items()]
         return json.dumps(rows)
@@ -278,6 +295,7 @@ class NameDirectory:
 
     def drop(self, tid: str) -> None:
         """Forget every name of `tid` (it is renamed, or erased)."""
+        self._built()._text = None
         for name in self.names_of.pop(tid, ()):
             self._drop(self.by_name, name, tid)
             self._drop(self.by_key, name_key(name), tid)
