@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import SnapshotError
 from ..index import LexicalIndex, encode_strings
-from ..index.packed import PackedTexts
+from ..index.packed import PackedTexts, decoded
 
 T = TypeVar("T")
 
@@ -75,7 +75,7 @@ class UnitColumns:
     def load(self, ids: list[str], texts: list[str], valid: np.ndarray) -> None:
         """Take a snapshot's columns by unit, in any order (a snapshot of format 9 or before);
         ValueError unless they hold the units of the lexical index exactly."""
-        rows = dict(self.lexical.rows)  # every id is looked up: decoded at once
+        rows = decoded(self.lexical.rows)  # every id is looked up
         if len(ids) != len(rows) or len(texts) != len(ids) or valid.shape != (len(ids),):
             raise ValueError("the unit documents and the unit index disagree")
         at = np.fromiter(map(rows.get, ids, [-1] * len(ids)), dtype=np.int64, count=len(ids))

@@ -10,7 +10,7 @@ all once, and from then on the plain list and dict serve.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any, cast
 
 import numpy as np
@@ -362,6 +362,15 @@ class PackedIds:
             row_of.pop(s, None)
         row_of.update(self._set)
         self._ids, self._row_of, self._base = ids, row_of, None
+
+
+def decoded(row_of: Mapping[str, int]) -> Mapping[str, int]:
+    """`row_of` as a plain dict, its ids decoded at once if they were packed (for a caller
+    about to look up every id)."""
+    if isinstance(row_of, _RowsView):
+        row_of.o._decoded()
+        return row_of.o.row_of
+    return row_of
 
 
 def packed_of(ids: object) -> PackedIds | None:
