@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import os
 import zlib
 from collections.abc import Mapping
@@ -105,14 +106,23 @@ def read_snapshot_file(path: str | os.PathLike, kind: str
     """(stamp, meta, arrays) of a snapshot of this kind; SnapshotError if it is not one.
 
     The arrays are writable views of one buffer holding the file's bytes (an index can adopt
-    its largest arrays instead of copying them: at 1M unit vectors, 1.4 GB).
+    its largest arrays instead of copying them: at 1M unit vectors, 1.4 GB). On POSIX that
+    buffer is a private (copy-on-write) mapping of the file: reading 500 MB of unit files into
+    a fresh buffer was 1 s of the first query after an open at 100k topics, twice what
+    mapping them and checking their CRC costs. A snapshot file is never rewritten in place
+    (`write_snapshot_file` renames a new one over it), so the mapping stays whole.
     """
+    data: bytearray | mmap.mmap
     try:
         with open(path, "rb") as f:
-            data = bytearray(os.fstat(f.fileno()).st_size)
-            if f.readinto(data) != len(data):
-                raise OSError("the file shrank while it was read")
-    except OSError as e:
+            size = os.fstat(f.fileno()).st_size
+            if os.name == "posix" and size:
+                data = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY)
+            else:  # elsewhere a mapped file cannot be removed or replaced: a copy
+                data = bytearray(size)
+                if f.readinto(data) != len(data):
+                    raise OSError("the file shrank while it was read")
+    except (OSError, ValueError) as e:
         raise SnapshotError(f"cannot read snapshot {str(path)!r}: {e}") from e
     where = f"snapshot {str(path)!r}"
     if len(data) < 20 or data[:8] != _MAGIC:
