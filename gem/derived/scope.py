@@ -162,12 +162,6 @@ class ScopeState:
             self._touched_by, self.touched_packed, self.touched_later = built, None, {}
         return self._touched_by
 
-    def touch(self, tid: str, seq: int) -> None:
-        """Log record `seq` touched `tid` (kept apart while the snapshot's record is unread: a
-        commit after an open need not build 100k arrays)."""
-        touched = self.touched_later if self._touched_by is None else self._touched_by
-        touched.setdefault(tid, array("q")).append(seq)
-
     @touched_by.setter
     def touched_by(self, value: dict[str, array]) -> None:
         self._touched_by, self.touched_packed, self.touched_later = value, None, {}
@@ -177,6 +171,12 @@ class ScopeState:
         read (an object whose `build()` makes the dict), until something uses it: at 100k
         topics, 100k arrays an open need not make."""
         self._touched_by, self.touched_packed, self.touched_later = None, packed, {}
+
+    def touch(self, tid: str, seq: int) -> None:
+        """Log record `seq` touched `tid` (kept apart while the snapshot's record is unread: a
+        commit after an open need not build 100k arrays)."""
+        touched = self.touched_later if self._touched_by is None else self._touched_by
+        touched.setdefault(tid, array("q")).append(seq)
 
     # ------------------------------------------------------------------ the Committed view
     def topic_status(self, tid: str) -> str | None:
