@@ -218,6 +218,11 @@ class PackedIds:
         self._checked = False
 
     @property
+    def packed_now(self) -> bool:
+        """Whether the ids are still as the snapshot had them (not all decoded)."""
+        return self._base is not None
+
+    @property
     def ids(self) -> list[str]:
         if self._base is not None:  # the view does what callers do with a list
             return cast(list[str], self._ids_view)
