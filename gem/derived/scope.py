@@ -585,7 +585,8 @@ class ScopeState:
 
     def summary(self, cache: "CommittedCache", summarizer: Summarizer, tid: str) -> str:
         self.refresh(cache, summarizer, [tid])
-        return self.summaries.get(tid, self.names.title_of.get(tid, ""))
+        summary = self.summaries.get(tid)  # the title only without one: names parsed then
+        return summary if summary is not None else self.names.title_of.get(tid, "")
 
     # ------------------------------------------------------------------ comparison
     def fingerprint(self) -> dict[str, Any]:
