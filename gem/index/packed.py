@@ -106,12 +106,20 @@ class PackedStrings:
 
     def __init__(self, blob: np.ndarray, offsets: np.ndarray, what: str) -> None:
         self.blob, self.offsets, self.what = blob, offsets, what
-        try:
-            self.bounds = byte_offsets(blob, offsets)
-        except ValueError as exc:
-            raise SnapshotError(f"{what}: its strings are malformed: {exc}") from exc
         self.n = offsets.shape[0] - 1
+        self._bounds: np.ndarray | None = None
         self._keys: np.ndarray | None = None
+        self._saved_keys: np.ndarray | None = None  # as read, until checked
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """Each string's start in bytes, and the end (found when first needed, not at open)."""
+        if self._bounds is None:
+            try:
+                self._bounds = byte_offsets(self.blob, self.offsets)
+            except ValueError as exc:
+                raise SnapshotError(f"{self.what}: its strings are malformed: {exc}") from exc
+        return self._bounds
 
     def raw(self, i: int) -> bytes:
         return self.blob[int(self.bounds[i]):int(self.bounds[i + 1])].tobytes()
@@ -129,15 +137,20 @@ class PackedStrings:
             raise SnapshotError(f"{self.what}: its strings are malformed: {exc}") from exc
 
     def use_keys(self, keys: np.ndarray) -> None:
-        """Take `id_keys` as saved beside the strings (checked for shape, order and rows)."""
-        if keys.shape != (self.n,) or keys.dtype != np.uint64 or \
-                (self.n and ((keys[1:] <= keys[:-1]).any() or int((keys & _LOW).max()) >= self.n)):
+        """Take `id_keys` as saved beside the strings (checked for shape, order and rows when
+        first used)."""
+        if keys.shape != (self.n,) or keys.dtype != np.uint64:
             raise SnapshotError(f"{self.what}: its id keys are malformed")
-        self._keys = keys
+        self._saved_keys = keys
 
     def keys(self) -> np.ndarray:
         if self._keys is None:
-            self._keys = hash_keys(self.blob, self.bounds[:-1], self.bounds[1:])
+            keys = self._saved_keys
+            if keys is None:
+                keys = hash_keys(self.blob, self.bounds[:-1], self.bounds[1:])
+            elif self.n and ((keys[1:] <= keys[:-1]).any() or int((keys & _LOW).max()) >= self.n):
+                raise SnapshotError(f"{self.what}: its id keys are malformed")
+            self._keys = keys
         return self._keys
 
     def find(self, s: str) -> list[int]:
@@ -179,13 +192,14 @@ class PackedIds:
         # while packed (_base): rows now (a vector index moves its last row into a removed
         # one), rows below base.n written since, rows from base.n on, row_of entries written
         # and removed since, row_of's size, ids decoded by row (their row, without a search)
-        self._len = self._count = 0
+        self._len = self._count = 0  # (_count: row_of's size less the base's ids)
         self._over: dict[int, str] = {}
         self._tail: list[str] = []
         self._set: dict[str, int] = {}
         self._gone: set[str] = set()
         self._seen: dict[str, int] = {}
-        self._free: set[int] = set()  # rows of the base that hold no id
+        self._free: set[int] | None = set()  # rows of the base that hold no id (None: not
+        # found yet: with `blanks`, the rows whose id is empty)
         self._checked = False  # whether the base was searched for an id held twice
         self._ids_view = _IdsView(self)
         self._rows_view = _RowsView(self)
@@ -207,13 +221,11 @@ class PackedIds:
         base = PackedStrings(blob, offsets, self.what)
         if keys is not None:
             base.use_keys(keys)
-        if free is None:
-            free = np.flatnonzero(np.diff(base.bounds) == 0).tolist() if self.blanks and count else []
-        self._free = set(free)
-        if len(self._free) != len(free) or any(not 0 <= r < count for r in free):
+        if free is not None and (len(set(free)) != len(free) or any(not 0 <= r < count for r in free)):
             raise SnapshotError(f"{self.what}: its free rows are malformed")
+        self._free = None if free is None and self.blanks and count else set(free or ())
         self._ids, self._row_of, self._base = None, None, base
-        self._len, self._count = count, count - len(free)
+        self._len, self._count = count, 0
         self._over, self._tail, self._set, self._gone, self._seen = {}, [], {}, set(), {}
         self._checked = False
 
@@ -282,7 +294,7 @@ class PackedIds:
         got = self._over.get(row)
         if got is None:
             got = base[row]
-            if row not in self._free:
+            if got:  # (an empty id is looked up by a search)
                 self._seen[got] = row
         return got
 
@@ -316,6 +328,17 @@ class PackedIds:
         self._len -= 1
         return s
 
+    def _size(self) -> int:
+        """row_of's size while packed: the base's ids, and what was written since."""
+        assert self._base is not None
+        return self._base.n - len(self._free_rows()) + self._count
+
+    def _free_rows(self) -> set[int]:
+        if self._free is None:
+            assert self._base is not None
+            self._free = set(np.flatnonzero(np.diff(self._base.bounds) == 0).tolist())
+        return self._free
+
     def _row(self, s: str) -> int | None:
         got = self._set.get(s)
         if got is not None or s in self._gone:
@@ -326,11 +349,11 @@ class PackedIds:
         if row is not None and row < self._len and row not in self._over:
             return row
         if not self._checked:
-            if base.repeated(self._free):
+            if base.repeated(self._free_rows()):
                 raise SnapshotError(f"{self.what}: it holds an id twice")
             self._checked = True
         for row in base.find(s):
-            if row < self._len and row not in self._over and row not in self._free:
+            if row < self._len and row not in self._over and row not in self._free_rows():
                 return row
         return None
 
@@ -354,7 +377,7 @@ class PackedIds:
         if base is None:
             return
         ids = base.all()
-        free = self._free
+        free = self._free_rows()
         row_of = {s: r for r, s in enumerate(ids) if r not in free} if free else \
             dict(zip(ids, range(len(ids))))
         if len(row_of) != len(ids) - len(free):
@@ -465,7 +488,7 @@ class _RowsView(MutableMapping[str, int]):
     def __len__(self) -> int:
         if self.o._base is None:
             return len(self.o.row_of)
-        return self.o._count
+        return self.o._size()
 
     def __iter__(self) -> Iterator[str]:
         self.o._decoded()
