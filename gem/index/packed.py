@@ -166,11 +166,10 @@ class PackedStrings:
         """Whether a string is in two rows (rows in `free` left out): only rows whose hashes
         are equal are compared."""
         keys = self.keys()
-        same = np.flatnonzero((keys[1:] >> np.uint64(32)) == (keys[:-1] >> np.uint64(32)))
-        rows = (keys & _LOW).tolist()
+        same = np.flatnonzero((keys[1:] ^ keys[:-1]) <= _LOW)  # equal high 32 bits
         seen: dict[bytes, int] = {}
-        for i in same.tolist():
-            for row in (rows[i], rows[i + 1]):
+        for a, b in zip((keys[same] & _LOW).tolist(), (keys[same + 1] & _LOW).tolist()):
+            for row in (a, b):
                 if row not in free and seen.setdefault(self.raw(row), row) != row:
                     return True
         return False
