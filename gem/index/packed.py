@@ -3,9 +3,9 @@
 At 100k topics a snapshot holds 1M unit ids in each of several tables and 1M unit documents:
 decoding them all into str, and putting the ids in dicts, was most of the first query after an
 open (seconds), which reads a few dozen of them. Here a row's id or text is decoded when it is
-asked for, and an id's row is found through `IdKeys`: each id's 32-bit hash and row, sorted,
-which a snapshot can hold precomputed (or which are computed when first needed, numpy over the
-blob: no str is made). Writes go to small overlays; what iterates over all ids decodes them
+asked for, and an id's row is found through its `id_keys`: each id's 32-bit hash and row,
+sorted, which a snapshot holds beside the ids (or which are computed when first needed, numpy
+over the blob: no str is made). Writes go to small overlays; what iterates over all ids decodes them
 all once, and from then on the plain list and dict serve.
 """
 from __future__ import annotations
@@ -190,8 +190,8 @@ class PackedIds:
         self._base: PackedStrings | None = None
         # while packed (_base): rows now (a vector index moves its last row into a removed
         # one), rows below base.n written since, rows from base.n on, row_of entries written
-        # and removed since, row_of's size, ids decoded by row (their row, without a search)
-        self._len = self._count = 0  # (_count: row_of's size less the base's ids)
+        # and removed since, ids decoded by row (their row, without a search)
+        self._len = self._count = 0  # _count: entries row_of gained (or lost) since
         self._over: dict[int, str] = {}
         self._tail: list[str] = []
         self._set: dict[str, int] = {}
