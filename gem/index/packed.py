@@ -197,6 +197,7 @@ class PackedIds:
         self._set: dict[str, int] = {}
         self._gone: set[str] = set()
         self._seen: dict[str, int] = {}
+        self._read: dict[int, str] = {}  # the base's ids decoded one at a time, by row
         self._free: set[int] | None = set()  # rows of the base that hold no id (None: not
         # found yet: with `blanks`, the rows whose id is empty)
         self._checked = False  # whether the base was searched for an id held twice
@@ -226,6 +227,7 @@ class PackedIds:
         self._ids, self._row_of, self._base = None, None, base
         self._len, self._count = count, 0
         self._over, self._tail, self._set, self._gone, self._seen = {}, [], {}, set(), {}
+        self._read = {}
         self._checked = False
 
     @property
@@ -292,7 +294,9 @@ class PackedIds:
             return self._tail[row - base.n]
         got = self._over.get(row)
         if got is None:
-            got = base[row]
+            got = self._read.get(row)
+        if got is None:  # (a query's ties ask for the same rows again: kept)
+            got = self._read[row] = base[row]
             if got:  # (an empty id is looked up by a search)
                 self._seen[got] = row
         return got
@@ -389,6 +393,7 @@ class PackedIds:
             row_of.pop(s, None)
         row_of.update(self._set)
         self._ids, self._row_of, self._base = ids, row_of, None
+        self._over, self._tail, self._set, self._gone, self._seen, self._read = {}, [], {}, set(), {}, {}
 
 
 def decoded(row_of: Mapping[str, int]) -> Mapping[str, int]:
