@@ -65,10 +65,12 @@ if TYPE_CHECKING:
 # ignored, so one is still read); 8: the tables' ids as UTF-8 and offsets, not numpy's
 # fixed-width UTF-32 (at 10k topics 5.6 of its 9.5 MB), and their narrow columns in 32 bits;
 # 9: each scope's names as one JSON text in the state's JSON, parsed when first used (at 30k
-# topics 0.1 s of an open), and no zero open-flag counts.
+# topics 0.1 s of an open), and no zero open-flag counts; 10: beside each table of ids, their
+# hash keys (gem/index/packed.py: a row found without decoding the ids), and the unit documents
+# by the unit lexical index's rows (a 9's unit files are written again by the next save).
 # A snapshot of any other format is rebuilt from the database, never read.
-FORMAT = 9
-READS = (6, 7, 8, 9)
+FORMAT = 10
+READS = (6, 7, 8, 9, 10)
 UNIT_FILES = (("units", "snap"), ("unitvec", "snap"), ("unitdocs", "snap"))
 
 
@@ -125,13 +127,14 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
     for kind, table in (("topics", scope.topics), ("fields", scope.fields),
                         ("episodes", scope.episodes)):
         n = len(table)
-        arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"] = table.packed_ids()
+        arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"], arrays[f"{kind}_ids_keys"] = \
+            table.packed_ids()
         arrays[f"{kind}_strength"] = table.strength[:n]
         arrays[f"{kind}_last"] = table.last[:n]
         arrays[f"{kind}_status"] = table.status[:n]
         arrays[f"{kind}_owner"] = _narrow(table.owner[:n])
     packed = scope.touched_packed
-    if isinstance(packed, Touches):  # never used since it was read: written back as it was
+    if isinstance(packed, Touches) and not scope.touched_later:  # unused since read: as it was
         arrays.update(packed.arrays)
     else:
         touched = sorted(scope.touched_by.items())
@@ -226,12 +229,16 @@ class UnitFiles:
         try:
             units.lexical, s1 = LexicalIndex.load(path["units"])
             units.vectors, s2 = VectorIndex.load(path["unitvec"])
-            s3, _, arrays = read_snapshot_file(path["unitdocs"], "unitdocs")
+            s3, meta, arrays = read_snapshot_file(path["unitdocs"], "unitdocs")
             if not s1 == s2 == s3 == self.stamp or units.vectors.dim != embedder.dim:
                 raise SnapshotError("the snapshot's unit files are of different generations")
-            ids, docs = snapshot_strings(arrays, "ids"), snapshot_strings(arrays, "docs")
             units.columns = UnitColumns(units.lexical)
-            units.columns.load(ids, docs, arrays["valid"])
+            if meta.get("by") == "row":  # by the lexical index's rows, decoded when read
+                units.columns.load_by_row(arrays, f"unit documents {path['unitdocs']!r}")
+            else:
+                ids, docs = snapshot_strings(arrays, "ids"), snapshot_strings(arrays, "docs")
+                units.columns.load(ids, docs, arrays["valid"])
+                units.outdated = True
         except (KeyError, ValueError, TypeError) as exc:
             raise SnapshotError(f"the unit files in {self.folder!r} are unusable: {exc}") from exc
         return units
@@ -241,14 +248,10 @@ def _save_units(units: UnitIndexes, folder: str, files: dict[str, str],
                 stamp: dict[str, Any]) -> UnitFiles:
     units.lexical.save(os.path.join(folder, files["units"]), stamp)
     units.vectors.save(os.path.join(folder, files["unitvec"]), stamp)
-    ids = list(units.docs)
-    ids_utf8, ids_offsets = encode_strings(ids)
-    docs_utf8, docs_offsets = encode_strings([doc for _, doc in units.docs.items()])
-    write_snapshot_file(os.path.join(folder, files["unitdocs"]), "unitdocs", stamp, {},
-                        {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
-                         "docs_utf8": docs_utf8, "docs_offsets": docs_offsets,
-                         "valid": np.asarray([v for _, v in units.valid.items()],
-                                             dtype=np.float64)})
+    # by the rows of the unit lexical index, which the units file holds: a reader needs no
+    # unit ids here, and decodes a document when it reads it
+    write_snapshot_file(os.path.join(folder, files["unitdocs"]), "unitdocs", stamp, {"by": "row"},
+                        units.columns.by_row())
     return UnitFiles(folder, files, dict(stamp))
 
 
@@ -337,7 +340,8 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
 
 def _table(arrays: dict[str, np.ndarray], kind: str, table: SalienceTable) -> SalienceTable:
     if f"{kind}_ids_utf8" in arrays:  # decoded when first asked for
-        table.adopt_packed(arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"])
+        table.adopt_packed(arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"],
+                           arrays.get(f"{kind}_ids_keys"))
     else:
         table.adopt(_ids(arrays, f"{kind}_ids"))
     n = len(table)
@@ -422,7 +426,7 @@ def catch_up(state: DerivedState, store: GraphStore, progress: Progress | None =
             scope = state.scope(scope_of(tid))
             if unit_table(tid) == "Topic":
                 scope.stale[tid] = None
-            scope.touched_by.setdefault(tid, array("q")).append(r["seq"])
+            scope.touch(tid, r["seq"])
         state.scope(r["scope"]).counters = json.loads(r["counters"])
         state.scope(r["scope"])._active_fields = None
     # units a later transition erased are gone from the database: from here too (a field's

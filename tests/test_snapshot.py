@@ -373,3 +373,53 @@ def test_names_kept_unread_are_built_whole_or_refused_each_time():
     good = NameDirectory.deferred('[["default:t1", ["Alpha", "A"], ["alpha", "a"]]]')
     assert good.saved() == '[["default:t1", ["Alpha", "A"], ["alpha", "a"]]]'  # as it was read
     assert good.key_holders("a") == ["default:t1"] and good.title_of == {"default:t1": "Alpha"}
+
+
+def test_ids_keep_their_keys_and_unit_documents_are_by_row_and_a_format_9_snapshot_is_still_read(
+        tmp_path, clock):
+    """Format 10 saves each table's ids with their hash keys (a row is found without decoding
+    the ids) and the unit documents by the unit lexical index's rows, without their ids; a
+    format-9 snapshot (no keys, documents by unit id) is read, not rebuilt, and its unit files
+    are written again in the new layout by the next save."""
+    import numpy as np
+
+    from gem.index import read_snapshot_file, snapshot_strings, write_snapshot_file
+    from gem.index.packed import id_keys
+
+    path, before, folder, meta_path, meta = seeded_snapshot(tmp_path, clock)
+    files = meta["files"]["scopes"]["default"]
+    tables_path = os.path.join(folder, files["tables"])
+    with np.load(tables_path, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    for kind in ("topics", "fields", "episodes"):
+        assert np.array_equal(arrays[f"{kind}_ids_keys"],
+                              id_keys(arrays[f"{kind}_ids_utf8"], arrays[f"{kind}_ids_offsets"]))
+    with open(tables_path, "wb") as f:
+        np.savez(f, allow_pickle=False, **{k: a for k, a in arrays.items() if not k.endswith("_keys")})
+    units_path, docs_path = (os.path.join(folder, files[k]) for k in ("units", "unitdocs"))
+    stamp, lex_meta, lex = read_snapshot_file(units_path, "lexical")
+    assert "ids_keys" in lex
+    write_snapshot_file(units_path, "lexical", stamp, lex_meta,
+                        {k: a for k, a in lex.items() if k != "ids_keys"})
+    stamp, docs_meta, docs = read_snapshot_file(docs_path, "unitdocs")
+    assert docs_meta == {"by": "row"} and "ids_utf8" not in docs
+    rows = np.flatnonzero(docs["docs_has"]).tolist()
+    ids, texts = snapshot_strings(lex, "ids"), snapshot_strings(docs, "docs")
+    old_ids, old_docs = gem.index.encode_strings([ids[r] for r in rows]), \
+        gem.index.encode_strings([texts[r] for r in rows])
+    write_snapshot_file(docs_path, "unitdocs", stamp, {},
+                        {"ids_utf8": old_ids[0], "ids_offsets": old_ids[1], "docs_utf8": old_docs[0],
+                         "docs_offsets": old_docs[1], "valid": docs["valid"][rows]})
+    open(meta_path, "w").write(json.dumps({**meta, "format": 9}))
+    steps = []
+    with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:
+        assert "index titles" not in steps  # loaded, not rebuilt
+        assert answers(mem) == before
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []
+    assert unit_files(path)["unitdocs"] != files["unitdocs"]  # written again, by row
+    _, docs_meta, _ = read_snapshot_file(os.path.join(folder, unit_files(path)["unitdocs"]),
+                                         "unitdocs")
+    assert docs_meta == {"by": "row"}
+    with reopen(path, clock) as mem:
+        assert answers(mem) == before
+        assert derived_disagreements(mem) == [] and cache_disagreements(mem) == []

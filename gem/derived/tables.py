@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import SnapshotError
 from ..index import LexicalIndex, VectorIndex
-from ..index.snapfile import PackedIds
+from ..index.packed import PackedIds
 from ..index.rows import capacity_for
 from ..text import name_key, value_text
 from .unit_columns import UnitColumns
@@ -43,9 +43,10 @@ def seconds(when: datetime | None) -> float:
 class SalienceTable:
     """(strength, last access, status) of every unit of one kind, as numpy columns.
 
-    A loaded table's ids stay as the snapshot has them, and `row_of` (unit id -> row) is built
-    when first asked for (gem/index/snapfile.py `PackedIds`): the columns (salience, statuses)
-    need neither, and a process that only reads topics never decodes 1M field ids."""
+    A loaded table's ids stay as the snapshot has them (gem/index/packed.py `PackedIds`): an
+    id is decoded when its row is asked for, and `row_of` finds a row by the id's hash: the
+    columns (salience, statuses) need neither, and a query that reads a few dozen units'
+    statuses decodes those, not 1M field ids."""
 
     def __init__(self, statuses: Sequence[str]) -> None:
         self.codes = {s: i for i, s in enumerate(statuses)}
@@ -69,12 +70,14 @@ class SalienceTable:
         """Take `ids` as the rows' ids (a loaded snapshot's), building `row_of` when needed."""
         self._keys.adopt(ids)
 
-    def adopt_packed(self, blob: np.ndarray, offsets: np.ndarray) -> None:
-        """Take the rows' ids as a snapshot has them, decoded when first asked for."""
-        self._keys.adopt_packed(blob, offsets)
+    def adopt_packed(self, blob: np.ndarray, offsets: np.ndarray, keys: np.ndarray | None = None) -> None:
+        """Take the rows' ids as a snapshot has them (with their `id_keys`, if saved): a row's
+        id is decoded when asked for, an id's row found by its hash (gem/index/packed.py)."""
+        self._keys.adopt_packed(blob, offsets, keys=keys)
 
-    def packed_ids(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._keys.packed()
+    def packed_ids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ids as UTF-8, offsets and `id_keys`."""
+        return self._keys.packed_with_keys()
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -168,23 +171,36 @@ class NameDirectory:
         self._title_of: dict[str, str] = {}
         # A loaded snapshot's [tid, names, keys] rows (or their JSON text), put into the dicts
         # when first asked for (`deferred`): 1 s of an open at 100k topics, and an open need
-        # not resolve a name.
+        # not resolve a name. Each topic's names come first (a summary or a document needs
+        # those of a few topics); the directory by name and key, 0.5 s more, when looked up.
         self._rows: list[list[Any]] | str | None = None
+        self._unindexed: list[list[Any]] | None = None  # rows whose names are not in by_name yet
+        self._text: str | None = None  # the JSON text they were read as, until a name changes
 
-    def _built(self) -> "NameDirectory":
+    def _parsed(self) -> "NameDirectory":
         if self._rows is not None:
             rows = self._rows
-            built = NameDirectory()  # filled apart: unusable rows leave nothing half-built
             try:
                 if isinstance(rows, str):
-                    rows = json.loads(rows)
-                built._fill({tid: names for tid, names, _ in rows},
-                            {tid: keys for tid, _, keys in rows})
+                    self._text, rows = rows, json.loads(rows)
+                names_of = {tid: names for tid, names, _ in rows}
+                title_of = {tid: names[0] for tid, names in names_of.items()}
+            except (ValueError, TypeError, IndexError) as exc:
+                raise SnapshotError(f"the snapshot's names are unusable: {exc}") from exc
+            self._names_of, self._title_of = names_of, title_of
+            self._unindexed, self._rows = rows, None
+        return self
+
+    def _built(self) -> "NameDirectory":
+        rows = self._parsed()._unindexed
+        if rows is not None:
+            built = NameDirectory()  # filled apart: unusable rows leave nothing half-built
+            try:
+                built._fill(self._names_of, {tid: keys for tid, _, keys in rows})
             except (ValueError, TypeError, IndexError) as exc:
                 raise SnapshotError(f"the snapshot's names are unusable: {exc}") from exc
             self._by_name, self._by_key = built._by_name, built._by_key
-            self._names_of, self._title_of = built._names_of, built._title_of
-            self._rows = None
+            self._unindexed = None
         return self
 
     @property
@@ -197,11 +213,13 @@ class NameDirectory:
 
     @property
     def names_of(self) -> dict[str, list[str]]:
-        return self._built()._names_of
+        """Each topic's names, title first (read only: `set` and `drop` change them)."""
+        return self._parsed()._names_of
 
     @property
     def title_of(self) -> dict[str, str]:
-        return self._built()._title_of
+        """Each topic's title (read only)."""
+        return self._parsed()._title_of
 
     @classmethod
     def deferred(cls, rows: list[list[Any]] | str) -> "NameDirectory":
@@ -219,6 +237,8 @@ class NameDirectory:
         not 100k lists."""
         if isinstance(self._rows, str):  # never used since it was loaded: as it was read
             return self._rows
+        if self._text is not None:  # read, and no name changed since
+            return self._text
         rows = self._rows if self._rows is not None else \
             [[tid, names, [name_key(n) for n in names]] for tid, names in self._names_of.items()]
         return json.dumps(rows)
@@ -275,6 +295,7 @@ class NameDirectory:
 
     def drop(self, tid: str) -> None:
         """Forget every name of `tid` (it is renamed, or erased)."""
+        self._built()._text = None
         for name in self.names_of.pop(tid, ()):
             self._drop(self.by_name, name, tid)
             self._drop(self.by_key, name_key(name), tid)
@@ -314,6 +335,9 @@ class UnitIndexes:
         self.vectors = VectorIndex(embedder.dim)
         # documents and valid times by the row of their lexical entry (gem/derived/unit_columns.py)
         self.columns = UnitColumns(self.lexical)
+        # read from unit files of an older layout (documents by unit id, ids without their
+        # keys): the next save writes them again, so that later opens read them packed
+        self.outdated = False
 
     @property
     def docs(self) -> Mapping[str, str]:

@@ -12,7 +12,9 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from ..index import LexicalIndex
+from ..errors import SnapshotError
+from ..index import LexicalIndex, encode_strings
+from ..index.packed import PackedTexts, decoded
 
 T = TypeVar("T")
 
@@ -22,7 +24,8 @@ class UnitColumns:
 
     def __init__(self, lexical: LexicalIndex) -> None:
         self.lexical = lexical
-        self.texts: list[str | None] = []
+        # a loaded snapshot's texts stay packed, each decoded when read (a query reads its hits')
+        self.texts: list[str | None] | PackedTexts = []
         self.times = np.zeros(0, dtype=np.float64)
         self.docs: Mapping[str, str] = _Column(self, "texts")
         self.valid: Mapping[str, float] = _Column(self, "times")
@@ -47,10 +50,32 @@ class UnitColumns:
         if row is not None and row < len(self.texts):
             self.texts[row] = None
 
+    def by_row(self) -> dict[str, np.ndarray]:
+        """The columns by row, as a snapshot holds them (what `load_by_row` takes): texts as
+        UTF-8 and offsets, which rows have one, valid times."""
+        n = len(self.texts)
+        if isinstance(self.texts, PackedTexts):
+            blob, offsets, has = self.texts.packed()
+        else:
+            blob, offsets = encode_strings([t or "" for t in self.texts])
+            has = np.asarray([t is not None for t in self.texts], dtype=np.uint8)
+        return {"docs_utf8": blob, "docs_offsets": offsets, "docs_has": has,
+                "valid": self.times[:n].copy()}
+
+    def load_by_row(self, arrays: dict[str, np.ndarray], what: str) -> None:
+        """Take a snapshot's columns by row (`by_row`), written with the lexical index: the
+        texts stay packed until read; SnapshotError unless as many rows have one as the index
+        has units."""
+        texts = PackedTexts(arrays["docs_utf8"], arrays["docs_offsets"], arrays["docs_has"], what)
+        valid = arrays["valid"]
+        if valid.shape != (texts.n,) or int(np.count_nonzero(texts.has)) != len(self.lexical.rows):
+            raise SnapshotError(f"{what}: the unit documents and the unit index disagree")
+        self.texts, self.times = texts, valid
+
     def load(self, ids: list[str], texts: list[str], valid: np.ndarray) -> None:
-        """Take a snapshot's columns (by unit, in any order); ValueError unless they hold the
-        units of the lexical index exactly."""
-        rows = self.lexical.rows
+        """Take a snapshot's columns by unit, in any order (a snapshot of format 9 or before);
+        ValueError unless they hold the units of the lexical index exactly."""
+        rows = decoded(self.lexical.rows)  # every id is looked up
         if len(ids) != len(rows) or len(texts) != len(ids) or valid.shape != (len(ids),):
             raise ValueError("the unit documents and the unit index disagree")
         at = np.fromiter(map(rows.get, ids, [-1] * len(ids)), dtype=np.int64, count=len(ids))

@@ -11,6 +11,7 @@ from gem.errors import SnapshotError
 
 from . import postings
 from .postings import FREE
+from .packed import PackedIds, id_keys, packed_of
 from .snapfile import encode_strings, read_snapshot_file, snapshot_strings, write_snapshot_file
 
 
@@ -54,7 +55,12 @@ def save(ix: Any, path: str | os.PathLike, stamp: Mapping[str, Any]) -> None:
     by_row = np.lexsort((t, rows))
     row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n_rows), out=row_ptr[1:])
-    ids_utf8, ids_offsets = encode_strings(ix._id_of_row)
+    packed = packed_of(ix._id_of_row)  # as it was read, if no id was written since
+    if packed is not None:
+        ids_utf8, ids_offsets, ids_keys = packed.packed_with_keys()
+    else:
+        ids_utf8, ids_offsets = encode_strings(ix._id_of_row)
+        ids_keys = id_keys(ids_utf8, ids_offsets)
     terms_utf8, terms_offsets = encode_strings(terms)
     # a term's count in one document: 16 bits unless one is larger (half of 5.8 MB at 10k topics)
     tf_type = np.uint16 if not len(tf) or tf.max() < 2**16 else np.int32
@@ -63,6 +69,8 @@ def save(ix: Any, path: str | os.PathLike, stamp: Mapping[str, Any]) -> None:
                          "total_len": ix._total_len,
                          "rows": n_rows},
                         {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
+                         # each id's hash and row: a reader finds a row without decoding ids
+                         "ids_keys": ids_keys,
                          "free_rows": np.asarray(ix._free_rows, dtype=np.int64),
                          "doc_len": ix._doc_len[:n_rows].astype(np.float64),
                          "terms_utf8": terms_utf8, "terms_offsets": terms_offsets,
@@ -78,9 +86,12 @@ def load(cls: Any, path: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
     try:
         ix = cls(meta["k1"], meta["b"], meta.get("analyzer", "tokens"))
         n_rows = int(meta["rows"])
-        ids = snapshot_strings(a, "ids")
-        terms = snapshot_strings(a, "terms")
+        # the ids stay packed: a query decodes those of its hits (gem/index/packed.py)
         free = a["free_rows"].tolist()
+        keys = PackedIds(f"lexical snapshot {str(path)!r}")
+        keys.adopt_packed(a["ids_utf8"], a["ids_offsets"], n_rows, a.get("ids_keys"), free)
+        ids = keys.ids
+        terms = snapshot_strings(a, "terms")
         term_ptr, post_rows, post_tf = a["term_ptr"], a["post_rows"], a["post_tf"].astype(np.int32)
         row_ptr, row_terms = a["row_ptr"], a["row_terms"]
         n = post_rows.shape[0]
@@ -100,12 +111,7 @@ def load(cls: Any, path: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
             t = np.repeat(np.arange(len(terms), dtype=np.int32), np.diff(term_ptr))
             by_row = np.lexsort((t, post_rows))
             row_terms, row_tf = t[by_row], post_tf[by_row]
-        free_set = set(free)
-        live = [(d, r) for r, d in enumerate(ids) if r not in free_set]
-        ix._row_of = dict(live)
-        if len(ix._row_of) != len(live) or len(free_set) != len(free) or any(
-                not 0 <= r < n_rows for r in free):
-            raise ValueError("duplicate ids or bad free rows")
+        ix._row_of = keys.row_of
         if (np.diff(term_ptr) <= 0).any() or len(set(terms)) != len(terms):
             raise ValueError("empty or repeated terms")
         ix._id_of_row = ids
@@ -125,7 +131,7 @@ def load(cls: Any, path: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
                                  term_ptr, post_rows, post_tf,
                                  np.arange(n_rows, dtype=np.int32), row_ptr, row_terms,
                                  row_tf, ix._doc_len, ix._BLOCK)
-            seg.live_docs = len(live)
+            seg.live_docs = n_rows - len(free)
             ix._adopt(seg, [])
             ix._owner[np.asarray(free, dtype=np.int64)] = FREE
     except SnapshotError:

@@ -1,0 +1,132 @@
+"""Ids and texts kept packed as a snapshot holds them (gem/index/packed.py): read one row or
+one id at a time, written through overlays, they answer as the plain list and dict would."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from gem.errors import SnapshotError
+from gem.index import packed
+from gem.index.packed import PackedIds, PackedTexts, encode_strings, id_keys
+
+IDS = ["t1/deadline", "t1/owner", "", "t2/größe", "e17", "acme:t3/日本語", "t4/\ud800 lone",
+       "t5/a field whose name is much longer than twenty-four bytes", "x", "t6/" + "y" * 40,
+       "t6/" + "y" * 39 + "z"]
+
+
+def _packed(ids: list[str], blanks: bool, saved_keys: bool) -> PackedIds:
+    blob, offsets = encode_strings(ids)
+    p = PackedIds("test", blanks=blanks)
+    p.adopt_packed(blob, offsets, keys=id_keys(blob, offsets) if saved_keys else None)
+    return p
+
+
+def _plain(ids: list[str], blanks: bool) -> PackedIds:
+    p = PackedIds("test", blanks=blanks)
+    p.adopt(list(ids))
+    return p
+
+
+@pytest.mark.parametrize("saved_keys", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_packed_ids_answer_as_a_list_and_a_dict_through_writes(seed, saved_keys):
+    rnd = random.Random(seed)
+    ids = [i for i in IDS if i] + [f"t{n}/f{n % 7}" for n in range(300)]
+    rnd.shuffle(ids)
+    blanks = seed % 2 == 0
+    if blanks:
+        ids[5] = ""
+    p, model = _packed(ids, blanks, saved_keys), _plain(ids, blanks)
+    for step in range(400):
+        op = rnd.random()
+        live = sorted(model.row_of)
+        if op < 0.3:  # a salience table's put of a new unit
+            key = f"new{step}/é" if step % 3 else f"new{step}"
+            for t in (p, model):
+                t.row_of[key] = len(t.ids)
+                t.ids.append(key)
+        elif op < 0.5 and live and blanks:  # an erasure empties a row
+            key = rnd.choice(live)
+            for t in (p, model):
+                row = t.row_of.pop(key)
+                t.ids[row] = ""
+        elif op < 0.6 and len(model.ids) > 1:  # a vector index moves its last row
+            if not live:
+                continue
+            key = rnd.choice(live)
+            for t in (p, model):
+                row = t.row_of.pop(key)
+                last = len(t.ids) - 1
+                if row != last:
+                    moved = t.ids[last]
+                    t.ids[row] = moved
+                    if moved or not blanks:
+                        t.row_of[moved] = row
+                t.ids.pop()
+        probe = rnd.choice(ids + ["absent", "t1/deadlinf"])
+        assert p.row_of.get(probe) == model.row_of.get(probe)
+        assert (probe in p.row_of) == (probe in model.row_of)
+        row = rnd.randrange(len(model.ids)) if len(model.ids) else None
+        if row is not None:
+            assert p.ids[row] == model.ids[row]
+        assert len(p.ids) == len(model.ids) and len(p.row_of) == len(model.row_of)
+    assert p.packed_now  # nothing above decoded every id
+    assert list(p.ids) == model.ids and dict(p.row_of) == model.row_of
+    assert not p.packed_now
+
+
+def test_packed_ids_decode_only_the_rows_asked_for(monkeypatch):
+    ids = [f"t{n}/field {n % 10}" for n in range(5000)]
+    p = _packed(ids, blanks=False, saved_keys=True)
+    decoded = []
+    monkeypatch.setattr(packed, "decode_strings", lambda *a: decoded.append(a) or [])
+    assert p.ids[4321] == ids[4321]
+    assert p.row_of["t77/field 7"] == 77 and p.row_of.get("t77/field 8") is None
+    p.row_of["t9999/new"] = 5000
+    p.ids.append("t9999/new")
+    assert p.row_of["t9999/new"] == 5000 and len(p.row_of) == 5001
+    assert decoded == [] and p.packed_now
+    # what was read and never written is saved as it was read, with the keys it came with
+    q = _packed(ids, blanks=False, saved_keys=True)
+    assert q.row_of["t3/field 3"] == 3
+    blob, offsets, keys = q.packed_with_keys()
+    assert keys is q._base.keys() and decoded == []
+
+
+def test_an_id_held_twice_is_found_when_an_id_is_first_searched_for():
+    p = _packed(["a", "b", "a"], blanks=False, saved_keys=False)
+    assert p.ids[1] == "b"  # reading by row needs no search
+    with pytest.raises(SnapshotError):
+        p.row_of.get("c")
+    blanks = _packed(["a", "", ""], blanks=True, saved_keys=False)
+    assert blanks.row_of.get("a") == 0 and len(blanks.row_of) == 1  # empty rows are no ids
+
+
+def test_saved_keys_that_cannot_be_their_ids_keys_are_refused():
+    blob, offsets = encode_strings(["a", "b", "c"])
+    keys = id_keys(blob, offsets)
+    with pytest.raises(SnapshotError):
+        PackedIds("test").adopt_packed(blob, offsets, keys=keys[:2])
+    for bad in (keys[::-1].copy(), keys | np.uint64(7)):  # found when first searched
+        p = PackedIds("test")
+        p.adopt_packed(blob, offsets, keys=bad)
+        assert p.ids[1] == "b"
+        with pytest.raises(SnapshotError):
+            p.row_of.get("c")
+
+
+def test_packed_texts_read_and_write_by_row():
+    texts = ["Alice: the deadline moved", "", "größe 3", "日本語"]
+    blob, offsets = encode_strings(texts)
+    has = np.array([1, 0, 1, 1], dtype=np.uint8)
+    column = PackedTexts(blob, offsets, has, "test")
+    assert [column[r] for r in range(4)] == [texts[0], None, texts[2], texts[3]]
+    assert column.packed() == (blob, offsets, has)  # unchanged: as it was read
+    column[1] = "new"
+    column.extend([None, "tail"])
+    assert [column[r] for r in range(6)] == [texts[0], "new", texts[2], texts[3], None, "tail"]
+    blob2, offsets2, has2 = column.packed()
+    again = PackedTexts(blob2, offsets2, has2, "test")
+    assert [again[r] for r in range(6)] == [column[r] for r in range(6)]
