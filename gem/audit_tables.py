@@ -57,19 +57,20 @@ def check_histories(tx: Any, attester: "UnitAttester", n_fields: int,
 
 
 def check_batch(attester: "UnitAttester", table: str, batch: pa.Table, keys: list[str],
-                codes: np.ndarray, hashed: pa.Array) -> list[tuple[int, str]]:
+                codes: np.ndarray) -> list[tuple[int, str]]:
     """What `Attester.check_unit` (or `check`) finds of every row of an Arrow batch of a table
-    (`keys` its ids, `codes` their rows of the attester's `LogUnits`, `hashed` its digests):
-    (row, message) in row order. A moved row is hashed again with the statuses it can have
-    been written with, the rows of one first level together, a status at a time (most match
-    the first tried)."""
+    (`keys` its ids, `codes` their rows of the attester's `LogUnits`): (row, message) in row
+    order. A moved row is hashed only with the statuses it can have been written with (its
+    stored one is the level it moved to), the rows of one first level together, a status at
+    a time (most match the first tried)."""
     units = attester.units
     moved = units.move_seq[codes] >= 0
     if table not in attest.LADDER or not moved.any():
-        return attester.judge(keys, codes, hashed)
+        return attester.judge(keys, codes, digests(table, batch))
     still = np.flatnonzero(~moved)
     out = [(int(still[i]), message) for i, message in
-           attester.judge([keys[i] for i in still.tolist()], codes[still], hashed.take(still))]
+           attester.judge([keys[i] for i in still.tolist()], codes[still],
+                          digests(table, batch.take(still)))]
     rows = np.flatnonzero(moved)
     attester.mark([keys[i] for i in rows.tolist()], codes[rows])
     unit = codes[rows]
@@ -151,7 +152,7 @@ def attest_table(tx: Any, table: str, attester: "UnitAttester", done: int,
             fresh = attester.fresh(keys, codes)
             done += batch.num_rows - len(fresh)
             batch, codes, keys = batch.take(fresh), codes[fresh], [keys[i] for i in fresh.tolist()]
-        checked = check_batch(attester, table, batch, keys, codes, digests(table, batch))
+        checked = check_batch(attester, table, batch, keys, codes)
         if salient:
             found += _salience_checked(keys, codes, checked, units, batch)
         else:
