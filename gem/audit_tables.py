@@ -38,10 +38,10 @@ def check_histories(tx: Any, attester: "UnitAttester", n_fields: int,
         # C1, C2 and C4 by the rules themselves only on the histories the sieve names
         bounds = history_columns.groups(batch, HOLDER)
         suspect = history_columns.suspects(batch, bounds)
-        holders = column_values(batch, HOLDER)
+        holders = batch.column(HOLDER)
         for g in np.flatnonzero(suspect).tolist():
             start, end = int(bounds[g]), int(bounds[g + 1])
-            found += conditions.history_violations(holders[start], batch_rows(
+            found += conditions.history_violations(holders[start].as_py(), batch_rows(
                 batch.slice(start, end - start), _JUDGED))
         keys = column_values(batch, "id")
         codes = attester.units.codes(keys)
@@ -74,23 +74,27 @@ def check_batch(attester: "UnitAttester", table: str, batch: pa.Table, keys: lis
     rows = np.flatnonzero(moved)
     attester.mark([keys[i] for i in rows.tolist()], codes[rows])
     unit = codes[rows]
-    level = np.array(units.levels, dtype=object)[units.move_level[unit]]
-    statuses = batch.column("status").take(rows).to_pylist()
+    statuses = batch.column("status").take(rows).combine_chunks()
+    moved_to = units.move_level[unit]
     seqs = units.write_seq[unit]
+    off = ~np.asarray(pc.fill_null(pc.equal(statuses, pa.array(units.levels, pa.string())
+                                            .take(pa.array(moved_to))), False)
+                      .to_numpy(zero_copy_only=False), dtype=bool)
     deleted = ~_valid(units.digest.take(pa.array(unit)))
-    rewritten: dict[int, list[int]] = {}  # first level -> the moved rows (into `rows`) to hash again
-    for j, status in enumerate(statuses):
-        u = int(unit[j])
-        if status != level[j]:
-            out.append((int(rows[j]), f"status {status!r} is not what transition "
-                                      f"{int(units.move_seq[u])} moved it to ({level[j]!r})"))
+    wrong = off | (seqs < 0) | deleted
+    for j in np.flatnonzero(wrong).tolist():
+        if off[j]:
+            out.append((int(rows[j]), f"status {statuses[j].as_py()!r} is not what transition "
+                                      f"{int(units.move_seq[unit[j]])} moved it to "
+                                      f"({units.levels[moved_to[j]]!r})"))
         elif seqs[j] < 0:
             out.append((int(rows[j]), "no transition wrote this"))
-        elif deleted[j]:
-            out.append((int(rows[j]), f"transition {int(seqs[j])} deleted this, but it is stored"))
         else:
-            rewritten.setdefault(int(units.move_first[u]), []).append(j)
-    for first, picked in rewritten.items():
+            out.append((int(rows[j]), f"transition {int(seqs[j])} deleted this, but it is stored"))
+    rest = np.flatnonzero(~wrong)  # hashed again, the rows of one first level together
+    firsts = units.move_first[unit[rest]]
+    for first in np.unique(firsts).tolist():
+        picked = rest[firsts == first]
         at = rows[picked]
         left = _unwritten(attester, table, batch.take(at), units.levels[first],
                           units.digest.take(pa.array(unit[picked])))
