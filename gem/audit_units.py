@@ -96,10 +96,15 @@ class LogUnits:
     def finish(self) -> None:
         parts = (self._writes, self._moves, self._salience)
         every = [p[1] for part in parts for p in part]
-        coded = pc.dictionary_encode(pa.concat_arrays(every) if every else pa.array([], pa.string()))
-        self.keys: pa.Array = coded.dictionary
+        # chunk by chunk (one dictionary for all): the records' keys are not copied into one array
+        coded = pc.dictionary_encode(pa.chunked_array(every, pa.string()))
+        self.keys: pa.Array = coded.chunk(0).dictionary if coded.num_chunks else \
+            pa.array([], pa.string())
         self.index: dict[str, int] = dict(zip(self.keys.to_pylist(), range(len(self.keys))))
-        codes = np.asarray(coded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        codes = np.concatenate([np.asarray(c.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+                                for c in coded.chunks]) if coded.num_chunks else \
+            np.zeros(0, dtype=np.int64)
+        del coded, every
         sizes = [sum(len(p[1]) for p in part) for part in parts]
         writes = codes[:sizes[0]]
         moves = codes[sizes[0]:sizes[0] + sizes[1]]
