@@ -16,7 +16,6 @@ runs a full audit.
 """
 from __future__ import annotations
 
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 _NONE = type(None)
+_hash = hash  # (the tests give it collisions)
 
 
 def _strings(values: list[Any]) -> pa.Array:
@@ -52,7 +52,7 @@ def _flags(values: Any) -> np.ndarray:
 
 class LogUnits:
     """Each unit's writes, ladder moves and salience, record after record (`take`), then one
-    row per unit (`finish`): `index` (unit -> row), `keys`, and per row `write_seq` (the last
+    row per unit (`finish`): `keys`, each one's row found by `codes`, and per row `write_seq` (the last
     record that wrote it, -1 for none), `digest` (what it wrote: null for a deletion),
     `move_seq`, `move_first`, `move_level` (its ladder moves since that write: -1 for none,
     and the levels as numbers into `levels`), `sal_seq`, `sal_strength`, `sal_at` (the salience
@@ -100,7 +100,7 @@ class LogUnits:
         coded = pc.dictionary_encode(pa.chunked_array(every, pa.string()))
         self.keys: pa.Array = coded.chunk(0).dictionary if coded.num_chunks else \
             pa.array([], pa.string())
-        self.index: dict[str, int] = dict(zip(self.keys.to_pylist(), range(len(self.keys))))
+        self._index(self.keys)
         codes = np.concatenate([np.asarray(c.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
                                 for c in coded.chunks]) if coded.num_chunks else \
             np.zeros(0, dtype=np.int64)
@@ -172,10 +172,32 @@ class LogUnits:
                         if int(chosen[r]) in self._odd} if self._odd else {}
         self._writes, self._moves, self._salience, self._odd = [], [], [], {}
 
+    def _index(self, keys: pa.Array) -> None:
+        """What `codes` looks units up in: their str hashes, sorted (8 bytes a unit, where a dict
+        of them held ~130), and a dict of the few units whose hash another unit shares."""
+        hashes = np.fromiter(map(_hash, keys.to_pylist()), dtype=np.int64, count=len(keys))
+        self._order = np.argsort(hashes, kind="stable")
+        self._hashes = hashes[self._order]
+        shared = np.flatnonzero(self._hashes[1:] == self._hashes[:-1])
+        rows = np.unique(np.concatenate([shared, shared + 1])) if len(shared) else shared
+        self._shared = {keys[int(r)].as_py(): int(r) for r in self._order[rows].tolist()}
+        self._shared_hashes = np.unique(self._hashes[rows])
+
     def codes(self, keys: list[str]) -> np.ndarray:
         """The row of each unit (`unnamed` for a unit the log never named)."""
-        return np.fromiter(map(self.index.get, keys, repeat(self.unnamed)), dtype=np.int64,
-                           count=len(keys))
+        n, m = len(keys), self.unnamed
+        if not m or not n:
+            return np.full(n, m, dtype=np.int64)
+        hashes = np.fromiter(map(_hash, keys), dtype=np.int64, count=n)
+        at = np.minimum(np.searchsorted(self._hashes, hashes), m - 1)
+        rows = self._order[at]
+        named = (self._hashes[at] == hashes) & _flags(pc.equal(self.keys.take(pa.array(rows)),
+                                                               pa.array(keys, pa.string())))
+        codes = np.where(named, rows, m)
+        if self._shared:  # the first unit of a shared hash was tried: the dict knows them all
+            for i in np.flatnonzero(np.isin(hashes, self._shared_hashes)).tolist():
+                codes[i] = self._shared.get(keys[i], m)
+        return codes
 
 
 class UnitAttester:
