@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 import numpy as np
 
 from . import attest, conditions
-from .rowhash import hasher, isoformat
+from .rowhash import hasher
 from .collector import paused_gc
 from .derived import GENESIS, Progress
 from .model import AuditReport, Violation
