@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 import numpy as np
 
 from . import attest, conditions
-from .rowhash import hasher, isoformat
+from .rowhash import hasher
 from .collector import paused_gc
 from .derived import GENESIS, Progress
 from .model import AuditReport, Violation
@@ -150,24 +150,50 @@ def _report(engine: "Engine", found: list[tuple[str, str | None, str]], checked:
                        transitions=engine.seq, chain_ok=chain_ok, since=since)
 
 
-class LogScan:
-    """One pass over the log: the chain, what each unit's last writer attested, the salience
-    the stored columns must hold, which records were redacted by which erasure, and that its
-    times never decrease."""
+class UnitLog:
+    """What the log says of each unit, as dicts: its last write, its ladder moves since, and the
+    salience its stored columns must hold (the incremental audit's few records; the full audit
+    keeps the same as columns: gem/audit_units.py)."""
 
-    def __init__(self, start: str = GENESIS, salience_seq: int = 0,
-                 start_at: datetime | None = None) -> None:
-        self.previous = start
-        self.previous_at = start_at  # the time of the record before the first
-        self.backwards: list[tuple[int, datetime, datetime]] = []
-        self.broken: int | None = None
-        self.checked = 0
+    def __init__(self, salience_seq: int = 0) -> None:
         self.salience_seq = salience_seq
         self.latest: dict[str, tuple[int, str | None]] = {}
         # unit -> (seq, first level, last level) of its ladder moves since the last record
         # that wrote its row (gem/attest.py: a status-only move is not hashed)
         self.ladder: dict[str, tuple[int, str, str]] = {}
         self.salience: dict[str, tuple[int, list[Any]]] = {}   # expected in the stored columns
+
+    def take(self, seq: int, writes: dict[str, Any], moves: list[tuple[str, str]],
+             salience: dict[str, Any]) -> None:
+        ladder = self.ladder
+        for key, value in writes.items():
+            self.latest[key] = (seq, value)
+            if key in ladder:
+                del ladder[key]
+            if value is None:  # deleted: a unit made again under its key starts afresh
+                self.salience.pop(key, None)
+        for unit, level in moves:
+            if unit not in writes:  # its status alone moved: the record attests it
+                before = ladder.get(unit)
+                ladder[unit] = (seq, before[1] if before else level, level)
+        for key, value in salience.items():
+            if seq <= self.salience_seq or key not in self.salience:
+                self.salience[key] = (seq, value)
+
+
+class LogScan:
+    """One pass over the log: the chain, what each unit's last writer attested (`units`: a
+    `UnitLog`, or the full audit's columns), which records were redacted by which erasure, and
+    that its times never decrease."""
+
+    def __init__(self, start: str = GENESIS, salience_seq: int = 0,
+                 start_at: datetime | None = None, units: Any = None) -> None:
+        self.previous = start
+        self.previous_at = start_at  # the time of the record before the first
+        self.backwards: list[tuple[int, datetime, datetime]] = []
+        self.broken: int | None = None
+        self.checked = 0
+        self.units = UnitLog(salience_seq) if units is None else units
         self.redacted: set[int] = set()
         self.tombstoned: set[int] = set()
         self.head: tuple[int, str] | None = None
@@ -193,20 +219,8 @@ class LogScan:
         if record["redacted"]:
             self.redacted.add(seq)
             return
-        writes, ladder = record["writes"], self.ladder
-        for key, value in writes.items():
-            self.latest[key] = (seq, value)
-            if key in ladder:
-                del ladder[key]
-            if value is None:  # deleted: a unit made again under its key starts afresh
-                self.salience.pop(key, None)
-        for unit, level in attenuations(record["detail"] or {}):
-            if unit not in writes:  # its status alone moved: the record attests it
-                before = ladder.get(unit)
-                ladder[unit] = (seq, before[1] if before else level, level)
-        for key, value in record["salience"].items():
-            if seq <= self.salience_seq or key not in self.salience:
-                self.salience[key] = (seq, value)
+        self.units.take(seq, record["writes"], attenuations(record["detail"] or {}),
+                        record["salience"])
 
     def violations(self) -> list[tuple[str, str | None, str]]:
         found: list[tuple[str, str | None, str]] = [
@@ -221,22 +235,22 @@ class Attester:
     """Stored rows against the hash their last writer in `scan` attested, and which were seen
     (a row the log attests that was never seen is missing)."""
 
-    def __init__(self, scan: LogScan) -> None:
-        self.scan = scan
+    def __init__(self, units: UnitLog) -> None:
+        self.units = units
         self.found: list[tuple[str, str | None, str]] = []
         self.seen: set[str] = set()
         # (table, first level) -> the statuses a moved row may have been written with, the
         # one the last such row was written with first (most rows of a pass share it)
         self.statuses: dict[tuple[str, str], tuple[str, ...]] = {}
 
-    def check_unit(self, table: str, row: Row, partial: bool = False) -> None:
+    def check_unit(self, table: str, row: Row) -> None:
         """A topic, field or episode: its status against its last ladder move, if one came
         after its row was last written, and the rest against that write's hash (the status
-        it was written with is one the move did not move it to). With `partial` (an audit
-        of the records since a clean one), a unit those records only moved is checked by its
-        status: its row's hash is in an earlier record."""
+        it was written with is one the move did not move it to). A unit the records only
+        moved is checked by its status: its row's hash is in an earlier record (the
+        incremental audit's)."""
         key = row["id"]
-        moved = self.scan.ladder.get(key)
+        moved = self.units.ladder.get(key)
         if moved is None:
             self.check(key, hasher(table)(row))
             return
@@ -246,11 +260,10 @@ class Attester:
             self.found.append(("state", key, f"status {row['status']!r} is not what transition "
                                              f"{seq} moved it to ({level!r})"))
             return
-        written = self.scan.latest.get(key)
+        written = self.units.latest.get(key)
         if written is None:
-            if not partial:
-                self.found.append(("state", key, "no transition wrote this"))
-        elif written[1] is None:
+            return
+        if written[1] is None:
             self.found.append(("state", key, f"transition {written[0]} deleted this, but it is stored"))
         elif not self._written_with(table, row, first, written[1]):
             self.found.append(("state", key, f"differs from what transition {written[0]} wrote"))
@@ -270,7 +283,7 @@ class Attester:
 
     def verdict(self, key: str, digest: str) -> str | None:
         self.seen.add(key)
-        written = self.scan.latest.get(key)
+        written = self.units.latest.get(key)
         if written is None:
             return "no transition wrote this"
         if written[1] is None:
@@ -284,23 +297,35 @@ class Attester:
         if message is not None:
             self.found.append(("state", key, message))
 
+    def missing(self, keys: set[str]) -> list[tuple[str, str | None, str]]:
+        """The units of `keys` the log attests (written and not deleted since, or moved) that
+        no row holds."""
+        latest, ladder, seen = self.units.latest, self.units.ladder, self.seen
+        found: list[tuple[str, str | None, str]] = [
+            ("state", key, f"missing: transition {latest[key][0]} wrote it")
+            for key in sorted(key for key in latest.keys() - seen
+                              if latest[key][1] is not None and key in keys)]
+        found += [("state", key, f"missing: transition {ladder[key][0]} moved it")
+                  for key in sorted(key for key in ladder.keys() - seen - latest.keys()
+                                    if key in keys)]
+        return found
 
-def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None,
-            attester: Attester | None = None, entries_seen: bool = False,
+
+def _attest(tx: Any, attester: Any, keys: set[str] | None = None, entries_seen: bool = False,
             progress: Progress | None = None) -> list[tuple[str, str | None, str]]:
-    """Every stored row (or only the units of `keys`) against the hash its last writer in
-    `scan` attested; with every row, the stored salience columns against the log too.
-    `attester` holds the rows checked already: with `entries_seen`, every stored entry (the
-    full audit hashes entries as it reads the histories, and reads them only once)."""
-    attester = attester or Attester(scan)
-    found, seen, check = attester.found, attester.seen, attester.check
+    """Every stored row (or only the units of `keys`) against the hash its last writer
+    attested; with every row, the stored salience columns against the log too. `attester`
+    (an `Attester`, or with every row the full audit's `audit_units.UnitAttester`) holds the
+    rows checked already: with `entries_seen`, every stored entry (the full audit hashes
+    entries as it reads the histories, and reads them only once)."""
+    found, check = attester.found, attester.check
     done = 0
     for table in ("Topic", "Field", "Entry", "Observation", "Flag", "Episode"):
         if table == "Entry" and entries_seen:
             continue
         if keys is None:
             from . import audit_tables  # pyarrow only where a full audit runs
-            done = audit_tables.attest_table(tx, table, scan, attester, done, progress)
+            done = audit_tables.attest_table(tx, table, attester, done, progress)
             continue
         rows = queries.read_rows(tx, table, sorted(k for k in keys if "|" not in k))
         row_hash = hasher(table)
@@ -308,18 +333,12 @@ def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None,
             done += 1
             if progress is not None and done % 10_000 == 0:
                 progress("audit rows", done, 0)
-            if table == "Entry" and row["id"] in seen:
+            if table == "Entry" and row["id"] in attester.seen:
                 continue  # hashed with its history; an entry in no history is hashed here
             if table in attest.LADDER:
-                attester.check_unit(table, row, partial=keys is not None)
+                attester.check_unit(table, row)
             else:
                 check(row["id"], row_hash(row))
-            if keys is None and table in ("Topic", "Field", "Episode"):
-                expected = scan.salience.get(row["id"])
-                stored = [row["strength"], isoformat(row["last_access"])]
-                if expected is not None and expected[1] != stored:
-                    found.append(("state", row["id"], f"stored salience {stored} is not what the log "
-                                                      f"says ({expected[1]}, transition {expected[0]})"))
     edge_keys = None if keys is None else {k for k in keys if k.split("|", 1)[0] in attest.EDGE_KINDS}
     if keys is None:
         edges = [(table, a, b, props) for table in attest.EDGE_KINDS
@@ -338,13 +357,7 @@ def _attest(tx: Any, scan: LogScan, keys: set[str] | None = None,
     sources = queries.meta_get(tx, "policy_sources")
     if sources is not None and (keys is None or "Meta|policy_sources" in keys):
         check("Meta|policy_sources", attest.text_hash(sources))
-    latest, ladder = scan.latest, scan.ladder
-    for key in sorted(key for key in latest.keys() - seen
-                      if latest[key][1] is not None and (keys is None or key in keys)):
-        found.append(("state", key, f"missing: transition {latest[key][0]} wrote it"))
-    for key in sorted(key for key in ladder.keys() - seen - latest.keys()
-                      if keys is None or key in keys):
-        found.append(("state", key, f"missing: transition {ladder[key][0]} moved it"))
+    found += attester.missing() if keys is None else attester.missing(keys)
     return found
 
 
@@ -410,16 +423,18 @@ def _full(engine: "Engine", progress: Progress | None,
         # The log first: then each entry is checked against what its last writer attested as
         # its history is read, and the largest table is read once, not twice.
         n_records = queries.count(tx, "Transition")
-        scan = LogScan(salience_seq=int(queries.meta_get(tx, "salience_seq") or 0))
+        # pyarrow (~60 MB resident) only in a process that runs a full audit
+        from . import audit_tables, audit_units
+        units = audit_units.LogUnits(int(queries.meta_get(tx, "salience_seq") or 0))
+        scan = LogScan(units=units)
         for record in queries.stream_log(tx):
             scan.add(decode(record, ("writes", "salience", "detail")), record)
             if progress is not None and scan.checked % 1_000 == 0:
                 progress("audit log", scan.checked, n_records)
         if progress is not None:
             progress("audit log", scan.checked, n_records)
-        attester = Attester(scan)
-        # pyarrow (~60 MB resident) only in a process that runs a full audit
-        from . import audit_tables
+        units.finish()
+        attester = audit_units.UnitAttester(units)
         fields, entries, found_in = audit_tables.check_histories(tx, attester, n_fields, progress)
         found += found_in
         if entries != n_entries:
@@ -449,7 +464,7 @@ def _full(engine: "Engine", progress: Progress | None,
                    "C4": entries, "C5": 1,
                    "C6": queries.count(tx, "Transition", "n.op = 'retrieve'")}
         found += scan.violations()
-        found += _attest(tx, scan, attester=attester, entries_seen=entries == n_entries,
+        found += _attest(tx, attester, entries_seen=entries == n_entries,
                          progress=progress)
         chain_ok, broken_at = scan.broken is None, scan.broken
         found += _head(scan, expected_head)
@@ -481,7 +496,7 @@ def _since(engine: "Engine", checkpoint: tuple[int, str], progress: Progress | N
         else:
             chain = (scan.broken is None, scan.broken)
         found += scan.violations()
-        found += _attest(tx, scan, keys=set(scan.latest) | set(scan.ladder))
+        found += _attest(tx, Attester(scan.units), keys=set(scan.units.latest) | set(scan.units.ladder))
         found += _head(scan, expected_head) if expected_head and int(expected_head["seq"]) > seq else []
         units = sorted({u for r in records for u in (r["units"] or ())})
         fids = [u for u in units if "/" in u]

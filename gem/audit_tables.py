@@ -7,10 +7,13 @@ runs a full audit: `import gem`, an open, writes, reads and the incremental audi
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timezone
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import attest, conditions, history as history_rules, history_columns
 from .derived import Progress
@@ -19,138 +22,156 @@ from .rowhash_columns import hash_batch
 from .store.queries.batches import HOLDER, batch_rows, column_values, history_batches, row_batches
 
 if TYPE_CHECKING:
-    from .audit import Attester, LogScan
+    from .audit_units import LogUnits, UnitAttester
 
 # The entry columns the history checks read (C1, C2: gem/history.py; C4: gem/conditions.py).
 _JUDGED = sorted(history_rules.JUDGED | conditions.C4_ENTRY_COLUMNS)
 
 
-def check_histories(tx: Any, attester: "Attester", n_fields: int,
+def check_histories(tx: Any, attester: "UnitAttester", n_fields: int,
                     progress: Progress | None) -> tuple[int, int, list[tuple[str, str | None, str]]]:
     """Every field's history, read as Arrow batches: C1, C2 and C4 by the rules themselves
     only on the histories the column sieve names, and each entry hashed against what its last
     writer attested. Returns (fields, entries read, what was found)."""
     found: list[tuple[str, str | None, str]] = []
     fields = entries = 0
-    for batch in history_batches(tx):
+    for batch in read_ahead(history_batches(tx)):
         # C1, C2 and C4 by the rules themselves only on the histories the sieve names
         bounds = history_columns.groups(batch, HOLDER)
         suspect = history_columns.suspects(batch, bounds)
-        holders = column_values(batch, HOLDER)
+        holders = batch.column(HOLDER)
         for g in np.flatnonzero(suspect).tolist():
             start, end = int(bounds[g]), int(bounds[g + 1])
-            found += conditions.history_violations(holders[start], batch_rows(
+            found += conditions.history_violations(holders[start].as_py(), batch_rows(
                 batch.slice(start, end - start), _JUDGED))
-        latest, seen = attester.scan.latest, attester.seen
-        for key, digest in zip(column_values(batch, "id"),
-                               digests("Entry", batch.drop_columns([HOLDER]))):
-            if key not in seen:  # an entry in two histories is one row
-                written = latest.get(key)
-                if written is not None and written[1] == digest:
-                    seen.add(key)  # as its last writer attested (`check`, without a call)
-                else:
-                    attester.check(key, digest)
+        keys = column_values(batch, "id")
+        codes = attester.units.codes(keys)
+        fresh = attester.fresh(keys, codes)  # an entry in two histories is one row
+        hashed = digests("Entry", batch.drop_columns([HOLDER]).take(fresh))
+        fresh_keys = [keys[i] for i in fresh.tolist()]
+        attester.found += [("state", fresh_keys[i], message) for i, message in
+                           attester.judge(fresh_keys, codes[fresh], hashed)]
         before, fields, entries = fields, fields + len(bounds) - 1, entries + batch.num_rows
         if progress is not None and fields // 10_000 > before // 10_000:
             progress("audit histories", fields, n_fields)
     return fields, entries, found
 
 
-def check_batch(attester: "Attester", table: str, batch: pa.Table,
-                digests: list[str]) -> list[tuple[int, str]]:
-    """`Attester.check_unit` (or `check`) of every row of an Arrow batch of a table, whose hashes are
-    `digests`: (row, message) of what it finds, in row order. A moved row is hashed again
-    with the statuses it can have been written with, the rows of one first level together,
-    a status at a time (most match the first tried)."""
-    keys = column_values(batch, "id")
-    if table not in attest.LADDER:
-        out: list[tuple[int, str]] = []
-        for i, (key, digest) in enumerate(zip(keys, digests)):
-            message = attester.verdict(key, digest)
-            if message is not None:
-                out.append((i, message))
-        return out
-    statuses = column_values(batch, "status")
-    ladder, latest, seen = attester.scan.ladder, attester.scan.latest, attester.seen
-    out = []
-    rewritten: dict[str, list[tuple[int, int, str]]] = {}  # first level -> (row, seq, digest)
-    for i, key in enumerate(keys):
-        moved = ladder.get(key)
-        if moved is None:
-            written = latest.get(key)
-            if written is not None and written[1] == digests[i]:
-                seen.add(key)  # as its last writer attested (`Attester.verdict`, without a call)
-                continue
-            message = attester.verdict(key, digests[i])
+def read_ahead(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """The batches, each next one read by the engine on a thread of its own while the caller
+    checks the one before (the engine lets go of the GIL while it reads: ~a quarter of the
+    full audit is its reads). The caller must not use the transaction meanwhile: only one
+    read is ever under way, and one stopped early is waited for."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gem-audit-read") as pool:
+        pending = pool.submit(next, batches, None)
+        while (batch := pending.result()) is not None:
+            pending = pool.submit(next, batches, None)
+            yield batch
+
+
+def check_batch(attester: "UnitAttester", table: str, batch: pa.Table, keys: list[str],
+                codes: np.ndarray) -> list[tuple[int, str]]:
+    """What `Attester.check_unit` (or `check`) finds of every row of an Arrow batch of a table
+    (`keys` its ids, `codes` their rows of the attester's `LogUnits`): (row, message) in row
+    order. A moved row is hashed only with the statuses it can have been written with (its
+    stored one is the level it moved to), the rows of one first level together, a status at
+    a time (most match the first tried)."""
+    units = attester.units
+    moved = units.move_seq[codes] >= 0
+    if table not in attest.LADDER or not moved.any():
+        return attester.judge(keys, codes, digests(table, batch))
+    still = np.flatnonzero(~moved)
+    out = [(int(still[i]), message) for i, message in
+           attester.judge([keys[i] for i in still.tolist()], codes[still],
+                          digests(table, batch.take(still)))]
+    rows = np.flatnonzero(moved)
+    attester.mark([keys[i] for i in rows.tolist()], codes[rows])
+    unit = codes[rows]
+    statuses = batch.column("status").take(rows).combine_chunks()
+    moved_to = units.move_level[unit]
+    seqs = units.write_seq[unit]
+    off = ~np.asarray(pc.fill_null(pc.equal(statuses, pa.array(units.levels, pa.string())
+                                            .take(pa.array(moved_to))), False)
+                      .to_numpy(zero_copy_only=False), dtype=bool)
+    deleted = ~_valid(units.digest.take(pa.array(unit)))
+    wrong = off | (seqs < 0) | deleted
+    for j in np.flatnonzero(wrong).tolist():
+        if off[j]:
+            out.append((int(rows[j]), f"status {statuses[j].as_py()!r} is not what transition "
+                                      f"{int(units.move_seq[unit[j]])} moved it to "
+                                      f"({units.levels[moved_to[j]]!r})"))
+        elif seqs[j] < 0:
+            out.append((int(rows[j]), "no transition wrote this"))
         else:
-            seen.add(key)
-            seq, first, level = moved
-            written = latest.get(key)
-            message = None
-            if statuses[i] != level:
-                message = f"status {statuses[i]!r} is not what transition {seq} moved it to ({level!r})"
-            elif written is None:
-                message = "no transition wrote this"
-            elif written[1] is None:
-                message = f"transition {written[0]} deleted this, but it is stored"
-            else:
-                rewritten.setdefault(first, []).append((i, written[0], written[1]))
-        if message is not None:
-            out.append((i, message))
-    for first, rows in rewritten.items():
-        out += [(i, f"differs from what transition {seq} wrote")
-                for i, seq, _ in _unwritten(attester, table, batch, first, rows)]
+            out.append((int(rows[j]), f"transition {int(seqs[j])} deleted this, but it is stored"))
+    rest = np.flatnonzero(~wrong)  # hashed again, the rows of one first level together
+    firsts = units.move_first[unit[rest]]
+    for first in np.unique(firsts).tolist():
+        picked = rest[firsts == first]
+        at = rows[picked]
+        left = _unwritten(attester, table, batch.take(at), units.levels[first],
+                          units.digest.take(pa.array(unit[picked])))
+        out += [(int(at[i]), f"differs from what transition {int(seqs[picked[i]])} wrote")
+                for i in left.tolist()]
     return sorted(out, key=lambda found: found[0])
 
-def _unwritten(attester: "Attester", table: str, batch: pa.Table, first: str,
-               rows: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """The moved rows (row, seq, digest) of a batch that hash to their digest with none of
-    the statuses they can have been written with (`Attester._written_with`, a status at a time)."""
+
+def _valid(values: Any) -> np.ndarray:
+    return np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _unwritten(attester: "UnitAttester", table: str, moved: pa.Table, first: str,
+               expected: pa.Array) -> np.ndarray:
+    """The moved rows of a batch (`moved`, written with digests `expected`) that hash to
+    their digest with none of the statuses they can have been written with
+    (`Attester._written_with`, a status at a time)."""
     statuses = attester.statuses.get((table, first)) or \
         tuple(status for status in attest.LADDER[table] if status != first)
-    column = batch.column_names.index("status")
+    column = moved.column_names.index("status")
+    left = np.arange(moved.num_rows)
     for status in statuses:
-        if not rows:
+        if not len(left):
             break
-        moved = batch.take([i for i, _, _ in rows])
-        moved = moved.set_column(column, "status", pa.array([status] * len(rows), pa.string()))
-        hashed = digests(table, moved)
-        left = [row for row, digest in zip(rows, hashed) if digest != row[2]]
-        if len(left) < len(rows) and status != statuses[0]:
+        rows = moved.take(left)
+        rows = rows.set_column(column, "status", pa.array([status] * len(left), pa.string()))
+        same = np.asarray(pc.fill_null(pc.equal(digests(table, rows), expected.take(left)), False)
+                          .to_numpy(zero_copy_only=False), dtype=bool)
+        if same.any() and status != statuses[0]:
             attester.statuses[(table, first)] = (status, *(s for s in statuses if s != status))
-        rows = left
-    return rows
+        left = left[~same]
+    return left
 
 
-def digests(table: str, batch: pa.Table) -> list[str]:
+def digests(table: str, batch: pa.Table) -> pa.Array:
     """`attest.row_hash` of each row of an Arrow batch of a table: a column at a time
     (gem/rowhash.py), the rows it leaves one by one."""
     digests = hash_batch(table, batch)
     if digests is None:
-        return [hasher(table)(row) for row in batch_rows(batch)]
+        return pa.array([hasher(table)(row) for row in batch_rows(batch)], pa.string())
     alone = [i for i, digest in enumerate(digests) if digest is None]
     if alone:  # (a batch of them: a row taken from Arrow on its own costs ~20 us)
         for i, row in zip(alone, batch_rows(batch.take(alone))):
             digests[i] = hasher(table)(row)
-    return digests  # type: ignore[return-value]
+    return pa.array(digests, pa.string())
 
 
-def attest_table(tx: Any, table: str, scan: "LogScan", attester: "Attester", done: int,
-                  progress: Progress | None) -> int:
+def attest_table(tx: Any, table: str, attester: "UnitAttester", done: int,
+                 progress: Progress | None) -> int:
     """Every stored row of a table against its last writer (an entry hashed with its history
     is not hashed again), and the stored salience columns against the log: `audit._attest`'s part
     for one table of the full audit, read as Arrow batches. Returns the rows read so far."""
-    found, seen, salience = attester.found, attester.seen, scan.salience
+    found, units = attester.found, attester.units
     salient = table in ("Topic", "Field", "Episode")
-    for batch in row_batches(tx, table):
-        if table == "Entry" and seen:  # hashed with its history; in no history, hashed here
-            fresh = [i for i, key in enumerate(column_values(batch, "id")) if key not in seen]
-            done += batch.num_rows - len(fresh)
-            batch = batch.take(fresh)
+    for batch in read_ahead(row_batches(tx, table)):
         keys = column_values(batch, "id")
-        checked = check_batch(attester, table, batch, digests(table, batch))
+        codes = units.codes(keys)
+        if table == "Entry":  # hashed with its history; in no history, hashed here
+            fresh = attester.fresh(keys, codes)
+            done += batch.num_rows - len(fresh)
+            batch, codes, keys = batch.take(fresh), codes[fresh], [keys[i] for i in fresh.tolist()]
+        checked = check_batch(attester, table, batch, keys, codes)
         if salient:
-            found += _salience_checked(keys, checked, salience, batch)
+            found += _salience_checked(keys, codes, checked, units, batch)
         else:
             found += [("state", keys[i], text) for i, text in checked]
         if progress is not None and (done + batch.num_rows) // 10_000 > done // 10_000:
@@ -159,24 +180,49 @@ def attest_table(tx: Any, table: str, scan: "LogScan", attester: "Attester", don
     return done
 
 
-def _salience_checked(keys: list[str], checked: list[tuple[int, str]],
-                      salience: dict[str, tuple[int, list[Any]]],
-                      batch: pa.Table) -> list[tuple[str, str | None, str]]:
+def _salience_checked(keys: list[str], codes: np.ndarray, checked: list[tuple[int, str]],
+                      units: "LogUnits", batch: pa.Table) -> list[tuple[str, str | None, str]]:
     """The `checked` messages of a batch's rows, each row's followed by its stored salience
     columns against what the log says."""
-    found: list[tuple[str, str | None, str]] = []
-    strengths = column_values(batch, "strength")
-    accessed = column_values(batch, "last_access")
-    messages = iter(checked)
-    message = next(messages, None)
-    for i, key in enumerate(keys):
-        while message is not None and message[0] == i:
-            found.append(("state", key, message[1]))
-            message = next(messages, None)
-        expected = salience.get(key)
-        if expected is not None:
-            stored = [strengths[i], isoformat(accessed[i])]
-            if expected[1] != stored:
-                found.append(("state", key, f"stored salience {stored} is not what the log "
-                                            f"says ({expected[1]}, transition {expected[0]})"))
-    return found
+    unit = codes
+    expected = units.sal_seq[unit] >= 0
+    rows = np.flatnonzero(expected)
+    at = pa.array(unit[rows])
+    strengths = batch.column("strength").take(rows).combine_chunks() if len(rows) else \
+        pa.array([], pa.float64())
+    want = units.sal_strength.take(at)
+    same = np.asarray(pc.fill_null(pc.equal(strengths, want), False)
+                      .to_numpy(zero_copy_only=False), dtype=bool)
+    same |= ~_valid(strengths) & ~_valid(want)
+    accessed = batch.column("last_access").take(rows).combine_chunks() if len(rows) else \
+        pa.array([], pa.timestamp("us"))
+    texts = _iso_texts(accessed)
+    wanted = units.sal_at.take(at)
+    same &= np.asarray(pc.fill_null(pc.equal(texts, wanted), False)
+                       .to_numpy(zero_copy_only=False), dtype=bool) | (~_valid(texts) & ~_valid(wanted))
+    odd = [j for j, u in enumerate(unit[rows].tolist()) if u in units.sal_odd]
+    wrong = set(np.flatnonzero(~same).tolist()) - set(odd)
+    stored_of = {}
+    if wrong or odd:
+        picked = sorted(wrong | set(odd))
+        sub = batch.take(rows[picked])
+        stored_of = {j: [s, isoformat(a) if a is not None else None] for j, s, a in zip(
+            picked, column_values(sub, "strength"), column_values(sub, "last_access"))}
+    messages: list[tuple[int, int, str]] = [(i, 0, text) for i, text in checked]
+    for j, stored in stored_of.items():
+        u = int(unit[rows[j]])
+        value = units.sal_odd[u] if u in units.sal_odd else \
+            [units.sal_strength[u].as_py(), units.sal_at[u].as_py()]
+        if value != stored:
+            messages.append((int(rows[j]), 1, f"stored salience {stored} is not what the log "
+                                              f"says ({value}, transition {int(units.sal_seq[u])})"))
+    return [("state", keys[i], text) for i, _, text in sorted(messages)]
+
+
+def _iso_texts(times: pa.Array) -> pa.Array:
+    """`isoformat` of each time (aware UTC), made once per distinct time."""
+    coded = pc.dictionary_encode(times.cast(pa.timestamp("us")))
+    utc = timezone.utc
+    made = [None if t is None else isoformat(t.replace(tzinfo=utc))
+            for t in coded.dictionary.to_pylist()]
+    return pc.take(pa.array(made, pa.string()), coded.indices)
