@@ -194,8 +194,7 @@ class Sizer:
 SETTINGS = {
     "arena": ("gem.store.allocator", "ARENA_MAX"),  # malloc arenas (0: glibc's own 8 per core)
     "cache_mb": ("gem.state.cache", "DEFAULT_BUDGET"),  # the row cache's budget
-    "defpool_mb": ("gem.store.graph", "DEFAULT_BUFFER_POOL"),  # largest pool when the caller sizes none
-    "smallpool_mb": ("gem.store.graph", "SMALL_POOL"),  # smallest pool when the caller sizes none
+    "defpool_mb": ("gem.store.graph", "DEFAULT_BUFFER_POOL"),  # pool when the caller sizes none
 }
 
 

@@ -34,7 +34,11 @@ Edge = tuple[str, str, str, Row]  # (table, source, target, properties)
 # side, one run each on a loaded 2-core VM): free-text retrieval p50 / p95 136 / 316 ms with the
 # old 500k-row bound (~180 MB of rows, all of them), 67 / 269 ms with 160 MiB, 226 / 572 ms with
 # 64 MiB (its hits' topics were read from the engine again). A memory of any size stays within it.
-DEFAULT_BUDGET = 160 << 20
+# The count is conservative: a value shared by many rows (a status, a time, None) is counted in
+# each, so at 10k topics the 141 MB counted held 97 MB of objects, which were the largest part of
+# the RSS that gem's own state holds (bench/footprint.py). 64 MiB: see the commit for the
+# footprint and latencies side by side.
+DEFAULT_BUDGET = 64 << 20
 
 
 def _as_stored(table: str, row: Row) -> Row:
