@@ -206,6 +206,12 @@ def apply_variant(variant: str) -> dict[str, int]:
         if key == "pool_mb":
             out["buffer_pool_mb"] = int(value)
             continue
+        if key == "bigrams":  # the hashing embedder's cache of word pairs, in entries
+            from functools import lru_cache
+
+            from gem import embed
+            embed._bigram_slot = lru_cache(maxsize=int(value))(embed._bigram_slot.__wrapped__)
+            continue
         module, name = SETTINGS[key]
         number = int(value) * MB if key.endswith("_mb") else int(value)
         setattr(importlib.import_module(module), name, number)
@@ -354,7 +360,7 @@ def main() -> None:
     p.add_argument("--buffer-pool-mb", type=int, default=None)
     p.add_argument("--variants", default="default",
                    help="';'-separated settings to compare, each 'default' or key=value,... "
-                        f"with keys {', '.join([*SETTINGS, 'pool_mb'])}")
+                        f"with keys {', '.join([*SETTINGS, 'pool_mb', 'bigrams'])}")
     p.add_argument("--audit", action="store_true", help="end with a full audit")
     p.add_argument("--child", action="store_true")
     args = p.parse_args()
