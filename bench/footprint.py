@@ -123,6 +123,25 @@ def smaps(pool: int) -> dict[str, float]:
     return out
 
 
+def pymalloc() -> tuple[float, float]:
+    """(MB of the interpreter's small-object arenas, MB of the blocks in use in them): the
+    arenas are mmapped apart from malloc, so they sit in "other anonymous"."""
+    with tempfile.TemporaryFile("w+") as f:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(f.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        stats = {k.strip(): v for k, _, v in (line.partition("=") for line in f)}
+    arenas = int(stats["# arenas allocated current"].replace(",", "")) * (1 << 20)
+    used = int(stats["# bytes in allocated blocks"].replace(",", ""))
+    return arenas / MB, used / MB
+
+
 def trim() -> None:
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -186,6 +205,12 @@ def apply_variant(variant: str) -> dict[str, int]:
     for key, value in settings.items():
         if key == "pool_mb":
             out["buffer_pool_mb"] = int(value)
+            continue
+        if key == "bigrams":  # the hashing embedder's cache of word pairs, in entries
+            from functools import lru_cache
+
+            from gem import embed
+            embed._bigram_slot = lru_cache(maxsize=int(value))(embed._bigram_slot.__wrapped__)
             continue
         module, name = SETTINGS[key]
         number = int(value) * MB if key.endswith("_mb") else int(value)
@@ -275,12 +300,20 @@ def child(n: int, fields: int, engine: str, buffer_pool_mb: int | None,
         out["rss_mb"] = rss_now_mb()
         pool = mem._engine.store.opened_with.get("buffer_pool_size") or default_pool()
         out["smaps"] = smaps(pool)
+        out["pool_mb"] = pool / MB
+        try:  # what the engine's buffer manager counts against the pool (pages, indexes, queries)
+            with mem._engine.store.reading() as tx:
+                out["pool_used_mb"] = tx.run("CALL bm_info() RETURN *")[0][1] / MB
+        except Exception:  # an engine without bm_info
+            pass
         out["base_rss_mb"] = base_rss
         out["malloc_mb"] = malloc_held()
+        out["pymalloc_arenas_mb"], out["pymalloc_used_mb"] = pymalloc()
         size = Sizer()
         cache = shared.cache
         parts: dict[str, float] = {}
         parts["row cache"] = size(cache.rows, cache.children, cache.edges)
+        out["row_cache_counted_mb"] = cache.nbytes / MB  # what the cache thinks it holds
         for name, s in derived.scopes.items():
             units = s._units
             parts["unit vectors (+codes)"] = size(units.vectors) if units else 0.0
@@ -327,7 +360,7 @@ def main() -> None:
     p.add_argument("--buffer-pool-mb", type=int, default=None)
     p.add_argument("--variants", default="default",
                    help="';'-separated settings to compare, each 'default' or key=value,... "
-                        f"with keys {', '.join([*SETTINGS, 'pool_mb'])}")
+                        f"with keys {', '.join([*SETTINGS, 'pool_mb', 'bigrams'])}")
     p.add_argument("--audit", action="store_true", help="end with a full audit")
     p.add_argument("--child", action="store_true")
     args = p.parse_args()
@@ -362,8 +395,9 @@ def main() -> None:
     print("smaps: resident MB by mapping")
     for label in results[0]["smaps"]:
         print(f"  {label:<42}" + "".join(f"{r['smaps'][label]:>12.1f}" for r in results))
-    for key in ("rest_mb", "rss_untrimmed_mb", "rss_mb", "malloc_mb", "base_rss_mb",
-                "row_cache_rss_drop_mb", "trim_ms", "first_text_ms", "structured_p50_ms",
+    for key in ("rest_mb", "rss_untrimmed_mb", "rss_mb", "malloc_mb", "pymalloc_arenas_mb",
+                "pymalloc_used_mb", "pool_mb", "pool_used_mb", "base_rss_mb",
+                "row_cache_counted_mb", "row_cache_rss_drop_mb", "trim_ms", "first_text_ms", "structured_p50_ms",
                 "structured_p95_ms", "text_p50_ms", "text_p95_ms", "unit_recall10", "grow_s",
                 "db_mb", "audit_s", "rss_after_audit_mb", "pool_after_audit_mb"):
         if key in results[0]:

@@ -34,7 +34,14 @@ Edge = tuple[str, str, str, Row]  # (table, source, target, properties)
 # side, one run each on a loaded 2-core VM): free-text retrieval p50 / p95 136 / 316 ms with the
 # old 500k-row bound (~180 MB of rows, all of them), 67 / 269 ms with 160 MiB, 226 / 572 ms with
 # 64 MiB (its hits' topics were read from the engine again). A memory of any size stays within it.
-DEFAULT_BUDGET = 160 << 20
+# The count is conservative: a value shared by many rows (a status, a time, None) is counted in
+# each, so at 10k topics the 141 MB counted held 97 MB of objects, the largest part of the RSS
+# gem's own state holds. bench/footprint.py at 10k topics, side by side in one run (loaded 2-core
+# VM), 160 / 64 / 32 MiB: RSS after a trim 566 / 511 / 495 MB (untrimmed 641 / 596 / 598),
+# free-text p50 55 / 48 / 59 ms, p95 106 / 85 / 92 ms, structured p50 42 / 38 / 32 ms: the
+# engine's reads of the rows a smaller cache lost cost less than the noise. Below 64 MiB the
+# untrimmed RSS no longer falls.
+DEFAULT_BUDGET = 64 << 20
 
 
 def _as_stored(table: str, row: Row) -> Row:

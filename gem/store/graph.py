@@ -239,7 +239,12 @@ def _default_pool() -> int:
 # the log and of the histories failed in 40 MiB at 1k topics; with them 20 MiB (kuzu) and
 # 80 MiB (LadybugDB, whose C3 join needs more) pass there. 1 GiB passed growing to 100k
 # topics, 30 update batches, a forgetting pass and the full audit on kuzu (bench/poolbound.py),
-# and bench/footprint.py --audit at 10k on both engines.
+# and bench/footprint.py --audit at 10k on both engines. Why not smaller for a small database:
+# at 10k topics (a 112 MB database) 81 MB of the pool's region were resident with a 128 MiB or
+# a 1 GiB pool alike (the engine counted 97 MB in use: pages, its primary-key indexes and
+# statements), and a 48 MiB pool failed the benchmark ("buffer pool is full" in the join of the
+# entries on their fields): a pool small enough to save memory there is too small for the
+# statements, and a database that grows past its open size in one session keeps its pool.
 DEFAULT_BUFFER_POOL: int | None = _default_pool()
 
 # What a statement that outgrew the pool says, and what gem adds to it.
