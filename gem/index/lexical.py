@@ -15,7 +15,7 @@ from gem.terms import search_terms
 from gem.text import tokens
 
 from . import lexical_file, postings
-from .common import check_doc_id, check_k, ranked
+from .common import _kth_largest, check_doc_id, check_k, ranked
 from .postings import BLOCK, Segment, ranges
 
 # How a LexicalIndex cuts text into terms, by name (the name is saved with a snapshot): the
@@ -503,8 +503,10 @@ class LexicalIndex:
         n = sum(m.shape[0] for m in met)
         if n < k:
             return 0.0
+        if n == k:
+            return 0.0 if n == 0 else float(min(partial[m].min() for m in met if m.shape[0]))
         scores = partial[np.concatenate(met)] if len(met) > 1 else partial[met[0]]
-        return float(np.partition(scores, n - k)[n - k])
+        return float(_kth_largest(scores, k))
 
     def search_covering(self, query: str, k: int | None = None, max_df: float | None = None,
                         ids: set[str] | None = None) -> list[tuple[str, float, float]]:
