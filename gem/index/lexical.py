@@ -15,7 +15,7 @@ from gem.terms import search_terms
 from gem.text import tokens
 
 from . import lexical_file, postings
-from .common import _kth_largest, check_doc_id, check_k, ranked
+from .common import _kth_largest, check_doc_id, check_k, id_key, id_keys, ranked
 from .postings import BLOCK, Segment, ranges
 
 # How a LexicalIndex cuts text into terms, by name (the name is saved with a snapshot): the
@@ -87,6 +87,8 @@ class LexicalIndex:
         self._doc_len = np.zeros(16, dtype=np.float64)  # float: scoring reads it as one
         self._owner = np.full(16, _FREE, dtype=np.int32)  # the segment id holding each row
         self._pos = np.zeros(16, dtype=np.int32)  # the row's place in its segment's documents
+        # id_keys by row, built by the first query with a large tie (`_id_keys`), then kept
+        self._keys: np.ndarray | None = None
         self._total_len = 0  # an int, so avgdl is exact and independent of update order
         self._segments: list[Segment] = []  # oldest first
         self._next_segment = 0
@@ -141,15 +143,25 @@ class LexicalIndex:
         if self._free_rows:
             row = self._free_rows.pop()
             self._id_of_row[row] = doc_id
-            return row
-        row = len(self._id_of_row)
-        self._id_of_row.append(doc_id)
-        if row >= self._doc_len.shape[0]:
-            n = 2 * self._doc_len.shape[0]
-            self._doc_len = np.concatenate((self._doc_len, np.zeros_like(self._doc_len)))
-            self._owner = np.concatenate((self._owner, np.full(n // 2, _FREE, dtype=np.int32)))
-            self._pos = np.concatenate((self._pos, np.zeros_like(self._pos)))
+        else:
+            row = len(self._id_of_row)
+            self._id_of_row.append(doc_id)
+            if row >= self._doc_len.shape[0]:
+                n = 2 * self._doc_len.shape[0]
+                self._doc_len = np.concatenate((self._doc_len, np.zeros_like(self._doc_len)))
+                self._owner = np.concatenate((self._owner,
+                                              np.full(n // 2, _FREE, dtype=np.int32)))
+                self._pos = np.concatenate((self._pos, np.zeros_like(self._pos)))
+        if self._keys is not None:
+            if row >= self._keys.shape[0]:
+                self._keys = np.concatenate((self._keys, np.zeros_like(self._keys)))
+            self._keys[row] = id_key(doc_id)
         return row
+
+    def _id_keys(self) -> np.ndarray:
+        if self._keys is None:
+            self._keys = id_keys(self._id_of_row)
+        return self._keys
 
     def upsert(self, doc_id: str, text: str) -> None:
         """Index `text` under doc_id, replacing what was indexed under it before."""
@@ -284,12 +296,36 @@ class LexicalIndex:
             out.append((self._term_id[t], math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))))
         return out
 
-    def _scores(self, idf: float, tf: np.ndarray, rows: np.ndarray, avgdl: float) -> np.ndarray:
-        """BM25 of one term for postings (tf, rows): the one expression every path uses."""
+    def _bm25(self, idf: float | np.ndarray, tf: np.ndarray, dl: np.ndarray,
+              avgdl: float) -> np.ndarray:
+        """BM25 of one term for postings of tfs `tf` in documents of lengths `dl` (any dtype):
+        the one expression every path uses, so that scores and bounds agree bit for bit."""
         k1, b = self.k1, self.b
         tf = tf.astype(np.float64)
-        norm = k1 * (1.0 - b + b * (self._doc_len[rows] / avgdl))
+        norm = k1 * (1.0 - b + b * (dl.astype(np.float64) / avgdl))
         return idf * (tf * (k1 + 1.0)) / (tf + norm)
+
+    def _scores(self, idf: float, tf: np.ndarray, rows: np.ndarray, avgdl: float) -> np.ndarray:
+        """BM25 of one term for postings (tf, rows)."""
+        return self._bm25(idf, tf, self._doc_len[rows], avgdl)
+
+    def _segment_scores(self, seg: Segment, where: tuple[int, int, int, int], idf: float,
+                        avgdl: float) -> tuple[np.ndarray, np.ndarray]:
+        """(live rows, BM25) of a term's postings in a segment. A block whose postings all
+        have its tf and length scores its bound, computed once: with short documents over a
+        small vocabulary, nearly every block (and no gather of document lengths)."""
+        a, e, ba, be = where
+        rows = seg.rows[a:e]
+        bound = self._bm25(idf, seg.blk_tf[ba:be], seg.blk_dl[ba:be], avgdl)
+        sizes = np.full(be - ba, seg.block, dtype=np.int64)
+        sizes[-1] = e - a - seg.block * (be - ba - 1)
+        scores = np.repeat(bound, sizes)
+        mixed = np.flatnonzero(~seg.blk_same[ba:be])
+        if mixed.shape[0]:
+            at = ranges(seg.block * mixed, sizes[mixed])
+            scores[at] = self._scores(idf, seg.tf[a:e][at], rows[at], avgdl)
+        rows, scores = self._live(seg, rows, scores)
+        return rows.astype(np.intp), scores
 
     def _slices(self, terms: list[tuple[int, float]]
                 ) -> list[list[tuple[int, int, int, int] | None]]:
@@ -338,26 +374,29 @@ class LexicalIndex:
         # (a large np.zeros is calloc'ed, so untouched pages cost nothing), and a fresh one per
         # call keeps concurrent readers independent. A term's score is always > 0 (Lucene idf
         # > 0, tf >= 1), so acc == 0 means "row not seen yet"; that avoids a sort-based union.
+        # Rows are unique within a term, so a gather, add and scatter sum a term's scores
+        # (what fancy-index += does, but the gather also tells which rows are new).
         acc = np.zeros(len(self._id_of_row), dtype=np.float64)
         seen: list[np.ndarray] = []
         found = self._slices(terms)
         for q, (tid, idf) in enumerate(terms):
-            parts: list[tuple[np.ndarray, ...]] = [self._buffer_postings(tid)]
+            rows, tf = self._buffer_postings(tid)
+            parts = [(rows.astype(np.intp), self._scores(idf, tf, rows, avgdl))]
             for seg, where in zip(self._segments, found):
                 if where[q] is not None:
-                    a, b = where[q][0], where[q][1]  # type: ignore[index]
-                    parts.append(self._live(seg, seg.rows[a:b], seg.tf[a:b]))
-            # one array per term (numpy's calls cost more than their copies here), of intp:
-            # numpy casts an int32 index array again at each fancy index
-            rows = np.concatenate([r for r, _ in parts]).astype(np.intp, copy=False)
-            tf = np.concatenate([f for _, f in parts])
-            seen.append(rows[acc[rows] == 0.0] if seen else rows)
-            # Rows are unique within a term, so fancy-index += is a plain scatter-add.
-            acc[rows] += self._scores(idf, tf, rows, avgdl)
-        if not seen:
-            return []
+                    parts.append(self._segment_scores(seg, where[q], idf, avgdl))
+            # one array per term: numpy's calls cost more than their copies here
+            rows = np.concatenate([r for r, _ in parts])
+            scores = np.concatenate([x for _, x in parts])
+            if seen:
+                before = acc[rows]
+                seen.append(rows[before == 0.0])
+                acc[rows] = before + scores
+            else:
+                seen.append(rows)
+                acc[rows] = scores
         rows = seen[0] if len(seen) == 1 else np.concatenate(seen)
-        return ranked(acc[rows], rows, self._id_of_row, k)
+        return ranked(acc[rows], rows, self._id_of_row, k, self._id_keys)
 
     def _exact(self, rows: np.ndarray, terms: list[tuple[int, float]],
                avgdl: float) -> np.ndarray:
@@ -480,7 +519,7 @@ class LexicalIndex:
         scores = np.empty(rows.shape[0], dtype=np.float64)
         scores[in_buffer] = partial[rows[in_buffer]]
         scores[~in_buffer] = self._exact(rows[~in_buffer], terms, avgdl)
-        return ranked(scores, rows, self._id_of_row, k)
+        return ranked(scores, rows, self._id_of_row, k, self._id_keys)
 
     @classmethod
     def _reaching(cls, partial: np.ndarray, bits: np.ndarray, met: list[np.ndarray],
@@ -504,7 +543,7 @@ class LexicalIndex:
         if n < k:
             return 0.0
         if n == k:
-            return 0.0 if n == 0 else float(min(partial[m].min() for m in met if m.shape[0]))
+            return float(min(partial[m].min() for m in met if m.shape[0]))
         scores = partial[np.concatenate(met)] if len(met) > 1 else partial[met[0]]
         return float(_kth_largest(scores, k))
 
