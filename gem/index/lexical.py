@@ -14,7 +14,7 @@ from gem.errors import InvalidInput
 from gem.terms import search_terms
 from gem.text import tokens
 
-from . import lexical_file, postings
+from . import levels, lexical_file, postings
 from .common import _kth_largest, check_doc_id, check_k, id_key, id_keys, ranked
 from .postings import BLOCK, Segment, ranges
 
@@ -23,6 +23,23 @@ from .postings import BLOCK, Segment, ranges
 ANALYZERS = {"tokens": tokens, "search": search_terms}
 
 _BUFFER, _FREE = postings.BUFFER, postings.FREE
+
+
+def _unmet_below(bound: np.ndarray, term_b: np.ndarray, size_b: np.ndarray, done: int,
+                 theta: float) -> int:
+    """The postings of the blocks after `done` (blocks in descending order of `bound`, of terms
+    `term_b` and sizes `size_b`) that a pruned query reads before a document it has not met
+    can no longer reach `theta`: before the sum over terms of their best block left is below
+    it. (A cost estimate: the sum is not the fsum the query stops on.)"""
+    at = np.arange(done, bound.shape[0] + 1)
+    reach = np.zeros(at.shape[0], dtype=np.float64)
+    for q in np.unique(term_b[done:]).tolist():
+        mine = done + np.flatnonzero(term_b[done:] == q)
+        nxt = np.searchsorted(mine, at)
+        reach += np.where(nxt < mine.shape[0], bound[mine[np.minimum(nxt, mine.shape[0] - 1)]],
+                          0.0)
+    stop = int(np.searchsorted(-reach, -theta / (1.0 + 1e-8), side="right"))
+    return int(size_b[done:done + stop].sum())
 
 
 class LexicalIndex:
@@ -310,22 +327,26 @@ class LexicalIndex:
         return self._bm25(idf, tf, self._doc_len[rows], avgdl)
 
     def _segment_scores(self, seg: Segment, where: tuple[int, int, int, int], idf: float,
-                        avgdl: float) -> tuple[np.ndarray, np.ndarray]:
-        """(live rows, BM25) of a term's postings in a segment. A block whose postings all
-        have its tf and length scores its bound, computed once: with short documents over a
-        small vocabulary, nearly every block (and no gather of document lengths)."""
+                        avgdl: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(live rows, BM25, values holding every score) of a term's postings in a segment.
+        A block whose postings all have its tf and length scores its bound, computed once:
+        with short documents over a small vocabulary, nearly every block (and no gather of
+        document lengths)."""
         a, e, ba, be = where
         rows = seg.rows[a:e]
         bound = self._bm25(idf, seg.blk_tf[ba:be], seg.blk_dl[ba:be], avgdl)
         sizes = np.full(be - ba, seg.block, dtype=np.int64)
         sizes[-1] = e - a - seg.block * (be - ba - 1)
         scores = np.repeat(bound, sizes)
-        mixed = np.flatnonzero(~seg.blk_same[ba:be])
+        same = seg.blk_same[ba:be]
+        values = np.unique(bound[same])
+        mixed = np.flatnonzero(~same)
         if mixed.shape[0]:
             at = ranges(seg.block * mixed, sizes[mixed])
             scores[at] = self._scores(idf, seg.tf[a:e][at], rows[at], avgdl)
+            values = np.concatenate((values, scores[at]))
         rows, scores = self._live(seg, rows, scores)
-        return rows.astype(np.intp), scores
+        return rows.astype(np.intp), scores, values
 
     def _slices(self, terms: list[tuple[int, float]]
                 ) -> list[list[tuple[int, int, int, int] | None]]:
@@ -370,33 +391,21 @@ class LexicalIndex:
 
     def _exhaustive(self, terms: list[tuple[int, float]], k: int | None,
                     avgdl: float) -> list[tuple[str, float]]:
-        # acc is indexed by row, but only the rows in the query's postings are read or written
-        # (a large np.zeros is calloc'ed, so untouched pages cost nothing), and a fresh one per
-        # call keeps concurrent readers independent. A term's score is always > 0 (Lucene idf
-        # > 0, tf >= 1), so acc == 0 means "row not seen yet"; that avoids a sort-based union.
-        # Rows are unique within a term, so a gather, add and scatter sum a term's scores
-        # (what fancy-index += does, but the gather also tells which rows are new).
-        acc = np.zeros(len(self._id_of_row), dtype=np.float64)
-        seen: list[np.ndarray] = []
+        rows, scores, values = [], [], []
         found = self._slices(terms)
         for q, (tid, idf) in enumerate(terms):
-            rows, tf = self._buffer_postings(tid)
-            parts = [(rows.astype(np.intp), self._scores(idf, tf, rows, avgdl))]
+            buf_rows, tf = self._buffer_postings(tid)
+            buf_scores = self._scores(idf, tf, buf_rows, avgdl)
+            parts = [(buf_rows.astype(np.intp), buf_scores, buf_scores)]
             for seg, where in zip(self._segments, found):
                 if where[q] is not None:
                     parts.append(self._segment_scores(seg, where[q], idf, avgdl))
             # one array per term: numpy's calls cost more than their copies here
-            rows = np.concatenate([r for r, _ in parts])
-            scores = np.concatenate([x for _, x in parts])
-            if seen:
-                before = acc[rows]
-                seen.append(rows[before == 0.0])
-                acc[rows] = before + scores
-            else:
-                seen.append(rows)
-                acc[rows] = scores
-        rows = seen[0] if len(seen) == 1 else np.concatenate(seen)
-        return ranked(acc[rows], rows, self._id_of_row, k, self._id_keys)
+            rows.append(np.concatenate([p[0] for p in parts]))
+            scores.append(np.concatenate([p[1] for p in parts]))
+            values.append(np.concatenate([p[2] for p in parts]))
+        union, total = levels.summed(rows, scores, len(self._id_of_row), levels.levels(values))
+        return ranked(total, union, self._id_of_row, k, self._id_keys)
 
     def _exact(self, rows: np.ndarray, terms: list[tuple[int, float]],
                avgdl: float) -> np.ndarray:
@@ -506,14 +515,21 @@ class LexicalIndex:
                 rest[:] = 0.0
                 left, first = np.unique(term_b[done:], return_index=True)
                 rest[left] = bound[done + first]
-                if done < n_blocks and self._kth(partial, met, k) > \
-                        math.fsum(rest.tolist()) * (1.0 + 1e-8):
+                if done == n_blocks:
+                    break
+                theta = self._kth(partial, met, k)
+                if theta > math.fsum(rest.tolist()) * (1.0 + 1e-8):
                     # no document left unmet can enter; stop once scoring the ones met that
                     # still could costs less than reading the next batch of blocks
                     rows = self._reaching(partial, bits, met, rest, k)
                     nxt = slice(done, done + batch)
                     if rows.shape[0] * avgdl <= int((end_b[nxt] - start_b[nxt]).sum()):
                         break
+                elif read + _unmet_below(bound, term_b, end_b - start_b, done, theta) > budget:
+                    # even if the k-th best score stayed where it is (it only rises), unmet
+                    # documents could reach it until past the budget: with scores of a few
+                    # levels each (short documents), the rule, not the exception
+                    return self._exhaustive(terms, k, avgdl)
         rows = self._reaching(partial, bits, met, rest, k)
         in_buffer = np.isin(rows, buffered)
         scores = np.empty(rows.shape[0], dtype=np.float64)
