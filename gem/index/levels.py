@@ -56,6 +56,17 @@ def summed(rows: list[np.ndarray], scores: list[np.ndarray], n: int,
     return union, acc[union]
 
 
+def _level(distinct: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Each score's place among `distinct` (which holds it) + 1: a comparison per other
+    level for the few levels of a term's postings, then a search."""
+    if distinct.shape[0] > 4:
+        return (np.searchsorted(distinct, scores) + 1).astype(np.uint16)
+    out = np.ones(scores.shape[0], dtype=np.uint16)
+    for v in distinct[1:].tolist():
+        out += scores >= v
+    return out
+
+
 def _coded(rows: list[np.ndarray], scores: list[np.ndarray], n: int,
            levels_of: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     base = [lv.shape[0] + 1 for lv in levels_of]  # 0: the term is absent
@@ -64,7 +75,7 @@ def _coded(rows: list[np.ndarray], scores: list[np.ndarray], n: int,
     seen: list[np.ndarray] = []
     radix = 1
     for r, s, lv, b in zip(rows, scores, levels_of, base):
-        step = ((np.searchsorted(lv, s) + 1) * radix).astype(dtype)
+        step = _level(lv, s) * dtype(radix)
         if seen:
             before = code[r]
             seen.append(r[before == 0])
