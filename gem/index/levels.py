@@ -75,7 +75,7 @@ def _coded(rows: list[np.ndarray], scores: list[np.ndarray], n: int,
     seen: list[np.ndarray] = []
     radix = 1
     for r, s, lv, b in zip(rows, scores, levels_of, base):
-        step = _level(lv, s) * dtype(radix)
+        step = (_level(lv, s) * radix).astype(dtype)
         if seen:
             before = code[r]
             seen.append(r[before == 0])

@@ -42,6 +42,21 @@ def _unmet_below(bound: np.ndarray, term_b: np.ndarray, size_b: np.ndarray, done
     return int(size_b[done:done + stop].sum())
 
 
+def _kth_of_like_blocks(bound: np.ndarray, term_b: np.ndarray, size_b: np.ndarray,
+                        same_b: np.ndarray, k: int) -> float:
+    """A guess at the k-th best score, from the blocks alone (as `_unmet_below`'s): a term's
+    first blocks whose postings all score their bound hold k documents scoring at least it
+    (dead postings aside). 0.0 if no term's do."""
+    best = 0.0
+    for q in np.unique(term_b).tolist():
+        mine = np.flatnonzero(term_b == q)
+        like = int(np.argmin(same_b[mine])) if not same_b[mine].all() else mine.shape[0]
+        reach = np.searchsorted(np.cumsum(size_b[mine[:like]]), k)
+        if reach < like:
+            best = max(best, float(bound[mine[reach]]))
+    return best
+
+
 class LexicalIndex:
     """Okapi BM25 (k1=1.2, b=0.75) over `doc_id -> text`, updated incrementally.
 
@@ -453,7 +468,7 @@ class LexicalIndex:
         k1, b = self.k1, self.b
         idf = np.array([i for _, i in terms], dtype=np.float64)
         # every block of the query's terms: its bound, segment, postings and term
-        ub, seg_of, start, end, term_of = [], [], [], [], []
+        ub, seg_of, start, end, term_of, same_of = [], [], [], [], [], []
         found = self._slices(terms)
         for q in range(len(terms)):
             for s, seg in enumerate(self._segments):
@@ -464,11 +479,24 @@ class LexicalIndex:
                 tf = seg.blk_tf[ba:be].astype(np.float64)
                 dl = seg.blk_dl[ba:be].astype(np.float64)
                 ub.append(idf[q] * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * (dl / avgdl))))
+                same_of.append(seg.blk_same[ba:be])
                 first = a + seg.block * np.arange(be - ba, dtype=np.int64)
                 start.append(first)
                 end.append(np.minimum(first + seg.block, e))
                 seg_of.append(np.full(be - ba, s, dtype=np.int64))
                 term_of.append(np.full(be - ba, q, dtype=np.int64))
+        if ub:
+            bound = np.concatenate(ub)
+            order = np.argsort(-bound, kind="stable")
+            bound, seg_b, term_b = bound[order], np.concatenate(seg_of)[order], \
+                np.concatenate(term_of)[order]
+            start_b, end_b = np.concatenate(start)[order], np.concatenate(end)[order]
+            size_b = end_b - start_b
+            budget = self._PRUNED_AT_MOST * int(size_b.sum())
+            theta = _kth_of_like_blocks(bound, term_b, size_b,
+                                        np.concatenate(same_of)[order], k)
+            if theta > 0.0 and _unmet_below(bound, term_b, size_b, 0, theta) > budget:
+                return self._exhaustive(terms, k, avgdl)
         n = len(self._id_of_row)
         partial = np.zeros(n, dtype=np.float64)
         bits = np.zeros(n, dtype=np.int64)
@@ -483,14 +511,8 @@ class LexicalIndex:
         buffered = np.concatenate(met)
         rest = np.zeros(len(terms), dtype=np.float64)  # each term's best block not read
         if ub:
-            bound = np.concatenate(ub)
-            order = np.argsort(-bound, kind="stable")
-            bound, seg_b, term_b = bound[order], np.concatenate(seg_of)[order], \
-                np.concatenate(term_of)[order]
-            start_b, end_b = np.concatenate(start)[order], np.concatenate(end)[order]
-            done, n_blocks = 0, bound.shape[0]
+            done, n_blocks, read = 0, bound.shape[0], 0
             batch = max(2, (4 * k) // self._BLOCK + 1)
-            budget, read = self._PRUNED_AT_MOST * int((end_b - start_b).sum()), 0
             while done < n_blocks:
                 read += int((end_b[done:done + batch] - start_b[done:done + batch]).sum())
                 if read > budget:
@@ -525,7 +547,8 @@ class LexicalIndex:
                     nxt = slice(done, done + batch)
                     if rows.shape[0] * avgdl <= int((end_b[nxt] - start_b[nxt]).sum()):
                         break
-                elif read + _unmet_below(bound, term_b, end_b - start_b, done, theta) > budget:
+                elif theta > 0.0 and \
+                        read + _unmet_below(bound, term_b, size_b, done, theta) > budget:
                     # even if the k-th best score stayed where it is (it only rises), unmet
                     # documents could reach it until past the budget: with scores of a few
                     # levels each (short documents), the rule, not the exception
