@@ -349,13 +349,17 @@ class LexicalIndex:
         document lengths)."""
         a, e, ba, be = where
         rows = seg.rows[a:e]
+        same = seg.blk_same[ba:be]
+        mixed = np.flatnonzero(~same)
+        if 2 * mixed.shape[0] > be - ba:  # text of varied lengths: score every posting
+            scores = self._scores(idf, seg.tf[a:e], rows, avgdl)
+            rows, scores = self._live(seg, rows, scores)
+            return rows.astype(np.intp), scores, scores
         bound = self._bm25(idf, seg.blk_tf[ba:be], seg.blk_dl[ba:be], avgdl)
         sizes = np.full(be - ba, seg.block, dtype=np.int64)
         sizes[-1] = e - a - seg.block * (be - ba - 1)
         scores = np.repeat(bound, sizes)
-        same = seg.blk_same[ba:be]
         values = np.unique(bound[same])
-        mixed = np.flatnonzero(~same)
         if mixed.shape[0]:
             at = ranges(seg.block * mixed, sizes[mixed])
             scores[at] = self._scores(idf, seg.tf[a:e][at], rows[at], avgdl)
