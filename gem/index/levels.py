@@ -1,4 +1,5 @@
-"""Summing a BM25 query's per-term scores over the documents its postings hold.
+"""BM25 over postings of few score levels: summing a query's per-term scores, and the
+estimates from blocks alone that tell a pruned query when a pass costs less.
 
 The sum is per row, over the query's terms in their order (so every path gets the same floats).
 A float accumulator indexed by row does it with a gather and a scatter of float64 per posting.
@@ -19,12 +20,12 @@ CODES = 1 << 16
 _VALUES = 1 << 12
 
 
-def levels(values: list[np.ndarray | None]) -> list[np.ndarray] | None:
+def levels(values: list[np.ndarray]) -> list[np.ndarray] | None:
     """Each term's distinct scores, ascending, given candidates holding every score of its
-    postings (None: too many to say), if their combinations are at most CODES."""
+    postings, if their combinations are at most CODES."""
     out, combos = [], 1
     for v in values:
-        if v is None or v.shape[0] > _VALUES:
+        if v.shape[0] > _VALUES:
             return None
         distinct = np.unique(v)
         combos *= distinct.shape[0] + 1
@@ -94,3 +95,35 @@ def _coded(rows: list[np.ndarray], scores: list[np.ndarray], n: int,
         total = total + np.append(0.0, lv)[at]  # + 0.0 where absent: the sum unchanged
         radix *= b
     return union, total[code[union]]
+
+
+def unmet_below(bound: np.ndarray, term_b: np.ndarray, size_b: np.ndarray, done: int,
+                 theta: float) -> int:
+    """The postings of the blocks after `done` (blocks in descending order of `bound`, of terms
+    `term_b` and sizes `size_b`) that a pruned query reads before a document it has not met
+    can no longer reach `theta`: before the sum over terms of their best block left is below
+    it. (A cost estimate: the sum is not the fsum the query stops on.)"""
+    at = np.arange(done, bound.shape[0] + 1)
+    reach = np.zeros(at.shape[0], dtype=np.float64)
+    for q in np.unique(term_b[done:]).tolist():
+        mine = done + np.flatnonzero(term_b[done:] == q)
+        nxt = np.searchsorted(mine, at)
+        reach += np.where(nxt < mine.shape[0], bound[mine[np.minimum(nxt, mine.shape[0] - 1)]],
+                          0.0)
+    stop = int(np.searchsorted(-reach, -theta / (1.0 + 1e-8), side="right"))
+    return int(size_b[done:done + stop].sum())
+
+
+def kth_of_like_blocks(bound: np.ndarray, term_b: np.ndarray, size_b: np.ndarray,
+                        same_b: np.ndarray, k: int) -> float:
+    """A guess at the k-th best score, from the blocks alone (as `unmet_below`'s): a term's
+    first blocks whose postings all score their bound hold k documents scoring at least it
+    (dead postings aside). 0.0 if no term's do."""
+    best = 0.0
+    for q in np.unique(term_b).tolist():
+        mine = np.flatnonzero(term_b == q)
+        like = int(np.argmin(same_b[mine])) if not same_b[mine].all() else mine.shape[0]
+        reach = np.searchsorted(np.cumsum(size_b[mine[:like]]), k)
+        if reach < like:
+            best = max(best, float(bound[mine[reach]]))
+    return best

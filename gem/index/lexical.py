@@ -25,38 +25,6 @@ ANALYZERS = {"tokens": tokens, "search": search_terms}
 _BUFFER, _FREE = postings.BUFFER, postings.FREE
 
 
-def _unmet_below(bound: np.ndarray, term_b: np.ndarray, size_b: np.ndarray, done: int,
-                 theta: float) -> int:
-    """The postings of the blocks after `done` (blocks in descending order of `bound`, of terms
-    `term_b` and sizes `size_b`) that a pruned query reads before a document it has not met
-    can no longer reach `theta`: before the sum over terms of their best block left is below
-    it. (A cost estimate: the sum is not the fsum the query stops on.)"""
-    at = np.arange(done, bound.shape[0] + 1)
-    reach = np.zeros(at.shape[0], dtype=np.float64)
-    for q in np.unique(term_b[done:]).tolist():
-        mine = done + np.flatnonzero(term_b[done:] == q)
-        nxt = np.searchsorted(mine, at)
-        reach += np.where(nxt < mine.shape[0], bound[mine[np.minimum(nxt, mine.shape[0] - 1)]],
-                          0.0)
-    stop = int(np.searchsorted(-reach, -theta / (1.0 + 1e-8), side="right"))
-    return int(size_b[done:done + stop].sum())
-
-
-def _kth_of_like_blocks(bound: np.ndarray, term_b: np.ndarray, size_b: np.ndarray,
-                        same_b: np.ndarray, k: int) -> float:
-    """A guess at the k-th best score, from the blocks alone (as `_unmet_below`'s): a term's
-    first blocks whose postings all score their bound hold k documents scoring at least it
-    (dead postings aside). 0.0 if no term's do."""
-    best = 0.0
-    for q in np.unique(term_b).tolist():
-        mine = np.flatnonzero(term_b == q)
-        like = int(np.argmin(same_b[mine])) if not same_b[mine].all() else mine.shape[0]
-        reach = np.searchsorted(np.cumsum(size_b[mine[:like]]), k)
-        if reach < like:
-            best = max(best, float(bound[mine[reach]]))
-    return best
-
-
 class LexicalIndex:
     """Okapi BM25 (k1=1.2, b=0.75) over `doc_id -> text`, updated incrementally.
 
@@ -74,9 +42,12 @@ class LexicalIndex:
     A query for the best k scores blocks of postings in descending order of the most they can
     add (a block's largest tf and shortest document bound its scores) and each document it
     meets exactly, from the document's own terms; it stops when the k-th best score found
-    exceeds what any document not yet met could reach. The result is the exhaustive one, bit
-    for bit (same scores, same order): every score is summed over the query's terms in sorted
-    order, however it was found.
+    exceeds what any document not yet met could reach. Where the blocks show it could not stop
+    early (short documents over a small vocabulary: a term's postings score a few values, and
+    thousands of documents tie), it makes one pass over the postings instead, summing small
+    integer codes of those values (gem/index/levels.py). The result is the exhaustive one, bit
+    for bit (same scores, same order, ties by id): every score is summed over the query's terms
+    in sorted order, however it was found.
 
     `save(path, stamp)` writes a snapshot and `LexicalIndex.load(path)` reads one back; a
     loaded index scores bit for bit like the saved one and stays updatable.
@@ -497,9 +468,9 @@ class LexicalIndex:
             start_b, end_b = np.concatenate(start)[order], np.concatenate(end)[order]
             size_b = end_b - start_b
             budget = self._PRUNED_AT_MOST * int(size_b.sum())
-            theta = _kth_of_like_blocks(bound, term_b, size_b,
-                                        np.concatenate(same_of)[order], k)
-            if theta > 0.0 and _unmet_below(bound, term_b, size_b, 0, theta) > budget:
+            theta = levels.kth_of_like_blocks(bound, term_b, size_b,
+                                              np.concatenate(same_of)[order], k)
+            if theta > 0.0 and levels.unmet_below(bound, term_b, size_b, 0, theta) > budget:
                 return self._exhaustive(terms, k, avgdl)
         n = len(self._id_of_row)
         partial = np.zeros(n, dtype=np.float64)
@@ -552,7 +523,7 @@ class LexicalIndex:
                     if rows.shape[0] * avgdl <= int((end_b[nxt] - start_b[nxt]).sum()):
                         break
                 elif theta > 0.0 and \
-                        read + _unmet_below(bound, term_b, size_b, done, theta) > budget:
+                        read + levels.unmet_below(bound, term_b, size_b, done, theta) > budget:
                     # even if the k-th best score stayed where it is (it only rises), unmet
                     # documents could reach it until past the budget: with scores of a few
                     # levels each (short documents), the rule, not the exception
