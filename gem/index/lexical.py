@@ -388,8 +388,9 @@ class LexicalIndex:
             buf_scores = self._scores(idf, tf, buf_rows, avgdl)
             parts = [(buf_rows.astype(np.intp), buf_scores, buf_scores)]
             for seg, where in zip(self._segments, found):
-                if where[q] is not None:
-                    parts.append(self._segment_scores(seg, where[q], idf, avgdl))
+                at = where[q]
+                if at is not None:
+                    parts.append(self._segment_scores(seg, at, idf, avgdl))
             # one array per term: numpy's calls cost more than their copies here
             rows.append(np.concatenate([p[0] for p in parts]))
             scores.append(np.concatenate([p[1] for p in parts]))
