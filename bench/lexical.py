@@ -6,8 +6,9 @@
 
 Each index is built in a child process on the same synthetic corpus as bench/index.py
 (Zipf-distributed words over a 30k vocabulary, 8-60 words a document) and measured there:
-build time, the RSS the index adds (after a malloc_trim), top-10 query p50/p95 over Zipf
-queries of three words (all terms, and as gem's retrieve asks: max_df=0.5), and recall@10
+build time, the RSS the index adds (after a malloc_trim), top-10 query p50/p95 (wall, and the
+thread's CPU time: cpu50/cpu95) over Zipf queries of three words (all terms, and as gem's
+retrieve asks: max_df=0.5), and recall@10
 against gem's exhaustive BM25 (ties at the 10th score count as hits). For gem, the share of
 the query terms' postings a top-10 query reads, and whether its answer equals the exhaustive
 one. `--baseline` builds gem's LexicalIndex as it was at that revision (its whole gem package,
@@ -91,12 +92,16 @@ class Counting(LexicalIndex):
         return super()._live(seg, rows, *rest)
 
 
-def timed(fn, queries) -> tuple[list[float], list]:
+def timed(fn, queries, cpu: list[float] | None = None) -> tuple[list[float], list]:
+    """Wall ms per query (and the thread's CPU ms into `cpu`: on a shared machine a query
+    descheduled for a time slice costs ~10 ms of wall time it did not use)."""
     ms, out = [], []
     for q in queries:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         out.append(fn(q))
         ms.append((time.perf_counter() - t0) * 1e3)
+        if cpu is not None:
+            cpu.append((time.thread_time() - c0) * 1e3)
     return ms, out
 
 
@@ -156,8 +161,10 @@ def child(kind: str, size: int, n_queries: int, seed: int, corpus: str, reload: 
         for m in (None, 0.5):
             ix.search(queries[0], K, m)
             Counting.read = 0
-            ms, got = timed(lambda q: ix.search(q, K, m), queries)
+            cpu: list[float] = []
+            ms, got = timed(lambda q: ix.search(q, K, m), queries, cpu)
             out[f"p50_{m}"], out[f"p95_{m}"] = pct(ms)
+            out[f"cpu50_{m}"], out[f"cpu95_{m}"] = pct(cpu)
             out[f"recall_{m}"] = recall([[d for d, _ in g] for g in got], exact[m])
             total = sum(ix._df_id(t) for q in queries for t, _ in ix._query_terms(q, m))
             out[f"read_{m}"] = Counting.read / max(total, 1)
@@ -240,8 +247,9 @@ def main() -> None:
                 run(kind, size, a, exact, code)
 
 
-COLS = ("build_s", "rss_mb", "bytes_per_doc", "p50_None", "p95_None", "recall_None",
-        "read_None", "p50_0.5", "p95_0.5", "recall_0.5", "read_0.5")
+COLS = ("build_s", "rss_mb", "bytes_per_doc", "p50_None", "p95_None", "cpu50_None",
+        "cpu95_None", "recall_None", "read_None", "p50_0.5", "p95_0.5", "cpu50_0.5", "cpu95_0.5",
+        "recall_0.5", "read_0.5")
 
 
 def run(kind: str, size: int, a: argparse.Namespace, exact: str, code: str) -> None:
