@@ -14,9 +14,16 @@ WORDS = ["alpha", "budget", "launch", "design", "review", "hiring"]
 
 
 class _Pruned(LexicalIndex):
-    # every top-k query pruned, however small; small segments so merges and dead postings occur
+    # every top-k query pruned, however small; small segments so merges and dead postings
+    # occur; passes by blocks and codes however few the postings
     _BUFFER_POSTINGS = 64
     _EXHAUSTIVE_BELOW = 0
+    _CODED_FROM = 0
+
+
+class _Coded(LexicalIndex):
+    _BUFFER_POSTINGS = 64
+    _CODED_FROM = 0
 
 
 class _PrunedSmallBlocks(_Pruned):
@@ -32,7 +39,7 @@ def field_text(rnd: random.Random, topics: int) -> str:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 10_000), st.integers(20, 400), st.integers(1, 40),
-       st.sampled_from([_Pruned, _PrunedSmallBlocks, LexicalIndex]),
+       st.sampled_from([_Pruned, _PrunedSmallBlocks, _Coded, LexicalIndex]),
        st.sampled_from([(1.2, 0.75), (0.9, 0.4)]))
 def test_top_k_over_short_field_documents_equals_brute_force(seed, n, topics, cls, params):
     # Documents like the unit layer's ("topic 3 design field 1 value 3 review"): most query
@@ -53,6 +60,7 @@ def test_top_k_over_short_field_documents_equals_brute_force(seed, n, topics, cl
         q = " ".join(rnd.sample(WORDS + ["topic", "value", "field", "3", "extra"],
                                 rnd.randint(1, 3)))
         want = brute_bm25(model, q, *params)
+        assert ix.search(q) == want, q
         for k in (1, 5, 50):
             assert ix.search(q, k=k) == want[:k], (q, k)
 

@@ -16,6 +16,9 @@ import numpy as np
 
 # The most combinations of term scores (each term: absent or one of its scores) summed as codes.
 CODES = 1 << 16
+# The fewest postings a query sums as codes (below, the float accumulator's fewer numpy calls
+# cost less), and a term's postings in a segment scored a block at a time.
+CODED_FROM = 1 << 12
 # The most candidate scores of one term looked at to count its distinct ones.
 _VALUES = 1 << 12
 

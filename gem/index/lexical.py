@@ -64,6 +64,7 @@ class LexicalIndex:
     # pass over all of them (reading a block then scoring what it met costs more than a pass).
     _PRUNED_AT_MOST = 0.5
     _BLOCK = BLOCK
+    _CODED_FROM = levels.CODED_FROM
     # No merge makes a segment of more live postings than this: a merge runs inside a write,
     # and one of 4M postings takes ~0.5 s; beyond it, segments of this size accumulate.
     _MERGE_AT_MOST = 1 << 22
@@ -321,11 +322,13 @@ class LexicalIndex:
         a, e, ba, be = where
         rows = seg.rows[a:e]
         same = seg.blk_same[ba:be]
-        mixed = np.flatnonzero(~same)
-        if 2 * mixed.shape[0] > be - ba:  # text of varied lengths: score every posting
+        # few postings (numpy's calls would cost more than they save), or text of varied
+        # lengths (mostly mixed blocks): every posting is scored
+        if e - a < self._CODED_FROM or 2 * int(np.count_nonzero(same)) < be - ba:
             scores = self._scores(idf, seg.tf[a:e], rows, avgdl)
             rows, scores = self._live(seg, rows, scores)
             return rows.astype(np.intp), scores, scores
+        mixed = np.flatnonzero(~same)
         bound = self._bm25(idf, seg.blk_tf[ba:be], seg.blk_dl[ba:be], avgdl)
         sizes = np.full(be - ba, seg.block, dtype=np.int64)
         sizes[-1] = e - a - seg.block * (be - ba - 1)
@@ -395,7 +398,9 @@ class LexicalIndex:
             rows.append(np.concatenate([p[0] for p in parts]))
             scores.append(np.concatenate([p[1] for p in parts]))
             values.append(np.concatenate([p[2] for p in parts]))
-        union, total = levels.summed(rows, scores, len(self._id_of_row), levels.levels(values))
+        few = sum(r.shape[0] for r in rows) < self._CODED_FROM
+        union, total = levels.summed(rows, scores, len(self._id_of_row),
+                                     None if few else levels.levels(values))
         return ranked(total, union, self._id_of_row, k, self._id_keys)
 
     def _exact(self, rows: np.ndarray, terms: list[tuple[int, float]],
