@@ -20,15 +20,15 @@ CODES = 1 << 16
 # cost less), and a term's postings in a segment scored a block at a time.
 CODED_FROM = 1 << 12
 # The most candidate scores of one term looked at to count its distinct ones.
-_VALUES = 1 << 12
+VALUES = 1 << 12
 
 
-def levels(values: list[np.ndarray]) -> list[np.ndarray] | None:
+def levels(values: list[np.ndarray | None]) -> list[np.ndarray] | None:
     """Each term's distinct scores, ascending, given candidates holding every score of its
-    postings, if their combinations are at most CODES."""
+    postings (None: too many), if their combinations are at most CODES."""
     out, combos = [], 1
     for v in values:
-        if v.shape[0] > _VALUES:
+        if v is None or v.shape[0] > VALUES:
             return None
         distinct = np.unique(v)
         combos *= distinct.shape[0] + 1
