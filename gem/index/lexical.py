@@ -306,7 +306,7 @@ class LexicalIndex:
         the one expression every path uses, so that scores and bounds agree bit for bit."""
         k1, b = self.k1, self.b
         tf = tf.astype(np.float64)
-        norm = k1 * (1.0 - b + b * (dl.astype(np.float64) / avgdl))
+        norm = k1 * (1.0 - b + b * (dl.astype(np.float64, copy=False) / avgdl))
         return idf * (tf * (k1 + 1.0)) / (tf + norm)
 
     def _scores(self, idf: float, tf: np.ndarray, rows: np.ndarray, avgdl: float) -> np.ndarray:
@@ -314,21 +314,14 @@ class LexicalIndex:
         return self._bm25(idf, tf, self._doc_len[rows], avgdl)
 
     def _segment_scores(self, seg: Segment, where: tuple[int, int, int, int], idf: float,
-                        avgdl: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(live rows, BM25, values holding every score, or None if as many as postings) of a
-        term's postings in a segment.
+                        avgdl: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(live rows, BM25, values holding every score) of a term's postings in a segment.
         A block whose postings all have its tf and length scores its bound, computed once:
         with short documents over a small vocabulary, nearly every block (and no gather of
         document lengths)."""
         a, e, ba, be = where
         rows = seg.rows[a:e]
         same = seg.blk_same[ba:be]
-        # few postings (numpy's calls would cost more than they save), or text of varied
-        # lengths (mostly mixed blocks): every posting is scored
-        if e - a < self._CODED_FROM or 2 * int(np.count_nonzero(same)) < be - ba:
-            scores = self._scores(idf, seg.tf[a:e], rows, avgdl)
-            rows, scores = self._live(seg, rows, scores)
-            return rows.astype(np.intp), scores, None
         mixed = np.flatnonzero(~same)
         bound = self._bm25(idf, seg.blk_tf[ba:be], seg.blk_dl[ba:be], avgdl)
         sizes = np.full(be - ba, seg.block, dtype=np.int64)
@@ -390,13 +383,20 @@ class LexicalIndex:
         values: list[np.ndarray | None] = []  # None: too many to count levels
         found = self._slices(terms)
         for q, (tid, idf) in enumerate(terms):
+            here: list[tuple[Segment, tuple[int, int, int, int]]] = []
+            for seg, w in zip(self._segments, found):
+                at = w[q]
+                if at is not None:
+                    here.append((seg, at))
+            like = sum(int(np.count_nonzero(seg.blk_same[at[2]:at[3]])) for seg, at in here)
             # one array per term: numpy's calls cost more than their copies here
-            if self._df_id(tid) < self._CODED_FROM:  # few postings: scored all at once
+            if self._df_id(tid) < self._CODED_FROM or \
+                    2 * like < sum(at[3] - at[2] for _, at in here):
+                # few postings, or text of varied lengths (mostly mixed blocks): every posting
+                # is scored, all at once
                 post: list[tuple[np.ndarray, ...]] = [self._buffer_postings(tid)]
-                for seg, where in zip(self._segments, found):
-                    at = where[q]
-                    if at is not None:
-                        post.append(self._live(seg, seg.rows[at[0]:at[1]], seg.tf[at[0]:at[1]]))
+                post += [self._live(seg, seg.rows[at[0]:at[1]], seg.tf[at[0]:at[1]])
+                         for seg, at in here]
                 # of intp: numpy casts an int32 index array again at each fancy index
                 r = np.concatenate([p[0] for p in post]).astype(np.intp, copy=False)
                 s = self._scores(idf, np.concatenate([p[1] for p in post]), r, avgdl)
@@ -406,16 +406,11 @@ class LexicalIndex:
                 continue
             buf_rows, tf = self._buffer_postings(tid)
             buf_scores = self._scores(idf, tf, buf_rows, avgdl)
-            parts: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = [
-                (buf_rows.astype(np.intp), buf_scores, buf_scores)]
-            for seg, where in zip(self._segments, found):
-                at = where[q]
-                if at is not None:
-                    parts.append(self._segment_scores(seg, at, idf, avgdl))
+            parts = [(buf_rows.astype(np.intp), buf_scores, buf_scores)]
+            parts += [self._segment_scores(seg, at, idf, avgdl) for seg, at in here]
             rows.append(np.concatenate([p[0] for p in parts]))
             scores.append(np.concatenate([p[1] for p in parts]))
-            known = [p[2] for p in parts if p[2] is not None]
-            values.append(np.concatenate(known) if len(known) == len(parts) else None)
+            values.append(np.concatenate([p[2] for p in parts]))
         few = sum(r.shape[0] for r in rows) < self._CODED_FROM
         union, total = levels.summed(rows, scores, len(self._id_of_row),
                                      None if few else levels.levels(values))
