@@ -388,10 +388,10 @@ class LexicalIndex:
                 at = w[q]
                 if at is not None:
                     here.append((seg, at))
-            like = sum(int(np.count_nonzero(seg.blk_same[at[2]:at[3]])) for seg, at in here)
             # one array per term: numpy's calls cost more than their copies here
-            if self._df_id(tid) < self._CODED_FROM or \
-                    2 * like < sum(at[3] - at[2] for _, at in here):
+            if self._df_id(tid) < self._CODED_FROM or 2 * sum(
+                    int(np.count_nonzero(seg.blk_same[at[2]:at[3]])) for seg, at in here) < \
+                    sum(at[3] - at[2] for _, at in here):
                 # few postings, or text of varied lengths (mostly mixed blocks): every posting
                 # is scored, all at once
                 post: list[tuple[np.ndarray, ...]] = [self._buffer_postings(tid)]
