@@ -14,8 +14,8 @@ from gem.errors import InvalidInput
 from gem.terms import search_terms
 from gem.text import tokens
 
-from . import lexical_file, postings
-from .common import check_doc_id, check_k, ranked
+from . import levels, lexical_file, postings
+from .common import _kth_largest, check_doc_id, check_k, id_key, id_keys, ranked
 from .postings import BLOCK, Segment, ranges
 
 # How a LexicalIndex cuts text into terms, by name (the name is saved with a snapshot): the
@@ -42,9 +42,12 @@ class LexicalIndex:
     A query for the best k scores blocks of postings in descending order of the most they can
     add (a block's largest tf and shortest document bound its scores) and each document it
     meets exactly, from the document's own terms; it stops when the k-th best score found
-    exceeds what any document not yet met could reach. The result is the exhaustive one, bit
-    for bit (same scores, same order): every score is summed over the query's terms in sorted
-    order, however it was found.
+    exceeds what any document not yet met could reach. Where the blocks show it could not stop
+    early (short documents over a small vocabulary: a term's postings score a few values, and
+    thousands of documents tie), it makes one pass over the postings instead, summing small
+    integer codes of those values (gem/index/levels.py). The result is the exhaustive one, bit
+    for bit (same scores, same order, ties by id): every score is summed over the query's terms
+    in sorted order, however it was found.
 
     `save(path, stamp)` writes a snapshot and `LexicalIndex.load(path)` reads one back; a
     loaded index scores bit for bit like the saved one and stays updatable.
@@ -61,6 +64,7 @@ class LexicalIndex:
     # pass over all of them (reading a block then scoring what it met costs more than a pass).
     _PRUNED_AT_MOST = 0.5
     _BLOCK = BLOCK
+    _CODED_FROM = levels.CODED_FROM
     # No merge makes a segment of more live postings than this: a merge runs inside a write,
     # and one of 4M postings takes ~0.5 s; beyond it, segments of this size accumulate.
     _MERGE_AT_MOST = 1 << 22
@@ -87,6 +91,8 @@ class LexicalIndex:
         self._doc_len = np.zeros(16, dtype=np.float64)  # float: scoring reads it as one
         self._owner = np.full(16, _FREE, dtype=np.int32)  # the segment id holding each row
         self._pos = np.zeros(16, dtype=np.int32)  # the row's place in its segment's documents
+        # id_keys by row, built by the first query with a large tie (`_id_keys`), then kept
+        self._keys: np.ndarray | None = None
         self._total_len = 0  # an int, so avgdl is exact and independent of update order
         self._segments: list[Segment] = []  # oldest first
         self._next_segment = 0
@@ -141,15 +147,25 @@ class LexicalIndex:
         if self._free_rows:
             row = self._free_rows.pop()
             self._id_of_row[row] = doc_id
-            return row
-        row = len(self._id_of_row)
-        self._id_of_row.append(doc_id)
-        if row >= self._doc_len.shape[0]:
-            n = 2 * self._doc_len.shape[0]
-            self._doc_len = np.concatenate((self._doc_len, np.zeros_like(self._doc_len)))
-            self._owner = np.concatenate((self._owner, np.full(n // 2, _FREE, dtype=np.int32)))
-            self._pos = np.concatenate((self._pos, np.zeros_like(self._pos)))
+        else:
+            row = len(self._id_of_row)
+            self._id_of_row.append(doc_id)
+            if row >= self._doc_len.shape[0]:
+                n = 2 * self._doc_len.shape[0]
+                self._doc_len = np.concatenate((self._doc_len, np.zeros_like(self._doc_len)))
+                self._owner = np.concatenate((self._owner,
+                                              np.full(n // 2, _FREE, dtype=np.int32)))
+                self._pos = np.concatenate((self._pos, np.zeros_like(self._pos)))
+        if self._keys is not None:
+            if row >= self._keys.shape[0]:
+                self._keys = np.concatenate((self._keys, np.zeros_like(self._keys)))
+            self._keys[row] = id_key(doc_id)
         return row
+
+    def _id_keys(self) -> np.ndarray:
+        if self._keys is None:
+            self._keys = id_keys(self._id_of_row)
+        return self._keys
 
     def upsert(self, doc_id: str, text: str) -> None:
         """Index `text` under doc_id, replacing what was indexed under it before."""
@@ -284,12 +300,40 @@ class LexicalIndex:
             out.append((self._term_id[t], math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))))
         return out
 
-    def _scores(self, idf: float, tf: np.ndarray, rows: np.ndarray, avgdl: float) -> np.ndarray:
-        """BM25 of one term for postings (tf, rows): the one expression every path uses."""
+    def _bm25(self, idf: float | np.ndarray, tf: np.ndarray, dl: np.ndarray,
+              avgdl: float) -> np.ndarray:
+        """BM25 of one term for postings of tfs `tf` in documents of lengths `dl` (any dtype):
+        the one expression every path uses, so that scores and bounds agree bit for bit."""
         k1, b = self.k1, self.b
         tf = tf.astype(np.float64)
-        norm = k1 * (1.0 - b + b * (self._doc_len[rows] / avgdl))
+        norm = k1 * (1.0 - b + b * (dl.astype(np.float64, copy=False) / avgdl))
         return idf * (tf * (k1 + 1.0)) / (tf + norm)
+
+    def _scores(self, idf: float, tf: np.ndarray, rows: np.ndarray, avgdl: float) -> np.ndarray:
+        """BM25 of one term for postings (tf, rows)."""
+        return self._bm25(idf, tf, self._doc_len[rows], avgdl)
+
+    def _segment_scores(self, seg: Segment, where: tuple[int, int, int, int], idf: float,
+                        avgdl: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(live rows, BM25, values holding every score) of a term's postings in a segment.
+        A block whose postings all have its tf and length scores its bound, computed once:
+        with short documents over a small vocabulary, nearly every block (and no gather of
+        document lengths)."""
+        a, e, ba, be = where
+        rows = seg.rows[a:e]
+        same = seg.blk_same[ba:be]
+        mixed = np.flatnonzero(~same)
+        bound = self._bm25(idf, seg.blk_tf[ba:be], seg.blk_dl[ba:be], avgdl)
+        sizes = np.full(be - ba, seg.block, dtype=np.int64)
+        sizes[-1] = e - a - seg.block * (be - ba - 1)
+        scores = np.repeat(bound, sizes)
+        values = np.unique(bound[same])
+        if mixed.shape[0]:
+            at = ranges(seg.block * mixed, sizes[mixed])
+            scores[at] = self._scores(idf, seg.tf[a:e][at], rows[at], avgdl)
+            values = np.concatenate((values, scores[at]))
+        rows, scores = self._live(seg, rows, scores)
+        return rows.astype(np.intp), scores, values
 
     def _slices(self, terms: list[tuple[int, float]]
                 ) -> list[list[tuple[int, int, int, int] | None]]:
@@ -334,30 +378,43 @@ class LexicalIndex:
 
     def _exhaustive(self, terms: list[tuple[int, float]], k: int | None,
                     avgdl: float) -> list[tuple[str, float]]:
-        # acc is indexed by row, but only the rows in the query's postings are read or written
-        # (a large np.zeros is calloc'ed, so untouched pages cost nothing), and a fresh one per
-        # call keeps concurrent readers independent. A term's score is always > 0 (Lucene idf
-        # > 0, tf >= 1), so acc == 0 means "row not seen yet"; that avoids a sort-based union.
-        acc = np.zeros(len(self._id_of_row), dtype=np.float64)
-        seen: list[np.ndarray] = []
+        rows: list[np.ndarray] = []
+        scores: list[np.ndarray] = []
+        values: list[np.ndarray | None] = []  # None: too many to count levels
         found = self._slices(terms)
         for q, (tid, idf) in enumerate(terms):
-            parts: list[tuple[np.ndarray, ...]] = [self._buffer_postings(tid)]
-            for seg, where in zip(self._segments, found):
-                if where[q] is not None:
-                    a, b = where[q][0], where[q][1]  # type: ignore[index]
-                    parts.append(self._live(seg, seg.rows[a:b], seg.tf[a:b]))
-            # one array per term (numpy's calls cost more than their copies here), of intp:
-            # numpy casts an int32 index array again at each fancy index
-            rows = np.concatenate([r for r, _ in parts]).astype(np.intp, copy=False)
-            tf = np.concatenate([f for _, f in parts])
-            seen.append(rows[acc[rows] == 0.0] if seen else rows)
-            # Rows are unique within a term, so fancy-index += is a plain scatter-add.
-            acc[rows] += self._scores(idf, tf, rows, avgdl)
-        if not seen:
-            return []
-        rows = seen[0] if len(seen) == 1 else np.concatenate(seen)
-        return ranked(acc[rows], rows, self._id_of_row, k)
+            here: list[tuple[Segment, tuple[int, int, int, int]]] = []
+            for seg, w in zip(self._segments, found):
+                at = w[q]
+                if at is not None:
+                    here.append((seg, at))
+            # one array per term: numpy's calls cost more than their copies here
+            if self._df_id(tid) < self._CODED_FROM or 2 * sum(
+                    int(np.count_nonzero(seg.blk_same[at[2]:at[3]])) for seg, at in here) < \
+                    sum(at[3] - at[2] for _, at in here):
+                # few postings, or text of varied lengths (mostly mixed blocks): every posting
+                # is scored, all at once
+                post: list[tuple[np.ndarray, ...]] = [self._buffer_postings(tid)]
+                post += [self._live(seg, seg.rows[at[0]:at[1]], seg.tf[at[0]:at[1]])
+                         for seg, at in here]
+                # of intp: numpy casts an int32 index array again at each fancy index
+                r = np.concatenate([p[0] for p in post]).astype(np.intp, copy=False)
+                s = self._scores(idf, np.concatenate([p[1] for p in post]), r, avgdl)
+                rows.append(r)
+                scores.append(s)
+                values.append(s if s.shape[0] <= levels.VALUES else None)
+                continue
+            buf_rows, tf = self._buffer_postings(tid)
+            buf_scores = self._scores(idf, tf, buf_rows, avgdl)
+            parts = [(buf_rows.astype(np.intp), buf_scores, buf_scores)]
+            parts += [self._segment_scores(seg, at, idf, avgdl) for seg, at in here]
+            rows.append(np.concatenate([p[0] for p in parts]))
+            scores.append(np.concatenate([p[1] for p in parts]))
+            values.append(np.concatenate([p[2] for p in parts]))
+        few = sum(r.shape[0] for r in rows) < self._CODED_FROM
+        union, total = levels.summed(rows, scores, len(self._id_of_row),
+                                     None if few else levels.levels(values))
+        return ranked(total, union, self._id_of_row, k, self._id_keys)
 
     def _exact(self, rows: np.ndarray, terms: list[tuple[int, float]],
                avgdl: float) -> np.ndarray:
@@ -405,7 +462,7 @@ class LexicalIndex:
         k1, b = self.k1, self.b
         idf = np.array([i for _, i in terms], dtype=np.float64)
         # every block of the query's terms: its bound, segment, postings and term
-        ub, seg_of, start, end, term_of = [], [], [], [], []
+        ub, seg_of, start, end, term_of, same_of = [], [], [], [], [], []
         found = self._slices(terms)
         for q in range(len(terms)):
             for s, seg in enumerate(self._segments):
@@ -416,11 +473,24 @@ class LexicalIndex:
                 tf = seg.blk_tf[ba:be].astype(np.float64)
                 dl = seg.blk_dl[ba:be].astype(np.float64)
                 ub.append(idf[q] * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * (dl / avgdl))))
+                same_of.append(seg.blk_same[ba:be])
                 first = a + seg.block * np.arange(be - ba, dtype=np.int64)
                 start.append(first)
                 end.append(np.minimum(first + seg.block, e))
                 seg_of.append(np.full(be - ba, s, dtype=np.int64))
                 term_of.append(np.full(be - ba, q, dtype=np.int64))
+        if ub:
+            bound = np.concatenate(ub)
+            order = np.argsort(-bound, kind="stable")
+            bound, seg_b, term_b = bound[order], np.concatenate(seg_of)[order], \
+                np.concatenate(term_of)[order]
+            start_b, end_b = np.concatenate(start)[order], np.concatenate(end)[order]
+            size_b = end_b - start_b
+            budget = self._PRUNED_AT_MOST * int(size_b.sum())
+            theta = levels.kth_of_like_blocks(bound, term_b, size_b,
+                                              np.concatenate(same_of)[order], k)
+            if theta > 0.0 and levels.unmet_below(bound, term_b, size_b, 0, theta) > budget:
+                return self._exhaustive(terms, k, avgdl)
         n = len(self._id_of_row)
         partial = np.zeros(n, dtype=np.float64)
         bits = np.zeros(n, dtype=np.int64)
@@ -435,14 +505,8 @@ class LexicalIndex:
         buffered = np.concatenate(met)
         rest = np.zeros(len(terms), dtype=np.float64)  # each term's best block not read
         if ub:
-            bound = np.concatenate(ub)
-            order = np.argsort(-bound, kind="stable")
-            bound, seg_b, term_b = bound[order], np.concatenate(seg_of)[order], \
-                np.concatenate(term_of)[order]
-            start_b, end_b = np.concatenate(start)[order], np.concatenate(end)[order]
-            done, n_blocks = 0, bound.shape[0]
+            done, n_blocks, read = 0, bound.shape[0], 0
             batch = max(2, (4 * k) // self._BLOCK + 1)
-            budget, read = self._PRUNED_AT_MOST * int((end_b - start_b).sum()), 0
             while done < n_blocks:
                 read += int((end_b[done:done + batch] - start_b[done:done + batch]).sum())
                 if read > budget:
@@ -467,20 +531,28 @@ class LexicalIndex:
                 rest[:] = 0.0
                 left, first = np.unique(term_b[done:], return_index=True)
                 rest[left] = bound[done + first]
-                if done < n_blocks and self._kth(partial, met, k) > \
-                        math.fsum(rest.tolist()) * (1.0 + 1e-8):
+                if done == n_blocks:
+                    break
+                theta = self._kth(partial, met, k)
+                if theta > math.fsum(rest.tolist()) * (1.0 + 1e-8):
                     # no document left unmet can enter; stop once scoring the ones met that
                     # still could costs less than reading the next batch of blocks
                     rows = self._reaching(partial, bits, met, rest, k)
                     nxt = slice(done, done + batch)
                     if rows.shape[0] * avgdl <= int((end_b[nxt] - start_b[nxt]).sum()):
                         break
+                elif theta > 0.0 and \
+                        read + levels.unmet_below(bound, term_b, size_b, done, theta) > budget:
+                    # even if the k-th best score stayed where it is (it only rises), unmet
+                    # documents could reach it until past the budget: with scores of a few
+                    # levels each (short documents), the rule, not the exception
+                    return self._exhaustive(terms, k, avgdl)
         rows = self._reaching(partial, bits, met, rest, k)
         in_buffer = np.isin(rows, buffered)
         scores = np.empty(rows.shape[0], dtype=np.float64)
         scores[in_buffer] = partial[rows[in_buffer]]
         scores[~in_buffer] = self._exact(rows[~in_buffer], terms, avgdl)
-        return ranked(scores, rows, self._id_of_row, k)
+        return ranked(scores, rows, self._id_of_row, k, self._id_keys)
 
     @classmethod
     def _reaching(cls, partial: np.ndarray, bits: np.ndarray, met: list[np.ndarray],
@@ -503,8 +575,10 @@ class LexicalIndex:
         n = sum(m.shape[0] for m in met)
         if n < k:
             return 0.0
+        if n == k:
+            return float(min(partial[m].min() for m in met if m.shape[0]))
         scores = partial[np.concatenate(met)] if len(met) > 1 else partial[met[0]]
-        return float(np.partition(scores, n - k)[n - k])
+        return float(_kth_largest(scores, k))
 
     def search_covering(self, query: str, k: int | None = None, max_df: float | None = None,
                         ids: set[str] | None = None) -> list[tuple[str, float, float]]:

@@ -61,6 +61,8 @@ class Segment:
     blk_ptr: np.ndarray     # int64, len(terms) + 1: each term's blocks
     blk_tf: np.ndarray      # the block's largest tf
     blk_dl: np.ndarray      # int32, the block's shortest document
+    blk_same: np.ndarray    # bool: every posting of the block has that tf and length (so
+    #                         its score is the block's bound: short documents, most blocks)
     docs: np.ndarray        # int32 rows, in the order of the forward index
     fwd_ptr: np.ndarray     # int64, len(docs) + 1
     fwd_terms: np.ndarray   # int32
@@ -102,12 +104,16 @@ def build(seg_id: int, terms: np.ndarray, ptr: np.ndarray, rows: np.ndarray, tf:
     blk_tf: np.ndarray
     blk_dl: np.ndarray
     if starts.shape[0]:
+        dl = doc_len[rows]
         blk_tf = np.maximum.reduceat(tf, starts).astype(dt)
-        blk_dl = np.minimum.reduceat(doc_len[rows], starts).astype(np.int32)
+        blk_dl = np.minimum.reduceat(dl, starts).astype(np.int32)
+        same = (np.minimum.reduceat(tf, starts) == blk_tf) & \
+            (np.maximum.reduceat(dl, starts) == blk_dl)
     else:
         blk_tf, blk_dl = np.zeros(0, dtype=dt), np.zeros(0, dtype=np.int32)
+        same = np.zeros(0, dtype=bool)
     return Segment(seg_id, terms.astype(np.int32), ptr.astype(np.int64), rows.astype(np.int32),
-                   tf.astype(dt), blk_ptr, blk_tf, blk_dl, docs.astype(np.int32),
+                   tf.astype(dt), blk_ptr, blk_tf, blk_dl, same, docs.astype(np.int32),
                    fwd_ptr.astype(np.int64), fwd_terms.astype(np.int32),
                    fwd_tf.astype(tf_dtype(fwd_tf)), int(docs.shape[0]), int(rows.shape[0]), block)
 
