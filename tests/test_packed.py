@@ -130,3 +130,29 @@ def test_packed_texts_read_and_write_by_row():
     blob2, offsets2, has2 = column.packed()
     again = PackedTexts(blob2, offsets2, has2, "test")
     assert [again[r] for r in range(6)] == [column[r] for r in range(6)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_prefix_keys_of_packed_ids_are_the_keys_of_their_ids_through_writes(seed, monkeypatch):
+    """A large tie picks its smallest ids by these keys: read from the blob, with the rows
+    written since, they are what `common.id_keys` makes of the ids, and no id is decoded."""
+    from gem.index.common import id_keys as prefix_keys
+    rnd = random.Random(seed)
+    ids = [i for i in IDS if i] + [f"t{n}/f{n % 7}" for n in range(200)]
+    rnd.shuffle(ids)
+    p = _packed(ids, blanks=False, saved_keys=True)
+    with monkeypatch.context() as m:
+        m.setattr(packed.PackedStrings, "__getitem__", lambda self, i: pytest.fail("decoded"))
+        assert p.prefix_keys().tolist() == prefix_keys(ids).tolist()
+    view, expect = p.ids, list(ids)
+    view[3] = expect[3] = "zz/replaced"
+    view[len(ids) - 1] = expect[-1] = "é/replaced"
+    for s in ("new/ü", "t0"):
+        view.append(s)
+        expect.append(s)
+    assert p.prefix_keys().tolist() == prefix_keys(expect).tolist()
+    for _ in range(3):
+        view.pop()
+        expect.pop()
+    assert p.packed_now
+    assert p.prefix_keys().tolist() == prefix_keys(expect).tolist()

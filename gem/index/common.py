@@ -40,11 +40,11 @@ def id_keys(ids: list[str]) -> np.ndarray:
     """Each id's first 8 bytes of UTF-8 as a big-endian uint64 (zero-padded): key(a) < key(b)
     implies a < b (UTF-8 orders as code points do, and a padded prefix sorts first), so the
     keys pick the smallest ids of a large tie in numpy and only equal keys need the ids."""
-    return np.array([i.encode() for i in ids], dtype="S8").view(">u8").astype(np.uint64)
+    return np.array([i.encode("utf-8", "surrogatepass") for i in ids], dtype="S8").view(">u8").astype(np.uint64)
 
 
 def id_key(doc_id: str) -> int:
-    return int.from_bytes(doc_id.encode()[:8].ljust(8, b"\0"), "big")
+    return int.from_bytes(doc_id.encode("utf-8", "surrogatepass")[:8].ljust(8, b"\0"), "big")
 
 
 def _smallest_ids(rows: np.ndarray, m: int, id_of_row: list[str],

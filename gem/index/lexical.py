@@ -16,6 +16,7 @@ from gem.text import tokens
 
 from . import levels, lexical_file, postings
 from .common import _kth_largest, check_doc_id, check_k, id_key, id_keys, ranked
+from .packed import packed_of
 from .postings import BLOCK, Segment, ranges
 
 # How a LexicalIndex cuts text into terms, by name (the name is saved with a snapshot): the
@@ -164,7 +165,8 @@ class LexicalIndex:
 
     def _id_keys(self) -> np.ndarray:
         if self._keys is None:
-            self._keys = id_keys(self._id_of_row)
+            packed = packed_of(self._id_of_row)
+            self._keys = id_keys(self._id_of_row) if packed is None else packed.prefix_keys()
         return self._keys
 
     def upsert(self, doc_id: str, text: str) -> None:

@@ -17,6 +17,9 @@ import numpy as np
 
 from gem.errors import SnapshotError
 
+from .common import id_key as id_key_of
+from .common import id_keys as id_keys_of
+
 _M64 = (1 << 64) - 1
 _K0, _K1, _K2 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
@@ -275,6 +278,27 @@ class PackedIds:
             return self._base.blob, self._base.offsets, self._base.keys()
         blob, offsets = self.packed()
         return blob, offsets, id_keys(blob, offsets)
+
+    def prefix_keys(self) -> np.ndarray:
+        """`common.id_keys` of the rows' ids (each id's first 8 bytes of UTF-8, big-endian,
+        zero-padded), read from the blob while packed: a large tie in the first query after an
+        open decodes no id (`LexicalIndex` picks such ties by these keys)."""
+        if self._base is None:
+            return id_keys_of(list(self.ids))
+        base = self._base
+        bounds = base.bounds
+        starts, lengths = bounds[:-1], np.minimum(np.diff(bounds), 8)
+        keys = np.zeros(self._len, dtype=np.uint64)
+        upto = min(self._len, base.n)
+        for j in range(8):
+            has = np.flatnonzero(lengths[:upto] > j)
+            keys[has] |= base.blob[starts[has] + j].astype(np.uint64) << np.uint64(8 * (7 - j))
+        for row, s in self._over.items():
+            if row < self._len:
+                keys[row] = id_key_of(s)
+        for i, s in enumerate(self._tail):
+            keys[base.n + i] = id_key_of(s)
+        return keys
 
     def __len__(self) -> int:
         if self._base is not None:
