@@ -156,3 +156,20 @@ def test_prefix_keys_of_packed_ids_are_the_keys_of_their_ids_through_writes(seed
         expect.pop()
     assert p.packed_now
     assert p.prefix_keys().tolist() == prefix_keys(expect).tolist()
+
+
+def test_many_reads_decode_every_id_once_and_then_read_plain(monkeypatch):
+    """A pass over many rows (a forgetting pass moves every unit) pays one decode, not a
+    packed lookup per read; a few reads stay packed."""
+    ids = [f"t{n}/f{n % 7}" for n in range(3 * PackedIds.READS_PACKED)]
+    p = _packed(ids, blanks=False, saved_keys=True)
+    view, rows = p.ids, p.row_of
+    for row in range(0, len(ids), 7):
+        assert view[row] == ids[row]
+        assert rows[ids[row]] == row
+    assert p.packed_now  # 2 * 1756 reads: under the budget
+    for row in range(len(ids)):
+        assert view[row] == ids[row]
+    assert not p.packed_now
+    assert [view[r] for r in range(0, len(ids), 5)] == ids[::5]
+    assert rows.get(ids[-1]) == len(ids) - 1 and rows.get("absent") is None
