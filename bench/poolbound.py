@@ -3,8 +3,9 @@
     python bench/poolbound.py --topics 100000 --engine kuzu [--keep DIR] [--updates 30]
 
 scale.py's workload on one engine, gem alone in the process (no raw twin): grow to N topics
-of 10 fields in batches of 2,000 facts, update batches of 2,000, a full audit, then, 45 days
-later, a forgetting pass and a full audit again; each step prints a JSON line (seconds, the
+of 10 fields in batches of 2,000 facts, update batches of 2,000, a full audit, then, in a fresh
+process, the first free-text retrieve after the open, 8 more and 8 structured ones (wall and CPU
+ms each), and 45 days later a forgetting pass and a full audit again; each step prints a JSON line (seconds, the
 process's peak and current RSS, or the error a step failed with). The memory is kept in DIR
 (built once; without --keep it lives in a temporary directory removed at the end), and each open is timed in a fresh process, three times. A benchmark, not a
 test: nothing asserts a time.
@@ -31,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Clock, rss_mb, rss_now_mb  # noqa: E402
-from scale import new_facts, update_facts  # noqa: E402
+from scale import new_facts, topic_name, update_facts  # noqa: E402
 
 
 def say(step: str, **values: object) -> None:
@@ -70,11 +71,32 @@ def build(path: str, engine: str, topics: int, updates: int) -> None:
     say("closed")
 
 
-def later(path: str, engine: str) -> None:
+QUERIES = ("budget review", "launch design 7", "value 12 pricing", "roadmap audit", "alpha hiring",
+           "security partner 3", "value 99 review", "support analytics")
+
+
+def latencies(name: str, calls: list) -> None:
+    """Wall and CPU ms of each call, in order (the first after an open pays what it loads)."""
+    wall, cpu = [], []
+    for call in calls:
+        start, used = time.perf_counter(), time.process_time()
+        call()
+        wall.append(round(1000 * (time.perf_counter() - start), 1))
+        cpu.append(round(1000 * (time.process_time() - used), 1))
+    say(name, wall_ms=wall, cpu_ms=cpu)
+
+
+def later(path: str, engine: str, topics: int) -> None:
     import gem
     clock = Clock()
-    clock.advance(days=45)
+    start, used = time.perf_counter(), time.process_time()
     with gem.open(path, engine=engine, clock=clock) as mem:
+        say("open", s=round(time.perf_counter() - start, 3), cpu=round(time.process_time() - used, 3))
+        step("first_free_text", lambda: mem.retrieve("value 3 alpha", k=5))
+        latencies("free_text", [lambda q=q: mem.retrieve(q, k=5) for q in QUERIES])
+        latencies("structured", [lambda i=i: mem.retrieve(topic=topic_name(i * 997 % topics),
+                                                          fields=["field 1"]) for i in range(8)])
+        clock.advance(days=45)
         step("forget", mem.forget)
         step("audit_full_after_forget", lambda: print(mem.audit(full=True).ok, file=sys.stderr))
         step("retrieve", lambda: mem.retrieve("value 3 alpha", k=5))
@@ -110,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if args.child == "build":
         build(path, args.engine, args.topics, args.updates)
     elif args.child == "later":
-        later(path, args.engine)
+        later(path, args.engine, args.topics)
     elif args.child == "open":
         open_once(path, args.engine)
     else:
