@@ -99,6 +99,10 @@ def write_mixed(url: str, scope: str, index: int, ops: int, go: str) -> None:
                 view.erase(title, "status", reason="test")
         except (gem.InvalidInput, gem.UnknownUnit):
             pass  # a link of a topic to itself, an erasure of what is not there (yet)
+        except gem.WriteConflict:
+            # lost the race to the other writers Engine.MAX_ATTEMPTS times in a row (a CI
+            # run on a loaded box saw it once): nothing was written, so nothing is counted
+            pass
     print(f"ingested {ingested}", flush=True)
     mem.close()
 
