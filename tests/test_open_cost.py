@@ -70,10 +70,31 @@ def test_open_builds_no_policy_parser_from_the_grammar(monkeypatch, tmp_path):
     assert built[0] == 0
 
 
+def _count_whole_decodes(m, built: list[int], terms_too: bool) -> None:
+    """Add to built[0] the strings of ids and documents decoded as whole tables, with
+    `terms_too` also those snapfile decodes (a lexical index's terms, the summaries' tables),
+    and the names the name directory indexes."""
+    from gem.derived import tables
+    from gem.index import packed, snapfile
+    decode, fill = packed.decode_strings, tables.NameDirectory._fill
+
+    def decoding(blob, offsets):
+        out = decode(blob, offsets)
+        built[0] += len(out)
+        return out
+
+    def filling(self, names_of, keys_of):
+        built[0] += len(names_of)
+        fill(self, names_of, keys_of)
+
+    for module in (packed, snapfile) if terms_too else (packed,):
+        m.setattr(module, "decode_strings", decoding)
+    m.setattr(tables.NameDirectory, "_fill", filling)
+
+
 def _items_built_at_open(topics: int, monkeypatch) -> int:
     from gem import snapshot
-    from gem.derived import tables
-    from gem.index import LexicalIndex, snapfile
+    from gem.index import LexicalIndex
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "m")
         with gem.open(path, engine=ENGINE) as mem:
@@ -81,17 +102,7 @@ def _items_built_at_open(topics: int, monkeypatch) -> int:
                         for i in range(topics) for j in range(3)])
             mem.retrieve("value 1.1")  # summaries, search documents: all derived and saved
         built = [0]
-        decode, fill, touches, lexical = (snapfile.decode_strings, tables.NameDirectory._fill,
-                                          snapshot.Touches.build, LexicalIndex.load.__func__)
-
-        def decoding(blob, offsets):
-            out = decode(blob, offsets)
-            built[0] += len(out)
-            return out
-
-        def filling(self, names_of, keys_of):
-            built[0] += len(names_of)
-            fill(self, names_of, keys_of)
+        touches, lexical = snapshot.Touches.build, LexicalIndex.load.__func__
 
         def building(self):
             out = touches(self)
@@ -104,8 +115,7 @@ def _items_built_at_open(topics: int, monkeypatch) -> int:
             return ix, stamp
 
         with monkeypatch.context() as m:
-            m.setattr(snapfile, "decode_strings", decoding)  # PackedIds and the other tables
-            m.setattr(tables.NameDirectory, "_fill", filling)
+            _count_whole_decodes(m, built, terms_too=True)
             m.setattr(snapshot.Touches, "build", building)
             m.setattr(LexicalIndex, "load", classmethod(loading))
             mem = gem.open(path, engine=ENGINE)
@@ -160,7 +170,6 @@ mem.close()
 
 def _whole_tables_decoded_by_first_search(topics: int, monkeypatch) -> tuple[int, int]:
     """(items decoded whole, field ids decoded) by the first free-text query after an open."""
-    from gem.derived import tables
     from gem.index import packed
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "m")
@@ -169,25 +178,14 @@ def _whole_tables_decoded_by_first_search(topics: int, monkeypatch) -> tuple[int
                         for i in range(topics) for j in range(3)])
             mem.retrieve("value 1.1")  # the unit layer derived and saved with the rest
         built, rows = [0], [0]
-        decode, fill, one = packed.decode_strings, tables.NameDirectory._fill, \
-            packed.PackedStrings.__getitem__
-
-        def decoding(blob, offsets):
-            out = decode(blob, offsets)
-            built[0] += len(out)
-            return out
-
-        def filling(self, names_of, keys_of):
-            built[0] += len(names_of)
-            fill(self, names_of, keys_of)
+        one = packed.PackedStrings.__getitem__
 
         def reading(self, i):
             rows[0] += 1
             return one(self, i)
 
         with monkeypatch.context() as m:
-            m.setattr(packed, "decode_strings", decoding)
-            m.setattr(tables.NameDirectory, "_fill", filling)
+            _count_whole_decodes(m, built, terms_too=False)
             m.setattr(packed.PackedStrings, "__getitem__", reading)
             mem = gem.open(path, engine=ENGINE)
             try:
