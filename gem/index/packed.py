@@ -324,13 +324,18 @@ class PackedIds:
         self._decoded()
         return True
 
-    def _id(self, row: int) -> str:
-        base = self._base
-        assert base is not None
+    def _position(self, row: int) -> int:
+        """row as a list index would take it (negative from the end); IndexError outside."""
         if row < 0:
             row += self._len
         if not 0 <= row < self._len:
             raise IndexError("row out of range")
+        return row
+
+    def _id(self, row: int) -> str:
+        base = self._base
+        assert base is not None
+        row = self._position(row)
         if row >= base.n:
             return self._tail[row - base.n]
         got = self._over.get(row)
@@ -345,10 +350,7 @@ class PackedIds:
     def _set_id(self, row: int, s: str) -> None:
         base = self._base
         assert base is not None
-        if row < 0:
-            row += self._len
-        if not 0 <= row < self._len:
-            raise IndexError("row out of range")
+        row = self._position(row)
         if row >= base.n:
             self._tail[row - base.n] = s
         else:
