@@ -12,6 +12,8 @@ terms are added in the same order).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 # The most combinations of term scores (each term: absent or one of its scores) summed as codes.
@@ -44,20 +46,25 @@ def summed(rows: list[np.ndarray], scores: list[np.ndarray], n: int,
     (rows unique within a term, all < n, scores > 0), as codes if `levels_of` is given."""
     if levels_of is not None:
         return _coded(rows, scores, n, levels_of)
-    # acc == 0 means "row not seen yet" (every score is > 0): no sort-based union. The
-    # gather before the add also tells which rows are new.
     acc = np.zeros(n, dtype=np.float64)
+    union = _add_up(acc, rows, scores)
+    return union, acc[union]
+
+
+def _add_up(acc: np.ndarray, rows: list[np.ndarray], steps: Iterable[np.ndarray]) -> np.ndarray:
+    """Add each term's steps into `acc` at its rows, in term order; the rows met, each once.
+    acc == 0 means "row not met yet" (every step is > 0): no sort-based union, and the gather
+    before the add also tells which rows are new."""
     seen: list[np.ndarray] = []
-    for r, s in zip(rows, scores):
+    for r, s in zip(rows, steps):
         if seen:
             before = acc[r]
-            seen.append(r[before == 0.0])
+            seen.append(r[before == 0])
             acc[r] = before + s
         else:
             seen.append(r)
             acc[r] = s
-    union = seen[0] if len(seen) == 1 else np.concatenate(seen)
-    return union, acc[union]
+    return seen[0] if len(seen) == 1 else np.concatenate(seen)
 
 
 def _level(distinct: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -76,19 +83,12 @@ def _coded(rows: list[np.ndarray], scores: list[np.ndarray], n: int,
     base = [lv.shape[0] + 1 for lv in levels_of]  # 0: the term is absent
     dtype = np.uint8 if int(np.prod(base)) <= 256 else np.uint16
     code = np.zeros(n, dtype=dtype)
-    seen: list[np.ndarray] = []
-    radix = 1
-    for r, s, lv, b in zip(rows, scores, levels_of, base):
-        step = (_level(lv, s) * radix).astype(dtype)
-        if seen:
-            before = code[r]
-            seen.append(r[before == 0])
-            code[r] = before + step
-        else:
-            seen.append(r)
-            code[r] = step
-        radix *= b
-    union = seen[0] if len(seen) == 1 else np.concatenate(seen)
+    radices = [1]
+    for b in base:
+        radices.append(radices[-1] * b)
+    union = _add_up(code, rows, ((_level(lv, s) * radix).astype(dtype)
+                                 for s, lv, radix in zip(scores, levels_of, radices)))
+    radix = radices[-1]
     # the score of every code, summed over the terms in order as the accumulator would
     every = np.arange(radix, dtype=np.int64)
     total = np.zeros(radix, dtype=np.float64)
