@@ -52,6 +52,21 @@ def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summa
     return out
 
 
+def cached_whole(cache: "CommittedCache", tid: str) -> bool:
+    """Whether the row cache holds all a summary of committed topic `tid` reads (its row, its
+    fields and their histories): then `summaries_of` sends the engine no statement."""
+    rows, children = cache.rows, cache.children
+    fields = children["HAS_FIELD"].get(tid)
+    if rows["Topic"].get(tid) is None or fields is None:
+        return False
+    for fid in fields:
+        entries = children["HAS_ENTRY"].get(fid)
+        if fid not in rows["Field"] or entries is None or \
+                any(eid not in rows["Entry"] for eid in entries):
+            return False
+    return True
+
+
 def scanned_summaries(tx: Any, lo: int, hi: int, summarizer: Summarizer,
                       wanted: Callable[[str, str], bool]) -> dict[str, dict[str, str]]:
     """scope -> topic -> summary of the topics at node offsets [lo, hi) that are `wanted(scope,

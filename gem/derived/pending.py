@@ -24,6 +24,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from ..store import queries
+from .documents import cached_whole
 from .scope import ScopeState
 from .tables import Summarizer
 
@@ -53,10 +54,11 @@ class Deriver:
 
     # Stale summaries (a topic's title and current values: gem/derived/documents.py): up to
     # SUMMARY_KEYS pending are derived SUMMARY_BATCH topics a step from the row cache, which
-    # holds what the commits that made them stale wrote (~0.5 ms a topic); a larger backlog (a
-    # rebuild, an older snapshot: every topic) is read from the engine SUMMARY_RANGE topics a
-    # step, each topic whole (at 100k topics ~0.1 s of CPU a step, where reading topics by key
-    # costs 2-25 ms each). Either way, a query no longer reads whole topics to summarise them.
+    # holds what the commits that made them stale wrote (~0.5 ms a topic; those it no longer
+    # holds whole are left to their readers); a larger backlog (a rebuild, an older snapshot:
+    # every topic) is read from the engine SUMMARY_RANGE topics a step, each topic whole (at
+    # 100k topics ~0.1 s of CPU a step, where reading topics by key costs 2-25 ms each). So a
+    # query rarely reads whole topics to summarise them.
     SUMMARY_KEYS = 1024
     SUMMARY_BATCH = 64
     SUMMARY_RANGE = 512
@@ -159,9 +161,15 @@ class Deriver:
             self._range = None
             return False
         if self._range is None and sum(len(s.stale) for s in pending) <= self.SUMMARY_KEYS:
-            scope = pending[0]
-            scope.refresh(cache, summarizer, list(itertools.islice(scope.stale, self.SUMMARY_BATCH)))
-            return True
+            # only those the cache holds whole: reading the others back would evict newer
+            # rows (the cache keeps its budget after commits), and costs what a reader pays
+            for scope in pending:
+                ready = list(itertools.islice((t for t in scope.stale if cached_whole(cache, t)),
+                                              self.SUMMARY_BATCH))
+                if ready:
+                    scope.refresh(cache, summarizer, ready)
+                    return True
+            return False
         # A pass over every topic, a range of node offsets a step; each step reads its topics
         # whole, under the lock, so what it derives is what is committed. Topics made stale
         # behind it are left to the next pass, or to the steps by key.
