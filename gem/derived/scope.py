@@ -16,6 +16,7 @@ from ..places import PlaceGrid, unit_places
 from ..store.schema import Row
 from ..units import unit_table
 from .documents import SCAN_ABOVE, summaries_of, unit_document_pieces, units_rewritten
+from .summaries import Summaries
 from .tables import (EPISODE_STATUS, FIELD_STATUS, SALIENCE_SLACK, TOPIC_STATUS, NameDirectory, SalienceTable,
                      SavedUnits, Summarizer, UnitIndexes, said_key, seconds)
 
@@ -40,7 +41,7 @@ class ScopeState:
         self._lexical: LexicalIndex | None = LexicalIndex()
         self.saved_lexical: Any = None  # where it is read from, while _lexical is None
         self.vectors = VectorIndex(embedder.dim)
-        self.summaries: dict[str, str] = {}
+        self.summaries = Summaries()
         self.stale: dict[str, None] = {}  # topics whose summary and index entries are out of date
         self.topics = SalienceTable(TOPIC_STATUS)
         self.fields = SalienceTable(FIELD_STATUS)
