@@ -193,7 +193,9 @@ class Engine:
             shared.governance = policy_home.shared.governance
         # the search documents of what this handle commits, derived off the commit path
         self.deriver = Deriver(store.lock, lambda: (self.derived, self.cache),
-                               lambda: self.store.closed, store.path)
+                               lambda: self.store.closed, store.path,
+                               default_summary if self.services.summarizer is default_summary
+                               else None)
 
     # ------------------------------------------------------------------ shared state
     @property

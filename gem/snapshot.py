@@ -3,10 +3,10 @@
     <database>.gem-derived/
         meta.json                  the stamp: log position and hash it reflects, embedder, files
         state-<gen>.json           pending salience, the last clean audit, the log head's time,
-                                   and per scope: names, summaries, stale topics, flags,
-                                   counters, field labels, unit documents and valid times
+                                   and per scope: names, stale topics and units, flags,
+                                   counters, field labels
         tables-<scope>-<gen>.npz   salience columns of every topic, field and episode of a scope,
-                                   the log records that touched each topic
+                                   the log records that touched each topic, the summaries
         lexical-<scope>-<gen>.snap the BM25 index over a scope's summaries    (gem/index/lexical.py)
         vectors-<scope>-<gen>.snap the vector index over a scope's summaries  (gem/index/vector.py)
         titles-<scope>-<gen>.snap  the title vectors the resolver matches     (gem/index/vector.py)
@@ -46,6 +46,7 @@ import numpy as np
 from .collector import paused_gc
 from .derived import (DerivedState, NameDirectory, Progress, SalienceTable, ScopeState, UnitIndexes,
                       scope_of, snapshot_dir)
+from .derived.summaries import Summaries
 from .derived.unit_columns import UnitColumns
 from .errors import SnapshotError
 from .index import (LexicalIndex, VectorIndex, encode_strings, read_snapshot_file, snapshot_strings,
@@ -67,10 +68,11 @@ if TYPE_CHECKING:
 # 9: each scope's names as one JSON text in the state's JSON, parsed when first used (at 30k
 # topics 0.1 s of an open), and no zero open-flag counts; 10: beside each table of ids, their
 # hash keys (gem/index/packed.py: a row found without decoding the ids), and the unit documents
-# by the unit lexical index's rows (a 9's unit files are written again by the next save).
+# by the unit lexical index's rows (a 9's unit files are written again by the next save);
+# 11: the summaries in the tables, packed (gem/derived/summaries.py), not in the state's JSON.
 # A snapshot of any other format is rebuilt from the database, never read.
-FORMAT = 10
-READS = (6, 7, 8, 9, 10)
+FORMAT = 11
+READS = (6, 7, 8, 9, 10, 11)
 UNIT_FILES = (("units", "snap"), ("unitvec", "snap"), ("unitdocs", "snap"))
 
 
@@ -95,7 +97,7 @@ def save(state: DerivedState, db_path: str) -> None:
             # each name with its canonical key: open then builds the directory without
             # normalising 100k names again (0.1 s of a 1.1 s open at 100k topics)
             "names": scope.names.saved(),
-            "summaries": scope.summaries, "stale": list(scope.stale),
+            "stale": list(scope.stale),
             # topics without open flags are most: absent means none
             "open_flags": {tid: n for tid, n in scope.open_flags.items() if n},
             "counters": scope.counters,
@@ -133,6 +135,7 @@ def _save_scope(scope: ScopeState, folder: str, files: dict[str, str], stamp: di
         arrays[f"{kind}_last"] = table.last[:n]
         arrays[f"{kind}_status"] = table.status[:n]
         arrays[f"{kind}_owner"] = _narrow(table.owner[:n])
+    arrays.update(scope.summaries.arrays())
     packed = scope.touched_packed
     if isinstance(packed, Touches) and not scope.touched_later:  # unused since read: as it was
         arrays.update(packed.arrays)
@@ -324,7 +327,9 @@ def _read_scope(scope: ScopeState, part: dict[str, Any], folder: str, files: dic
     scope.stale_units = dict.fromkeys(part["stale_units"])
     # What json.loads built is used as it is (fresh lists and dicts of str), not copied.
     scope.names = NameDirectory.deferred(part["names"])
-    scope.summaries = part["summaries"]
+    # before format 11 in the state's JSON
+    scope.summaries = Summaries(part["summaries"]) if "summaries" in part else \
+        Summaries.packed(tables, f"the summaries in {files['tables']!r}")
     scope.stale = dict.fromkeys(part["stale"])
     scope.open_flags = {k: int(v) for k, v in part["open_flags"].items()}
     scope.counters = {k: int(v) for k, v in part["counters"].items()}

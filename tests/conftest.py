@@ -116,14 +116,18 @@ def raw_write(m: gem.Memory, statement: str) -> None:
             tx.run(statement)
 
 
-def evict_rows(m: gem.Memory) -> None:
+def evict_rows(m: gem.Memory, summaries: bool = True) -> None:
     """Leave the handle with no committed row cached, as after a reopen or once a large memory
-    evicted them. The deriving worker (gem/derived/pending.py) first derives what is pending:
-    otherwise it reads back the rows it needs after the clear, and a test counting what the
-    next transition reads whole sees them cached (a race that failed CI twice)."""
+    evicted them. The deriving worker (gem/derived/pending.py) first derives what is pending
+    (units, and stale summaries unless `summaries` is False): otherwise it reads back the rows
+    it needs after the clear, and a test counting what the next transition reads whole sees
+    them cached (a race that failed CI twice). A test that wants summaries left stale holds the
+    store's lock from before the commits that made them stale: that keeps the worker out."""
     engine = m._engine
     with engine.store.lock:
         engine.derived.refresh_units(engine.cache)
+        if summaries:
+            engine.derived.refresh(engine.cache, engine.services.summarizer)
         engine.cache.clear()
 
 

@@ -84,10 +84,10 @@ def statements(monkeypatch) -> list[str]:
 @pytest.mark.parametrize("request_kind", ["structured", "free text"])
 def test_retrieval_reads_a_stale_topic_in_one_statement(tmp_path, clock, monkeypatch, request_kind):
     path = os.path.join(str(tmp_path), "m.db")
-    with gem.open(path, clock=clock) as mem:
+    with gem.open(path, clock=clock) as mem, mem._engine.store.lock:  # the worker kept out
         seed(mem, clock)
         derived = mem._engine.derived.scope("default")
-        evict_rows(mem)  # as after a reopen: no row cached, nothing pending
+        evict_rows(mem, summaries=False)  # as after a reopen: no row cached, nothing pending
         assert all(derived.summary_stale(t) for t in derived.names.title_of)
         ran = statements(monkeypatch)
         if request_kind == "structured":
@@ -104,9 +104,9 @@ def test_what_a_retrieval_returns_is_the_same_read_whole_or_not(tmp_path, clock,
         monkeypatch.setattr(whole, "supported", lambda tx, topics, ok=supported: ok)
         path = os.path.join(str(tmp_path), f"m{supported}.db")
         clock.now = T0
-        with gem.open(path, clock=clock) as mem:
+        with gem.open(path, clock=clock) as mem, mem._engine.store.lock:  # summaries stale
             seed(mem, clock)
-            evict_rows(mem)
+            evict_rows(mem, summaries=False)
             got = [mem.retrieve(topic="Website Redesign", fields=["deadline"], history=True),
                    mem.retrieve("Lunch place deli", k=3),
                    mem.retrieve("budget deadline redesign", k=5, history=True),

@@ -12,6 +12,7 @@ import gem
 import gem.snapshot
 from conftest import ENGINE, evict_rows
 from gem.derived import snapshot_dir
+from gem.derived.summaries import Summaries
 from gem.testing.consistency import cache_disagreements, derived_disagreements
 
 QUERIES = ["deadline of the website redesign", "lunch preferences", "launch date", "owner"]
@@ -199,8 +200,14 @@ def test_the_tables_file_keeps_ids_as_utf8_and_a_format_7_one_is_still_read(tmp_
             old[base] = np.asarray(gem.snapshot.snapshot_strings(arrays, base), dtype=str)
         elif not name.endswith("_ids_offsets"):
             old[name] = a.astype(np.int64) if a.dtype == np.int32 else a
+    summaries = Summaries.packed(arrays, "the summaries")
+    old = {k: a for k, a in old.items() if not k.startswith("summary_")}  # format 11's
     with open(tables_path, "wb") as f:
         np.savez(f, allow_pickle=False, **old)
+    state_path = os.path.join(folder, meta["files"]["state"])
+    state = json.loads(open(state_path).read())
+    state["scopes"]["default"]["summaries"] = dict(summaries.items())  # before format 11
+    open(state_path, "w").write(json.dumps(state))
     open(meta_path, "w").write(json.dumps({**meta, "format": 7}))
     steps = []
     with reopen(path, clock, progress=lambda step, done, total: steps.append(step)) as mem:

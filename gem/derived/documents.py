@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import TYPE_CHECKING, Any, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Sequence
 
 
-from ..history import is_retraction
+from ..history import NO_VALUE, is_retraction
 from ..store import queries
 from ..store.schema import Row
 from ..terms import content_words
@@ -49,6 +49,48 @@ def summaries_of(cache: "CommittedCache", tids: Sequence[str], summarizer: Summa
                         values[f["name"]] = json.loads(e["value"])
                     break
         out[tid] = summarizer(row["title"], values)
+    return out
+
+
+def cached_whole(cache: "CommittedCache", tid: str) -> bool:
+    """Whether the row cache holds all a summary of committed topic `tid` reads (its row, its
+    fields and their histories): then `summaries_of` sends the engine no statement."""
+    rows, children = cache.rows, cache.children
+    fields = children["HAS_FIELD"].get(tid)
+    if rows["Topic"].get(tid) is None or fields is None:
+        return False
+    for fid in fields:
+        entries = children["HAS_ENTRY"].get(fid)
+        if fid not in rows["Field"] or entries is None or \
+                any(eid not in rows["Entry"] for eid in entries):
+            return False
+    return True
+
+
+def scanned_summaries(tx: Any, lo: int, hi: int, summarizer: Summarizer,
+                      wanted: Callable[[str, str], bool]) -> dict[str, dict[str, str]]:
+    """scope -> topic -> summary of the topics at node offsets [lo, hi) that are `wanted(scope,
+    topic)`, from one read of the
+    range (`queries.summary_values`): what `summaries_of` gives them, field by field (a field's
+    latest current entry, nothing if that is a retraction), in the order of the fields'
+    creation (a topic's child list)."""
+    topics, values = queries.summary_values(tx, lo, hi)
+    topics = [(tid, scope, title) for tid, scope, title in topics if wanted(scope, tid)]
+    keep = {tid for tid, _, _ in topics}
+    latest: dict[tuple[str, str], tuple[Any, int, str]] = {}
+    for tid, name, created, seq, value in values:
+        if tid not in keep:
+            continue
+        held = latest.get((tid, name))
+        if held is None or seq > held[1]:
+            latest[tid, name] = (created, seq, value)
+    current: dict[str, dict[str, Any]] = {}
+    for (tid, name), (_, _, value) in sorted(latest.items(), key=lambda kv: (kv[1][0], kv[0])):
+        if value != NO_VALUE:  # a retracted value says nothing any more
+            current.setdefault(tid, {})[name] = json.loads(value)
+    out: dict[str, dict[str, str]] = {}
+    for tid, scope, title in topics:
+        out.setdefault(scope, {})[tid] = summarizer(title, current.get(tid, {}))
     return out
 
 

@@ -17,12 +17,16 @@ itself, so a first reader never derives more than BACKLOG.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
 from typing import TYPE_CHECKING, Callable
 
+from ..store import queries
+from .documents import cached_whole
 from .scope import ScopeState
+from .tables import Summarizer
 
 if TYPE_CHECKING:
     from ..state.cache import CommittedCache
@@ -48,13 +52,29 @@ class Deriver:
     BACKLOG = 2048  # pending units a commit leaves at most (a batch ingest's worth)
     POLL = 0.05  # seconds between looks at `stop` while the lock is held elsewhere
 
+    # Stale summaries (a topic's title and current values: gem/derived/documents.py): up to
+    # SUMMARY_KEYS pending are derived SUMMARY_BATCH topics a step from the row cache, which
+    # holds what the commits that made them stale wrote (~0.5 ms a topic; those it no longer
+    # holds whole are left to their readers); a larger backlog (a rebuild, an older snapshot:
+    # every topic) is read from the engine SUMMARY_RANGE topics a step, each topic whole (at
+    # 100k topics ~0.1 s of CPU a step, where reading topics by key costs 2-25 ms each). So a
+    # query rarely reads whole topics to summarise them.
+    SUMMARY_KEYS = 1024
+    SUMMARY_BATCH = 64
+    SUMMARY_RANGE = 512
+
     def __init__(self, lock: threading.RLock,
                  state: Callable[[], tuple["DerivedState", "CommittedCache"]],
-                 closed: Callable[[], bool], name: str) -> None:
+                 closed: Callable[[], bool], name: str,
+                 summarizer: Summarizer | None = None) -> None:
+        """`summarizer`: the one to derive stale summaries with in the background, or None to
+        leave them to their readers (a model's summarizer is called only for what is read)."""
         self._lock = lock
         self._state = state
         self._closed = closed
         self._name = name
+        self._summarizer = summarizer
+        self._range: tuple[int, int, int] | None = None  # a pass: next offset, end, derived
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -68,7 +88,7 @@ class Deriver:
         excess = len(scope.stale_units) - self.BACKLOG
         if excess > 0:
             scope.refresh_units(cache, excess)
-        if due(scope) and not self._stopping:
+        if (due(scope) or self._summaries_due(scope)) and not self._stopping:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=f"gem-derive {self._name}",
                                                 daemon=True)
@@ -113,15 +133,49 @@ class Deriver:
             finally:
                 self._lock.release()
 
+    def _summaries_due(self, scope: ScopeState) -> bool:
+        """Whether the scope's stale summaries are worth deriving before a reader asks: as
+        with units (`due`), a summaries' index still in the snapshot's files waits for its
+        first reader until more than UNIT_STEP are stale."""
+        return self._summarizer is not None and bool(scope.stale) and (
+            scope.lexical_loaded or len(scope.stale) > ScopeState.UNIT_STEP)
+
     def _step(self) -> None:
         derived, cache = self._state()
         scope = next((s for s in derived.scopes.values() if due(s)), None)
-        if scope is None:
-            self._wake.clear()  # a commit sets it again, under this lock
-            return
         try:
-            scope.refresh_units(cache, self.BATCH)
+            if scope is not None:
+                scope.refresh_units(cache, self.BATCH)
+            elif not self._summaries_step(derived, cache):
+                self._wake.clear()  # a commit sets it again, under this lock
         except Exception:  # the embedder failed before any index changed
             log.warning("gem: deriving search documents in the background failed; the next "
                         "free-text retrieval derives them", exc_info=True)
             self._wake.clear()
+
+    def _summaries_step(self, derived: "DerivedState", cache: "CommittedCache") -> bool:
+        """Derive a step of the stale summaries; False when there is none to derive."""
+        summarizer = self._summarizer
+        pending = [s for s in derived.scopes.values() if self._summaries_due(s)]
+        if summarizer is None or not pending:
+            self._range = None
+            return False
+        if self._range is None and sum(len(s.stale) for s in pending) <= self.SUMMARY_KEYS:
+            # only those the cache holds whole: reading the others back would evict newer
+            # rows (the cache keeps its budget after commits), and costs what a reader pays
+            for scope in pending:
+                ready = list(itertools.islice((t for t in scope.stale if cached_whole(cache, t)),
+                                              self.SUMMARY_BATCH))
+                if ready:
+                    scope.refresh(cache, summarizer, ready)
+                    return True
+            return False
+        # A pass over every topic, a range of node offsets a step; each step reads its topics
+        # whole, under the lock, so what it derives is what is committed. Topics made stale
+        # behind it are left to the next pass, or to the steps by key.
+        with cache.store.reading() as tx:
+            start, end, done = self._range or (0, queries.topic_offset_end(tx), 0)
+            stop = min(end, start + self.SUMMARY_RANGE)
+            done += derived.refresh_range(tx, start, stop, summarizer)
+        self._range = None if stop >= end else (stop, end, done)
+        return stop < end or done > 0  # a pass that found none of them is not repeated

@@ -16,6 +16,7 @@ from ..places import PlaceGrid, unit_places
 from ..store.schema import Row
 from ..units import unit_table
 from .documents import SCAN_ABOVE, summaries_of, unit_document_pieces, units_rewritten
+from .summaries import Summaries
 from .tables import (EPISODE_STATUS, FIELD_STATUS, SALIENCE_SLACK, TOPIC_STATUS, NameDirectory, SalienceTable,
                      SavedUnits, Summarizer, UnitIndexes, said_key, seconds)
 
@@ -40,7 +41,7 @@ class ScopeState:
         self._lexical: LexicalIndex | None = LexicalIndex()
         self.saved_lexical: Any = None  # where it is read from, while _lexical is None
         self.vectors = VectorIndex(embedder.dim)
-        self.summaries: dict[str, str] = {}
+        self.summaries = Summaries()
         self.stale: dict[str, None] = {}  # topics whose summary and index entries are out of date
         self.topics = SalienceTable(TOPIC_STATUS)
         self.fields = SalienceTable(FIELD_STATUS)
@@ -148,6 +149,10 @@ class ScopeState:
     @lexical.setter
     def lexical(self, index: LexicalIndex) -> None:
         self._lexical, self.saved_lexical = index, None
+
+    @property
+    def lexical_loaded(self) -> bool:
+        return self._lexical is not None
 
     def lexical_from(self, saved: Any) -> None:
         """Take the summaries' index as saved (an object whose `load()` reads it)."""
@@ -508,22 +513,28 @@ class ScopeState:
                 only: Iterable[str] | None = None) -> None:
         """Recompute stale summaries (all, or those of `only`) from committed state, and their
         lexical and vector index entries, in one embedder call."""
-        lexical = self.lexical  # an unusable snapshot file makes every topic stale
+        self.lexical  # an unusable snapshot file makes every topic stale
         stale = list(self.stale) if only is None else [t for t in only if t in self.stale]
-        if not stale:
-            return
-        texts = summaries_of(cache, stale, summarizer)
-        vectors = self.embedder.embed([texts[t] for t in stale])
-        for tid, vec in zip(stale, vectors):
+        if stale:
+            self.set_summaries(summaries_of(cache, stale, summarizer))
+
+    def set_summaries(self, texts: dict[str, str]) -> None:
+        """Take these topics' fresh summaries (read from committed state) with their lexical
+        and vector index entries, in one embedder call: they are stale no more."""
+        lexical = self.lexical
+        tids = list(texts)
+        vectors = self.embedder.embed([texts[t] for t in tids])
+        for tid in tids:
             text = texts[tid]
             self.summaries[tid] = text
-            names = self.names.names_of.get(tid, [])
-            lexical.upsert(tid, " ".join([*names, text]))
-            if np.any(vec):
-                self.vectors.upsert(tid, vec)
-            else:
-                self.vectors.remove(tid)
+            lexical.upsert(tid, " ".join([*self.names.names_of.get(tid, []), text]))
             del self.stale[tid]
+        nonzero = np.any(vectors, axis=1).tolist() if tids else []
+        for tid in (t for t, has in zip(tids, nonzero) if not has):
+            self.vectors.remove(tid)
+        if any(nonzero):
+            self.vectors.upsert_many([t for t, has in zip(tids, nonzero) if has],
+                                     vectors[np.asarray(nonzero)])
 
     def refresh_units(self, cache: "CommittedCache", limit: int | None = None) -> None:
         """Re-derive the stale units' documents, valid times and index entries from committed

@@ -16,7 +16,7 @@ from ..errors import StoreError
 from ..store import GraphStore, queries
 from ..store.schema import Row
 from ..units import unit_table
-from .documents import scope_of, unmoved
+from .documents import scanned_summaries, scope_of, unmoved
 from .scope import ScopeState
 from .tables import GENESIS, Progress, Summarizer
 
@@ -126,6 +126,19 @@ class DerivedState:
         """Every scope's stale summaries."""
         for scope in self.scopes.values():
             scope.refresh(cache, summarizer)
+
+    def refresh_range(self, tx: Any, lo: int, hi: int, summarizer: Summarizer) -> int:
+        """Refresh the stale summaries of the topics at node offsets [lo, hi), from one read
+        of the range in `tx` (a backlog of them, a piece at a time: gem/derived/pending.py);
+        how many."""
+        scopes = dict(self.scopes)
+        for scope in scopes.values():
+            scope.lexical  # an unusable snapshot file makes every topic stale
+        found = scanned_summaries(tx, lo, hi, summarizer,
+                                  lambda name, tid: name in scopes and tid in scopes[name].stale)
+        for name, texts in found.items():
+            scopes[name].set_summaries(texts)
+        return sum(map(len, found.values()))
 
     def refresh_units(self, cache: "CommittedCache") -> None:
         """Every scope's stale unit documents and index entries."""

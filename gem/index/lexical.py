@@ -92,8 +92,10 @@ class LexicalIndex:
         self._doc_len = np.zeros(16, dtype=np.float64)  # float: scoring reads it as one
         self._owner = np.full(16, _FREE, dtype=np.int32)  # the segment id holding each row
         self._pos = np.zeros(16, dtype=np.int32)  # the row's place in its segment's documents
-        # id_keys by row, built by the first query with a large tie (`_id_keys`), then kept
-        self._keys: np.ndarray | None = None
+        # id_keys by row, kept as rows are written: a loaded index's are built by the first
+        # query with a large tie (`_id_keys`, None until then). Built there for an index
+        # written in this process, they were half of the first query after a bulk load.
+        self._keys: np.ndarray | None = np.zeros(16, dtype=np.uint64)
         self._total_len = 0  # an int, so avgdl is exact and independent of update order
         self._segments: list[Segment] = []  # oldest first
         self._next_segment = 0

@@ -115,6 +115,7 @@ def load(cls: Any, path: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
         if (np.diff(term_ptr) <= 0).any() or len(set(terms)) != len(terms):
             raise ValueError("empty or repeated terms")
         ix._id_of_row = ids
+        ix._keys = None  # the first large tie reads them from the packed ids
         ix._free_rows = free
         ix._vocab = terms
         ix._term_id = {t: i for i, t in enumerate(terms)}
