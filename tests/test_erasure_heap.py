@@ -25,7 +25,7 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc"),
 ]
 
-SIZES = (512, 1024, 2000, 4096, 4104, 8192, 16384, 32768, 65536, 131072)
+SIZES = (24, 64, 200, 512, 1024, 2000, 4096, 4104, 8192, 16384, 32768, 65536, 131072)
 
 
 def _leave_in_freed_memory(text: bytes) -> None:
