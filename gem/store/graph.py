@@ -317,6 +317,7 @@ class GraphStore:
                 options["checkpoint_threshold"] = CHECKPOINT_THRESHOLD[self.engine]
         self._options = options
         allocator.cap_arenas()  # before the engine starts its threads
+        allocator.clear_blocks()  # before it writes a page
         try:
             return module.Database(self.path, **options)
         except RuntimeError as exc:
