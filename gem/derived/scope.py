@@ -274,14 +274,14 @@ class ScopeState:
         keep = self.fields.mask(statuses) & self._topic_active()
         if below is not None:
             keep &= self.field_salience(now, half_life, by_label) < below + SALIENCE_SLACK
-        return [self.fields.ids[i] for i in np.flatnonzero(keep).tolist()]
+        return self.fields.ids_where(keep)
 
     def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
                         half_life: timedelta) -> list[str]:
         keep = self.topics.mask(statuses)
         if below is not None:
             keep &= self.topics.salience(now, half_life) < below + SALIENCE_SLACK
-        return [self.topics.ids[i] for i in np.flatnonzero(keep).tolist()]
+        return self.topics.ids_where(keep)
 
     def active_field_count(self) -> int:
         if self._active_fields is None:
@@ -297,7 +297,7 @@ class ScopeState:
         keep = self.episodes.mask(statuses)
         if below is not None:
             keep &= self.episodes.salience(now, half_life) < below + SALIENCE_SLACK
-        return [self.episodes.ids[i] for i in np.flatnonzero(keep).tolist()]
+        return self.episodes.ids_where(keep)
 
     def unit_columns(self, table: str, ids: Sequence[str], now: datetime, half_life: timedelta,
                      by_label: dict[str, timedelta | None] | None = None

@@ -55,7 +55,7 @@ class TransitionReads:
         self.depth = 0
         self._acted: set[tuple[Any, ...]] = set()
         self._siblings: dict[str, dict[str, _Siblings]] = {}  # table -> key -> its group
-        self._faded: dict[str, list[str]] = {}  # field -> committed faded entries (faded_history)
+        self._faded: dict[str, Sequence[str]] = {}  # field -> committed faded entries (faded_history)
         self._entries_changed: set[str] = set()  # fields whose entries this transition updated
         self._judged_changed: set[str] = set()   # ... in a column the history rules read
         # this transition's copies of rows, lists and edges (what it read or wrote)
