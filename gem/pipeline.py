@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from itertools import chain, groupby
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import attest, conditions, usage
@@ -129,7 +130,9 @@ def append_log(t: Transition, engine: "Engine") -> None:
     chain over its metadata, counters and that commitment (gem/attest.py)."""
     usage.charge(t.detail)  # what the hooks' model calls cost this transition (gem/usage.py)
     parts = {
-        "units": sorted(set(t.touched.topics) | set(t.touched.fields) | set(t.touched.episodes)),
+        # (deduplicated in order, not as a set: a pass's fields come in runs already in id
+        # order, which the sort then merges instead of sorting 1M ids from scratch)
+        "units": sorted(dict.fromkeys(chain(t.touched.topics, t.touched.fields, t.touched.episodes))),
         "policies": runs_of(t.fired),
         "detail": {k: v for k, v in t.detail.items() if not k.startswith("_")},
         "salience": salience_changes(t),
@@ -192,19 +195,19 @@ def runs_of(fired: list[Any]) -> list[dict[str, Any]]:
     number of calls. `gem.audit.log_entry` lists every call again."""
     out: list[dict[str, Any]] = []
     last = None
-    same = None  # the last call's item: bulk moves repeat one item (status_moves.move_many)
-    for f in fired:
-        if f is same:
-            out[-1]["n"] = out[-1].get("n", 1) + 1
-            continue
-        same = f
+    # Runs of one item (bulk moves repeat one: status_moves.move_many) are counted in C.
+    for _, run in groupby(fired, key=id):
+        f = next(run)
+        n = 1 + len(list(run))
         evidence = dumps(f.evidence) if f.evidence else "{}"
         key = (f.policy, f.event, f.action, evidence)
         if key == last:
-            out[-1]["n"] = out[-1].get("n", 1) + 1
+            out[-1]["n"] = out[-1].get("n", 1) + n
         else:
             out.append({"policy": f.policy, "event": f.event, "action": f.action,
                         "evidence": json.loads(evidence)})
+            if n > 1:
+                out[-1]["n"] = n
             last = key
     return out
 
