@@ -274,7 +274,7 @@ class ScopeState:
         keep = self.fields.mask(statuses) & self._topic_active()
         if below is not None:
             keep &= self.field_salience(now, half_life, by_label) < below + SALIENCE_SLACK
-        return self.fields.ids_where(keep)
+        return self.fields.ids_where(keep, by_id=True)
 
     def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
                         half_life: timedelta) -> list[str]:
