@@ -409,8 +409,7 @@ class ScopeState:
     def take(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None) -> None:
         """Take in what a committed transition of this scope changed."""
         def changed(table: str) -> dict[str, Row]:
-            moved = t.moved[table]  # their status alone changed: set below
-            keys = [*(k for k in t.updated[table] if k not in moved),
+            keys = [*t.updated[table],  # (units moved in bulk are not: set below)
                     *(k for k, kind in t.salience.items() if kind == table)]
             out: dict[str, Row] = {k: t.rows[table][k] for k in keys}  # type: ignore[misc]
             out.update(t.created[table])
@@ -425,8 +424,10 @@ class ScopeState:
             self._put_field(row)
         # a compressed episode is searched by its summary: compressing or reviving it changes
         # its document (other ladder steps change none, status is read at query time)
-        recompacted = [k for k, props in t.updated["Episode"].items() if "status" in props
-                       and "compressed" in (props["status"], self.episodes.status_of(k))]
+        statuses = itertools.chain(((k, props["status"]) for k, props in t.updated["Episode"].items()
+                          if "status" in props), t.moved["Episode"].items())
+        recompacted = [k for k, status in statuses
+                       if "compressed" in (status, self.episodes.status_of(k))]
         self.stale_units.update(dict.fromkeys(recompacted))
         self.episodes.set_status(t.moved["Episode"])
         for row in changed("Episode").values():

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from itertools import compress
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
 
@@ -140,7 +141,7 @@ class SalienceTable:
             return
         row_of = self.row_of
         for status in set(moved.values()):  # a pass moves to two or three levels
-            keys = [k for k, s in moved.items() if s == status]
+            keys = list(compress(moved, map(status.__eq__, moved.values())))
             rows = np.fromiter(map(row_of.__getitem__, keys), dtype=np.int64, count=len(keys))
             self.status[rows] = self.codes[status]
 

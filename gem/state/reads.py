@@ -66,7 +66,8 @@ class TransitionReads:
         self.created: dict[str, dict[str, Row]] = {t: {} for t in NODE_TABLES}
         self.updated: dict[str, dict[str, Row]] = {t: {} for t in NODE_TABLES}
         # units whose status alone moved down the ladder, in bulk, without reading their rows
-        # (key -> status; also in `updated`): a row read later is the committed one with it
+        # (key -> status; not in `updated`): a row read later is the committed one with it,
+        # and an update of its own
         self.moved: dict[str, dict[str, str]] = {t: {} for t in NODE_TABLES}
         self.parent_of: dict[str, str] = {}  # created child -> parent (owning rel made with it)
         self.salience: dict[str, str] = {}   # unit -> table, for units whose salience changed
@@ -262,8 +263,8 @@ class TransitionReads:
 
     # ------------------------------------------------------------------ global views
     def _changed_rows(self, table: str) -> dict[str, Row]:
-        moved = self.moved[table]  # rows not read: `_moved_in`, `_moved_topics`
-        changed = {k: self.rows[table][k] for k in self.updated[table] if k not in moved}
+        # (units moved in bulk, their rows not read, are not here: `_moved_in`, `_moved_topics`)
+        changed = {k: self.rows[table][k] for k in self.updated[table]}
         changed.update((k, self.rows[table][k]) for k, kind in self.salience.items() if kind == table)
         changed.update(self.created[table])
         return {k: r for k, r in changed.items() if r is not None}
