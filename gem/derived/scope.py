@@ -6,6 +6,7 @@ import itertools
 import math
 from array import array
 from datetime import datetime, timedelta
+from operator import itemgetter, methodcaller
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -309,7 +310,7 @@ class ScopeState:
         s = self.field_salience(now, half_life, by_label) if table == "Field" else \
             units.salience(now, half_life)
         names = units.names
-        labels = [self.field_labels.get(k, ()) for k in ids] if table == "Field" else []
+        labels = list(map(self.field_labels.get, ids, itertools.repeat(()))) if table == "Field" else []
         return s[rows], [names[c] for c in units.status[rows].tolist()], labels
 
     def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float:
@@ -455,8 +456,9 @@ class ScopeState:
             for tid, seqs in list(self.touched_by.items()):
                 if gone.intersection(seqs):
                     self.touched_by[tid] = array("q", [s for s in seqs if s not in gone])
-        for tid in {unit.split("/", 1)[0] for unit in (*t.touched.topics, *t.touched.fields,
-                                                       *t.touched.episodes)}:
+        touched = set(t.touched.topics).union(t.touched.episodes)  # and each field's topic:
+        touched.update(map(itemgetter(0), map(methodcaller("partition", "/"), t.touched.fields)))
+        for tid in touched:
             self.touch(tid, t.seq)
         self.forget_units(t.deleted["Topic"], t.deleted["Field"], t.deleted["Episode"])
         self._active_fields = None
