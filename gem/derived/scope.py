@@ -309,9 +309,9 @@ class ScopeState:
         rows = np.fromiter(map(units.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))
         s = self.field_salience(now, half_life, by_label) if table == "Field" else \
             units.salience(now, half_life)
-        names = units.names
+        names = np.asarray(units.names, dtype=object)  # (each code's name, by numpy: no loop)
         labels = list(map(self.field_labels.get, ids, itertools.repeat(()))) if table == "Field" else []
-        return s[rows], [names[c] for c in units.status[rows].tolist()], labels
+        return s[rows], names[units.status[rows]].tolist(), labels
 
     def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float:
         """A field's or an episode's committed salience now (0 if unknown)."""

@@ -93,7 +93,9 @@ def in_unit_order(t: Transition, table: str, chosen: Sequence[str], run: Callabl
     run()
     for level, units in lists.items():
         start = before.get(level, 0)
-        if len(units) > start:  # those units, as `chosen` orders them (one C-level filter)
+        if len(units) - start == len(chosen):  # every chosen unit (each once): all in order
+            units[start:] = chosen
+        elif len(units) > start:  # those units, as `chosen` orders them (one C-level filter)
             units[start:] = filter(set(units[start:]).__contains__, chosen)
     if len(topics) == size:
         return
