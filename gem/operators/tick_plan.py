@@ -126,7 +126,7 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
         status = list(map(moved.get, committed, status))
     read = updated.keys() & own.keys()
     if read:
-        for i in [i for i, k in enumerate(committed) if k in read]:
+        for i in compress(range(len(committed)), map(read.__contains__, committed)):
             status[i] = own[committed[i]]["status"]  # type: ignore[index]
     column = np.asarray(status, dtype=object)
     decided = decide(plan.predicate, bounds, np.asarray(s, dtype=float), column, labels)
