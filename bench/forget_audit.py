@@ -75,6 +75,18 @@ CPU s, 696 -> 656 MB; 30k 10.24 -> 7.83 CPU s, wall 20.6 -> 15.2 s, 1046 -> 845 
 30k (CPU s of ~8.5): the engine's reads ~2.5 (the log's alone take its pool from ~210 to
 ~630 MB), row hashing ~2.7 (Arrow's joins of the column texts and sha256 per row: hashlib
 holds the GIL under 2 KB), the log's JSON ~0.5, its columns ~1.4, the verdicts ~0.5.
+
+Then the pass's walks over its units in C (the tick plans' candidates in a kept id order,
+SalienceTable.rows_by_id; moved units in `Transition.moved` alone, not also in `updated`;
+maps, filters and compress instead of per-key comprehensions in the plans, the moves, the
+record and the report), against c85586e on copies of a 100k-topic memory (1M fields, 1.06M
+entries; `forget()` 45 days on: 2.10M moves, 1.10M units; the same report, byte for byte; full
+audit clean), alternated, two sittings at load 6-13 (forget CPU s): c85586e 38.1 / 37.8 /
+32.4 / 24.1, this 26.0 / 25.9 (an earlier step) and 19.5 / 15.1 (0.60x / 0.63x beside the
+runs next to them); peak RSS 1.70-1.75 GB both. Left (cProfile, 15 CPU s, 28 s wall): the
+engine ~7.7 s wall (the status writes by key ~4, the faded-history scan ~1.6), the report
+~5.9 (four lists of 1-2M names and pairs), the bulk moves' dicts of 1M ids ~3, candidates
+and the faded-history split ~4, the record ~1.8, the cache and derived state ~1.5.
 """
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def transition_violations(t: Transition) -> Iterator[Violation]:
     # entries this transition neither read nor changed in those (a forgetting pass hides or
     # compresses 100k fields and only moves older entries out of the active history) keeps
     # the verdict it had when they were committed.
-    fids = [fid for fid in t.touched.fields if t.history_judged(fid)]
+    fids = t.histories_judged(t.touched.fields)
     t.prefetch_children("HAS_ENTRY", fids)
     yield from c1_c2_histories((fid, t.entries(fid)) for fid in fids)
     yield from c2_policies_completed(t)

@@ -190,12 +190,13 @@ def forget(mem: "Memory", *, actor: str, progress: Progress | None) -> dict[str,
         del t
         ids = list(dict.fromkeys(chain.from_iterable(units for _, units in by_level)))
         name = unit_names(mem, ids)
+        # (each list made by C-level maps and chains: a pass at 100k topics names 2M moves)
         report = {"transition": mem._engine.seq,
                   "attenuated": list(map(name.__getitem__, ids)), "attenuated_ids": ids,
-                  "levels": [pair for level, units in by_level
-                             for pair in zip(map(name.__getitem__, units), repeat(level))],
-                  "level_ids": [pair for level, units in by_level
-                                for pair in zip(units, repeat(level))]}
+                  "levels": list(chain.from_iterable(
+                      zip(map(name.__getitem__, units), repeat(level)) for level, units in by_level)),
+                  "level_ids": list(chain.from_iterable(
+                      zip(units, repeat(level)) for level, units in by_level))}
         del by_level
     return report
 

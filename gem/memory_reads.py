@@ -4,6 +4,8 @@ readers (titles, "Title / field", episodes as "speaker, time: excerpt")."""
 from __future__ import annotations
 
 import json
+from itertools import filterfalse
+from operator import add, itemgetter, methodcaller
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from . import audit as audit_mod
@@ -41,17 +43,27 @@ def unit_names(mem: "Memory", ids: Sequence[str]) -> dict[str, str]:
     """Each id's name for readers: a topic's title, a field's "Title / field", an episode's
     label (an id of nothing is its own name). A forgetting pass names ~20 units a topic: the
     fields, most of them, go through one comprehension."""
-    fields = [u for u in ids if "/" in u]
-    parts = [u.partition("/") for u in fields]
-    rest = [u for u in ids if "/" not in u]
+    fields = list(filter(_SLASHED, ids))
+    parts = list(map(_PARTITION, fields))
+    tids = list(map(_FIRST, parts))
+    rest = list(filterfalse(_SLASHED, ids))
     episodes = [u for u in rest if is_episode(u)]
-    titles = mem.titles({tid for tid, _, _ in parts}.union(rest).difference(episodes))
+    titles = mem.titles(set(tids).union(rest).difference(episodes))
     said = mem.episode_labels(episodes)
     out = {u: said.get(u, u) for u in episodes}
     out.update((u, titles.get(u, u)) for u in rest if u not in out)
-    out.update(zip(fields, [f"{titles[tid]} / {name}" if tid in titles else u
-                            for u, (tid, _, name) in zip(fields, parts)]))
+    if titles.keys() >= set(tids):  # (C-level: "Title / " joined to each name)
+        heads = {tid: f"{title} / " for tid, title in titles.items()}
+        out.update(zip(fields, map(add, map(heads.__getitem__, tids), map(_LAST, parts))))
+    else:
+        out.update(zip(fields, [f"{titles[tid]} / {name}" if tid in titles else u
+                                for u, (tid, _, name) in zip(fields, parts)]))
     return out
+
+
+_SLASHED = methodcaller("__contains__", "/")
+_PARTITION = methodcaller("partition", "/")
+_FIRST, _LAST = itemgetter(0), itemgetter(2)
 
 
 def pending_revisions(mem: "Memory") -> list[PendingRevision]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from itertools import chain, compress, groupby
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import attest, conditions, usage
@@ -129,7 +130,9 @@ def append_log(t: Transition, engine: "Engine") -> None:
     chain over its metadata, counters and that commitment (gem/attest.py)."""
     usage.charge(t.detail)  # what the hooks' model calls cost this transition (gem/usage.py)
     parts = {
-        "units": sorted(set(t.touched.topics) | set(t.touched.fields) | set(t.touched.episodes)),
+        # (deduplicated in order, not as a set: a pass's fields come in runs already in id
+        # order, which the sort then merges instead of sorting 1M ids from scratch)
+        "units": sorted(dict.fromkeys(chain(t.touched.topics, t.touched.fields, t.touched.episodes))),
         "policies": runs_of(t.fired),
         "detail": {k: v for k, v in t.detail.items() if not k.startswith("_")},
         "salience": salience_changes(t),
@@ -160,10 +163,9 @@ def attested(t: Transition) -> dict[str, str | None]:
         row_hash = hasher(table)  # attest.row_hash's hashes, as the audit makes them again
         for key, row in t.created[table].items():
             out[key] = row_hash(row)
-        # Units moved in bulk changed their status alone, to their last level (status_moves).
-        moved = t.moved[table]
+        # (units moved in bulk, not in `updated`, changed their status alone: status_moves)
         updated = t.updated[table]
-        for key in (updated.keys() - moved.keys() if moved else updated):
+        for key in updated:
             props = updated[key]
             if len(props) == 1 and table in attest.LADDER:  # may be a ladder move too
                 if levels is None:
@@ -192,19 +194,19 @@ def runs_of(fired: list[Any]) -> list[dict[str, Any]]:
     number of calls. `gem.audit.log_entry` lists every call again."""
     out: list[dict[str, Any]] = []
     last = None
-    same = None  # the last call's item: bulk moves repeat one item (status_moves.move_many)
-    for f in fired:
-        if f is same:
-            out[-1]["n"] = out[-1].get("n", 1) + 1
-            continue
-        same = f
+    # Runs of one item (bulk moves repeat one: status_moves.move_many) are counted in C.
+    for _, run in groupby(fired, key=id):
+        f = next(run)
+        n = 1 + len(list(run))
         evidence = dumps(f.evidence) if f.evidence else "{}"
         key = (f.policy, f.event, f.action, evidence)
         if key == last:
-            out[-1]["n"] = out[-1].get("n", 1) + 1
+            out[-1]["n"] = out[-1].get("n", 1) + n
         else:
             out.append({"policy": f.policy, "event": f.event, "action": f.action,
                         "evidence": json.loads(evidence)})
+            if n > 1:
+                out[-1]["n"] = n
             last = key
     return out
 
@@ -277,27 +279,27 @@ def write(tx: Any, w: Writes) -> None:
     # SET per row, not two (a forgetting pass updates the fields whose salience piled up).
     due = {(table, key): (strength, last) for table, key, strength, last in w.salience}
     for table, updates in w.updated.items():
-        if updates:
-            changes: list[tuple[Any, Row]] = []
-            moved = (w.moved or {}).get(table, {})
-            statuses: dict[str, list[str]] = {}  # one statement per status for the ladder's moves
-            if due:
-                for key, props in updates.items():
-                    salience = due.pop((table, key), None)
-                    if salience is not None:
-                        props = {**props, "strength": salience[0], "last_access": salience[1]}
-                    elif key in moved:
-                        statuses.setdefault(moved[key], []).append(key)
-                        continue
-                    changes.append((key, props))
-            else:  # the same, without a lookup per moved unit
-                changes = [(key, props) for key, props in updates.items() if key not in moved]
-                for key, status in moved.items():
-                    statuses.setdefault(status, []).append(key)
-            if changes:
-                queries.update_rows(tx, table, changes)
-            for status, keys in statuses.items():
-                queries.set_status(tx, table, keys, status)
+        moved = (w.moved or {}).get(table) or {}  # the ladder's bulk moves: not in `updates`
+        if not updates and not moved:
+            continue
+        changes: list[tuple[Any, Row]] = []
+        for key, props in updates.items():
+            salience = due.pop((table, key), None) if due else None
+            if salience is not None:
+                props = {**props, "strength": salience[0], "last_access": salience[1]}
+            changes.append((key, props))
+        joined: set[str] = set()  # moved units whose salience is due too: one SET for both
+        for table_key in [tk for tk in due if tk[0] == table and tk[1] in moved] if moved else ():
+            strength, last = due.pop(table_key)
+            key = table_key[1]
+            changes.append((key, {"status": moved[key], "strength": strength, "last_access": last}))
+            joined.add(key)
+        if changes:
+            queries.update_rows(tx, table, changes)
+        for status in set(moved.values()):  # one statement per status (a pass: two or three)
+            keys = list(compress(moved, map(status.__eq__, moved.values())))
+            queries.set_status(tx, table, [k for k in keys if k not in joined] if joined else keys,
+                               status)
     for other in w.store_writes:
         other(tx)
     if w.salience_seq is not None:

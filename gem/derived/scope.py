@@ -6,6 +6,7 @@ import itertools
 import math
 from array import array
 from datetime import datetime, timedelta
+from operator import itemgetter, methodcaller
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -279,14 +280,14 @@ class ScopeState:
         keep = self.fields.mask(statuses) & self._topic_active()
         if below is not None:
             keep &= self.field_salience(now, half_life, by_label) < below + SALIENCE_SLACK
-        return [self.fields.ids[i] for i in np.flatnonzero(keep).tolist()]
+        return self.fields.ids_where(keep, by_id=True)
 
     def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
                         half_life: timedelta) -> list[str]:
         keep = self.topics.mask(statuses)
         if below is not None:
             keep &= self.topics.salience(now, half_life) < below + SALIENCE_SLACK
-        return [self.topics.ids[i] for i in np.flatnonzero(keep).tolist()]
+        return self.topics.ids_where(keep)
 
     def active_field_count(self) -> int:
         if self._active_fields is None:
@@ -302,7 +303,7 @@ class ScopeState:
         keep = self.episodes.mask(statuses)
         if below is not None:
             keep &= self.episodes.salience(now, half_life) < below + SALIENCE_SLACK
-        return [self.episodes.ids[i] for i in np.flatnonzero(keep).tolist()]
+        return self.episodes.ids_where(keep)
 
     def unit_columns(self, table: str, ids: Sequence[str], now: datetime, half_life: timedelta,
                      by_label: dict[str, timedelta | None] | None = None
@@ -313,9 +314,9 @@ class ScopeState:
         rows = np.fromiter(map(units.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))
         s = self.field_salience(now, half_life, by_label) if table == "Field" else \
             units.salience(now, half_life)
-        names = units.names
-        labels = [self.field_labels.get(k, ()) for k in ids] if table == "Field" else []
-        return s[rows], [names[c] for c in units.status[rows].tolist()], labels
+        names = np.asarray(units.names, dtype=object)  # (each code's name, by numpy: no loop)
+        labels = list(map(self.field_labels.get, ids, itertools.repeat(()))) if table == "Field" else []
+        return s[rows], names[units.status[rows]].tolist(), labels
 
     def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float:
         """A field's or an episode's committed salience now (0 if unknown)."""
@@ -414,8 +415,7 @@ class ScopeState:
     def take(self, t: "Transition", title_vectors: dict[str, np.ndarray] | None) -> None:
         """Take in what a committed transition of this scope changed."""
         def changed(table: str) -> dict[str, Row]:
-            moved = t.moved[table]  # their status alone changed: set below
-            keys = [*(k for k in t.updated[table] if k not in moved),
+            keys = [*t.updated[table],  # (units moved in bulk are not: set below)
                     *(k for k, kind in t.salience.items() if kind == table)]
             out: dict[str, Row] = {k: t.rows[table][k] for k in keys}  # type: ignore[misc]
             out.update(t.created[table])
@@ -430,8 +430,10 @@ class ScopeState:
             self._put_field(row)
         # a compressed episode is searched by its summary: compressing or reviving it changes
         # its document (other ladder steps change none, status is read at query time)
-        recompacted = [k for k, props in t.updated["Episode"].items() if "status" in props
-                       and "compressed" in (props["status"], self.episodes.status_of(k))]
+        statuses = itertools.chain(((k, props["status"]) for k, props in t.updated["Episode"].items()
+                          if "status" in props), t.moved["Episode"].items())
+        recompacted = [k for k, status in statuses
+                       if "compressed" in (status, self.episodes.status_of(k))]
         self.stale_units.update(dict.fromkeys(recompacted))
         self.episodes.set_status(t.moved["Episode"])
         for row in changed("Episode").values():
@@ -459,8 +461,9 @@ class ScopeState:
             for tid, seqs in list(self.touched_by.items()):
                 if gone.intersection(seqs):
                     self.touched_by[tid] = array("q", [s for s in seqs if s not in gone])
-        for tid in {unit.split("/", 1)[0] for unit in (*t.touched.topics, *t.touched.fields,
-                                                       *t.touched.episodes)}:
+        touched = set(t.touched.topics).union(t.touched.episodes)  # and each field's topic:
+        touched.update(map(itemgetter(0), map(methodcaller("partition", "/"), t.touched.fields)))
+        for tid in touched:
             self.touch(tid, t.seq)
         self.forget_units(t.deleted["Topic"], t.deleted["Field"], t.deleted["Episode"])
         self._active_fields = None

@@ -197,8 +197,8 @@ def enforce_bound(t: Transition) -> None:
         return
     in_use = set(t.touched.fields) | {key for table, key in t.touched.accessed if table == "Field"}
     # Fields whose relevance differs in the proposed state are ranked from their proposed rows.
-    recheck = {fid for fid in t.updated["Field"]} | set(t.created["Field"])
-    for tid in t.updated["Topic"]:
+    recheck = set(t.updated["Field"]) | set(t.moved["Field"]) | set(t.created["Field"])
+    for tid in [*t.updated["Topic"], *t.moved["Topic"]]:
         recheck.update(t.committed.fields_of(tid))
     ranked = t.committed.least_relevant_fields(excess, recheck | in_use, t.now, t.half_life,
                                                t.label_half_life)

@@ -16,8 +16,8 @@ then the plan's actions run per unit (`moves_in_bulk`).
 """
 from __future__ import annotations
 
-from itertools import islice
-from operator import methodcaller
+from itertools import filterfalse, islice
+from operator import itemgetter, methodcaller
 from typing import Any, Callable, Sequence
 
 from ..policy.vectorise import STEP_EVENTS
@@ -34,6 +34,7 @@ STATUS_MOVES = {("Field", "compress"): ("compressed", ("active",)),
                 ("Episode", "hide"): ("hidden", ("active", "compressed")),
                 ("Topic", "archive"): ("archived", ("active",))}
 _TOPIC = methodcaller("partition", "/")  # a field id -> (topic id, "/", name)
+_FIRST = itemgetter(0)
 
 
 def moves_in_bulk(t: Transition, table: str, actions: Sequence[str]) -> bool:
@@ -70,7 +71,7 @@ def move_many(t: Transition, table: str, steps: Sequence[tuple[str, Fired]],
             status.update(dict.fromkeys(going, level))
         t.detail.setdefault("attenuated", {}).setdefault(level, []).extend(going)
         if table == "Field":
-            topics = dict.fromkeys(tid for tid, _, _ in map(_TOPIC, going))
+            topics = dict.fromkeys(map(_FIRST, map(_TOPIC, going)))
             if level == "hidden":
                 touched.content.update(topics)
             touched.fields.update(dict.fromkeys(going))
@@ -90,18 +91,19 @@ def in_unit_order(t: Transition, table: str, chosen: Sequence[str], run: Callabl
     topics = t.touched.topics
     size = len(topics)
     run()
-    rank = dict(zip(chosen, range(len(chosen))))
     for level, units in lists.items():
         start = before.get(level, 0)
-        if len(units) > start:
-            units[start:] = sorted(units[start:], key=rank.__getitem__)
+        if len(units) - start == len(chosen):  # every chosen unit (each once): all in order
+            units[start:] = chosen
+        elif len(units) > start:  # those units, as `chosen` orders them (one C-level filter)
+            units[start:] = filter(set(units[start:]).__contains__, chosen)
     if len(topics) == size:
         return
-    if table == "Field":  # each topic at its first field (the last index written is the least)
-        tids = [tid for tid, _, _ in map(_TOPIC, reversed(chosen))]
-        rank = dict(zip(tids, range(len(chosen) - 1, -1, -1)))
     added = list(islice(topics, size, None))
-    ordered = sorted(added, key=lambda k: rank.get(k, -1))
+    # each topic at its first field (and before them, in their order, any no unit names)
+    order = dict.fromkeys(map(_FIRST, map(_TOPIC, chosen)) if table == "Field" else chosen)
+    ordered = list(filterfalse(order.__contains__, added))
+    ordered += filter(set(added).__contains__, order)
     if ordered != added:
         for k in added:
             del topics[k]

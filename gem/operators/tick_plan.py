@@ -115,49 +115,59 @@ def run(rt: PolicyRuntime, policy: Any, bindings: dict[str, Any]) -> int | None:
     if not keys:
         return 0
     changed = _changed(t, plan.table)
-    committed = [k for k in keys if k not in changed]
+    committed = [k for k in keys if k not in changed] if changed else keys
     s, status, labels = t.committed.unit_columns(plan.table, committed, t.now, t.half_life,
                                                  t.label_half_life if plan.table == "Field" else None)
     # A unit the pass moved already (compressed, then walked by the next rung) keeps its
-    # salience and labels: only its status is read from the proposed row.
+    # salience and labels: only its status is read from the proposed row (`moved`'s, or, for
+    # a row the pass read, the row's; no unit is in both).
     updated, own, moved = t.updated[plan.table], t.rows[plan.table], t.moved[plan.table]
-    for i in [i for i, k in enumerate(committed) if k in updated]:
-        k = committed[i]
-        status[i] = moved[k] if k in moved else own[k]["status"]  # type: ignore[index]
-    decided = decide(plan.predicate, bounds, np.asarray(s, dtype=float),
-                     np.asarray(status, dtype=object), labels)
+    if moved:
+        status = list(map(moved.get, committed, status))
+    read = updated.keys() & own.keys()
+    if read:
+        for i in compress(range(len(committed)), map(read.__contains__, committed)):
+            status[i] = own[committed[i]]["status"]  # type: ignore[index]
+    column = np.asarray(status, dtype=object)
+    decided = decide(plan.predicate, bounds, np.asarray(s, dtype=float), column, labels)
     if decided is None:
         return None
-    holds, uncertain = decided[0].tolist(), decided[1]
+    holds, uncertain = decided
     exact = [k for k, u in zip(committed, uncertain.tolist()) if u] if uncertain.any() else []
     exact += [k for k in keys if k in changed] if changed else []
     if exact:
-        verdict = dict(zip(committed, holds))
+        verdict = dict(zip(committed, holds.tolist()))
         rows = [k for k in exact if plan.table != "Field" or k not in t.created["Field"]]
         t.prefetch(plan.table, rows)
         for k in exact:
             verdict[k] = truth(plan.where({**env, plan.var: ref(plan.table, k)}, rt))
         chosen = [k for k in keys if verdict[k]]
     else:  # every candidate decided on the columns (`committed` is `keys`)
-        chosen = list(compress(committed, holds))
+        chosen = list(compress(committed, holds.tolist()))
     if not status_moves.moves_in_bulk(t, plan.table, [name for name, _ in plan.actions]):
         return _per_unit(rt, policy, plan, chosen)
     # Status moves, in bulk, for the units whose rows the pass has not read (their status is
     # the column's, or the one an earlier rung gave them); the others, and the fields whose
     # compression folds a faded history, through the per-unit calls.
-    committed_status = dict(zip(committed, status))
     folding: set[str] = set()
     if plan.table == "Field" and any(name == "compress" for name, _ in plan.actions):
-        folding = t.with_faded_history([k for k in chosen if committed_status.get(k) == "active"])
+        active = column == "active"
+        folding = t.with_faded_history(
+            list(compress(committed, (holds & active).tolist())) if not exact else
+            [k for k, a in zip(committed, active.tolist()) if a and verdict[k]])
     gone = {k for k, row in own.items() if row is None}
-    single = [k for k in chosen if k in folding or k not in committed_status or k in gone] \
-        if folding or gone or exact else []
+    special = folding | gone | {k for k in exact if k in changed}
+    single = list(filter(special.__contains__, chosen)) if special else []
     t.prefetch(plan.table, single)
     if plan.table in ("Field", "Topic"):
         t.siblings(plan.table, single)
     event = t.current_event.name if t.current_event is not None else ""
     steps = [(name, Fired(policy.name, event, name, (), {})) for name, _ in plan.actions]
-    batch: dict[str, Any] = dict(zip(chosen, map(committed_status.get, chosen)))
+    if exact:
+        committed_status = dict(zip(committed, status))
+        batch: dict[str, Any] = dict(zip(chosen, map(committed_status.get, chosen)))
+    else:
+        batch = dict(zip(chosen, compress(status, holds.tolist())))
     for k in single:
         del batch[k]
 

@@ -14,6 +14,7 @@ evaluate, the units touched, changed, flagged and accessed, and the policies tha
 from __future__ import annotations
 
 from datetime import datetime
+from itertools import filterfalse
 from typing import Any, Sequence
 
 from .. import history
@@ -71,16 +72,19 @@ class Transition(TransitionReads):
     def move_statuses(self, table: str, keys: Sequence[str], status: str) -> None:
         """Ladder moves that change these units' status alone, made without reading their rows
         (a forgetting pass moves 100k+): written by key, and a row, should anything read it
-        later in this transition, is the committed one with this status (`row`)."""
-        rows, updated = self.rows[table], self.updated[table]  # a created row is in `rows`
+        later in this transition, is the committed one with this status (`row`). They are in
+        `moved` alone, not in `updated`: what walks the updates (the flush, the record, the
+        proposed state's changed rows) walks the few rows changed otherwise, not 1M moves."""
+        rows = self.rows[table]  # a created row is in `rows`
         if not rows.keys().isdisjoint(keys):  # rows read: `update` them (one call per move)
-            for key in [k for k in keys if k in rows]:
+            for key in list(filter(rows.__contains__, keys)):
                 self.update(table, key, status=status)
-            keys = [k for k in keys if k not in rows]
-        self.moved[table].update(dict.fromkeys(keys, status))
-        # One dict for all: nothing changes a moved unit's props without reading its row
-        # first, and reading it gives the unit a dict of its own (`row`).
-        updated.update(dict.fromkeys(keys, {"status": status}))
+            keys = list(filterfalse(rows.__contains__, keys))
+        moved = self.moved[table]
+        if moved:
+            moved.update(dict.fromkeys(keys, status))
+        else:  # (the first rung of a pass: no second dict to merge)
+            self.moved[table] = dict.fromkeys(keys, status)
         if table == "Topic":  # as `update` of a column no document or summary is made of
             self.touched.topics.update(dict.fromkeys(keys))
 

@@ -198,7 +198,7 @@ def read_faded_history(tx: Tx, fields: Sequence[str]) -> list[tuple[str, Row]]:
     where = "c.active = true AND c.status <> 'current'"
     if len(fields) >= FADED_SCAN_KEYS:
         holding = {r[0] for r in tx.run(f"MATCH (c:Entry) WHERE {where} RETURN DISTINCT c.field_id")}
-        fields = [f for f in fields if f in holding]
+        fields = list(filter(holding.__contains__, fields))
         if not fields:
             return []
     return read_children(tx, "HAS_ENTRY", fields, where)
