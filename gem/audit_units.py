@@ -189,7 +189,13 @@ class LogUnits:
         if not m or not n:
             return np.full(n, m, dtype=np.int64)
         hashes = np.fromiter(map(_hash, keys), dtype=np.int64, count=n)
-        at = np.minimum(np.searchsorted(self._hashes, hashes), m - 1)
+        # searched in hash order: each search starts where the one before ended, and the paths
+        # of neighbours share cache lines (a batch's 65k searches in random order, each ~20
+        # cache misses into 2M hashes, were a tenth of the full audit)
+        order = np.argsort(hashes)
+        at = np.empty(n, dtype=np.int64)
+        at[order] = np.searchsorted(self._hashes, hashes[order])
+        at = np.minimum(at, m - 1)
         rows = self._order[at]
         named = (self._hashes[at] == hashes) & _flags(pc.equal(self.keys.take(pa.array(rows)),
                                                                pa.array(keys, pa.string())))
