@@ -28,14 +28,22 @@ if TYPE_CHECKING:
 _JUDGED = sorted(history_rules.JUDGED | conditions.C4_ENTRY_COLUMNS)
 
 
-def check_histories(tx: Any, attester: "UnitAttester", n_fields: int,
-                    progress: Progress | None) -> tuple[int, int, list[tuple[str, str | None, str]]]:
+def check_histories(tx: Any, attester: "UnitAttester", n_fields: int, progress: Progress | None
+                    ) -> tuple[int, int, list[tuple[str, str | None, str]], list[tuple[str, str, str]]]:
     """Every field's history, read as Arrow batches: C1, C2 and C4 by the rules themselves
     only on the histories the column sieve names, and each entry hashed against what its last
-    writer attested. Returns (fields, entries read, what was found)."""
+    writer attested. Returns (fields, entries read, what was found, and (entry, field_id,
+    holder) of each entry held by a field its row does not name, by entry: what
+    `queries.misowned(tx, "HAS_ENTRY")` gives, read here with the histories, not by a second
+    join of every field to its entries)."""
     found: list[tuple[str, str | None, str]] = []
+    misowned: list[tuple[str, str, str]] = []
     fields = entries = 0
     for batch in read_ahead(history_batches(tx)):
+        held = np.flatnonzero(_flags(pc.not_equal(batch.column("field_id"), batch.column(HOLDER))))
+        if len(held):
+            odd = batch.take(held)
+            misowned += zip(*(column_values(odd, c) for c in ("id", "field_id", HOLDER)))
         # C1, C2 and C4 by the rules themselves only on the histories the sieve names
         bounds = history_columns.groups(batch, HOLDER)
         suspect = history_columns.suspects(batch, bounds)
@@ -54,7 +62,7 @@ def check_histories(tx: Any, attester: "UnitAttester", n_fields: int,
         before, fields, entries = fields, fields + len(bounds) - 1, entries + batch.num_rows
         if progress is not None and fields // 10_000 > before // 10_000:
             progress("audit histories", fields, n_fields)
-    return fields, entries, found
+    return fields, entries, found, sorted(misowned)
 
 
 def read_ahead(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
@@ -114,6 +122,11 @@ def check_batch(attester: "UnitAttester", table: str, batch: pa.Table, keys: lis
         out += [(int(at[i]), f"differs from what transition {int(seqs[picked[i]])} wrote")
                 for i in left.tolist()]
     return sorted(out, key=lambda found: found[0])
+
+
+def _flags(values: Any) -> np.ndarray:
+    """True where a boolean column is (null is False: a comparison with a null is no match)."""
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _valid(values: Any) -> np.ndarray:
