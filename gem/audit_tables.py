@@ -55,7 +55,9 @@ def check_histories(tx: Any, attester: "UnitAttester", n_fields: int, progress: 
         keys = column_values(batch, "id")
         codes = attester.units.codes(keys)
         fresh = attester.fresh(keys, codes)  # an entry in two histories is one row
-        hashed = digests("Entry", batch.drop_columns([HOLDER]).take(fresh))
+        entries_of = batch.drop_columns([HOLDER])
+        hashed = digests("Entry", entries_of if len(fresh) == batch.num_rows else
+                         entries_of.take(fresh))  # (fresh rows are in order: all of them, or some)
         fresh_keys = [keys[i] for i in fresh.tolist()]
         attester.found += [("state", fresh_keys[i], message) for i, message in
                            attester.judge(fresh_keys, codes[fresh], hashed)]
