@@ -8,7 +8,8 @@ range of a key at a time, in the one read transaction of their caller: node offs
 table's rows (`offset(id(n))`, in stored order), sequence numbers for the log (in log order).
 A range filter does not spare the engine the scan (kuzu 0.11.3 and LadybugDB read every
 returned column of every row, then filter: ~0.2-0.4 s per piece at 400k-1M rows), so pieces
-are as large as the pool allows: a sixteenth of it each. FalkorDB has no buffer pool (and no
+are as large as the pool allows: a sixteenth of it each (an Arrow piece's rows weighed by
+their bytes: `VALUE_BYTES`). FalkorDB has no buffer pool (and no
 `offset`): it reads in one statement.
 """
 from __future__ import annotations
