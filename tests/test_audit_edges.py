@@ -6,29 +6,7 @@ from __future__ import annotations
 import pytest
 
 import gem
-from conftest import ENGINE
-from gem.store import open_store
-
-
-def _memory(path: str) -> None:
-    from conftest import Clock
-    clock = Clock()
-    with gem.open(path, clock=clock, engine=ENGINE) as mem:
-        mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15"),
-                    gem.Fact("Website Redesign", "owner", "Alice"),
-                    gem.Fact("Launch Milestones", "launch", "March 20")])
-        clock.advance(days=1)
-        mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
-        assert mem.audit(full=True).ok
-
-
-def _edit(path: str, *statements: str) -> None:
-    store = open_store(path, ENGINE)
-    with store.transaction() as tx:
-        for statement in statements:
-            tx.run(statement)
-    store.close()
-
+from conftest import ENGINE, Clock, drop_location, memory_location, raw_write
 
 # edit -> (statements, the misowned entry, its holder, the owner its row names)
 EDITS = {
@@ -44,12 +22,22 @@ EDITS = {
 
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_an_entry_held_by_a_field_its_row_does_not_name_is_found(tmp_path, edit):
-    path = str(tmp_path / "db")
-    _memory(path)
+    location = memory_location(tmp_path)
     statements, entry, holder, owner = EDITS[edit]
-    _edit(path, *statements)
-    with gem.open(path, engine=ENGINE) as mem:
-        report = mem.audit(full=True)
+    clock = Clock()
+    try:
+        with gem.open(location, clock=clock, engine=ENGINE) as mem:
+            mem.ingest([gem.Fact("Website Redesign", "deadline", "March 15"),
+                        gem.Fact("Website Redesign", "owner", "Alice"),
+                        gem.Fact("Launch Milestones", "launch", "March 20")])
+            clock.advance(days=1)
+            mem.ingest(gem.Fact("Website Redesign", "deadline", "April 20"))
+            assert mem.audit(full=True).ok
+            for statement in statements:
+                raw_write(mem, statement)
+            report = mem.audit(full=True)
+    finally:
+        drop_location(location)
     assert not report.ok
     assert ("C4", entry, f"held by {holder} (HAS_ENTRY) but names {owner} as its owner") in \
         {(v.condition, v.unit, v.detail) for v in report.violations}, report.violations
