@@ -79,18 +79,21 @@ holds the GIL under 2 KB), the log's JSON ~0.5, its columns ~1.4, the verdicts ~
 Then c85586e against unit hashes searched in hash order, table pieces weighed by their bytes
 (a field's piece holds twice the rows: each piece is a scan of the whole table), HAS_ENTRY's
 ownership compared with the histories as they are read (not by a second join), text columns
-escaped only where they hold a quote or backslash, and a history batch hashed without a copy;
-`gem.open` then `audit(full=True)` on copies of a memory of N topics without the updates
-(base, new alternating, load 7-11; audit CPU s, wall s): 100k topics (1M fields, 1.01M
-entries), 2 rounds, 25.89 -> 21.23 and 26.52 -> 20.31 (0.82x, 0.77x; wall 47.6 -> 54.2 and
-82.9 -> 48.9), peak RSS 1.53-1.56 GB both; 10k, 3 rounds, medians 2.21 -> 1.94 (0.88x). Left
-at 100k (py-spy samples of the audit's main thread, ~15 CPU s): the row texts' joins
-(Arrow's binary_join_element_wise of ~50 parts a row, ~1.6 us a row, more than sha256) ~13%,
-sha256 and its loop ~16%, the log's columns (finish: one dictionary of 3.2M keys) ~10%, the
-lookups of rows in it ~8%, the log's JSON ~6%; on the read thread, the engine's join of fields
-to entries ~4 CPU s (a scan of the Entry table costs more: ~0.3 s a piece for the scan
-whatever the range), fields ~1.2. Peak RSS: open ~300 MB, the log's read +650 MB (the pool
-holds the log's pages), its columns' fold +550 MB (retained by the allocator).
+escaped only where they hold a quote or backslash, and a history batch hashed without a copy:
+`gem.open` then `audit(full=True)` on copies of a memory of 100k topics without the updates
+(1M fields, 1.01M entries), base and new alternating, audit CPU s (wall s): at load 7-11,
+25.89 -> 21.23 and 26.52 -> 20.31; at load 5-7, 15.79 -> 13.39 (24.0 -> 23.7) and
+17.05 -> 13.48 (20.4 -> 17.3): 0.77x-0.85x. Peak RSS 1.53-1.59 GB both. 10k topics, 3 rounds,
+medians 2.21 -> 1.94 CPU s. The same CPU work costs ~1.6x more at load 10 than at load 6.
+Left at 100k (py-spy, both threads, 13.8 CPU s): the fold of the log's columns 13% (most of
+it one dictionary of the 3.2M keys the log names), sha256 and its loop 13%, the engine's
+conversion to Arrow 12% and its reads 10% (the join of fields to entries most: a scan of the
+Entry table costs more, ~0.3 s a piece for the scan whatever the range), the row texts' joins
+(Arrow's binary_join_element_wise of ~50 parts a row, ~1.6 us a row) 10%, the rows' lookups
+in the log's columns 9%, the log's per-record arrays 6% and its JSON 5%, the column texts 4%,
+the sieve 4%. Peak RSS: open ~300 MB, the log's read +650 MB (the pool holds the log's
+pages), its columns' fold +550 MB (the dictionary's memo table ~230 MB; kept by the
+allocator after).
 """
 from __future__ import annotations
 
