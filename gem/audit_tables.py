@@ -53,7 +53,7 @@ def check_histories(tx: Any, attester: "UnitAttester", n_fields: int, progress: 
             found += conditions.history_violations(holders[start].as_py(), batch_rows(
                 batch.slice(start, end - start), _JUDGED))
         keys = column_values(batch, "id")
-        codes = attester.units.codes(keys)
+        codes = attester.units.codes(keys, batch.column("id"))
         fresh = attester.fresh(keys, codes)  # an entry in two histories is one row
         entries_of = batch.drop_columns([HOLDER])
         hashed = digests("Entry", entries_of if len(fresh) == batch.num_rows else
@@ -179,7 +179,7 @@ def attest_table(tx: Any, table: str, attester: "UnitAttester", done: int,
     salient = table in ("Topic", "Field", "Episode")
     for batch in read_ahead(row_batches(tx, table)):
         keys = column_values(batch, "id")
-        codes = units.codes(keys)
+        codes = units.codes(keys, batch.column("id"))
         if table == "Entry":  # hashed with its history; in no history, hashed here
             fresh = attester.fresh(keys, codes)
             done += batch.num_rows - len(fresh)
