@@ -83,8 +83,10 @@ escaped only where they hold a quote or backslash, and a history batch hashed wi
 `gem.open` then `audit(full=True)` on copies of a memory of 100k topics without the updates
 (1M fields, 1.01M entries), base and new alternating, audit CPU s (wall s): at load 7-11,
 25.89 -> 21.23 and 26.52 -> 20.31; at load 5-7, 15.79 -> 13.39 (24.0 -> 23.7) and
-17.05 -> 13.48 (20.4 -> 17.3): 0.77x-0.85x. Peak RSS 1.53-1.59 GB both. 10k topics, 3 rounds,
-medians 2.21 -> 1.94 CPU s. The same CPU work costs ~1.6x more at load 10 than at load 6.
+17.05 -> 13.48 (20.4 -> 17.3); with the ids handed to the lookups as Arrow, at load 5-7,
+16.90 -> 14.28 and 17.18 -> 14.01: 0.77x-0.85x. Peak RSS 1.53-1.59 GB both. 10k topics, 3
+rounds: at load 9-11, medians 2.21 -> 1.94 CPU s; at load 6, 1.59 -> 1.34 (0.84x), peak RSS
+~520 -> ~500 MB. The same CPU work costs ~1.6x more at load 10 than at load 6.
 Left at 100k (py-spy, both threads, 13.8 CPU s): the fold of the log's columns 13% (most of
 it one dictionary of the 3.2M keys the log names), sha256 and its loop 13%, the engine's
 conversion to Arrow 12% and its reads 10% (the join of fields to entries most: a scan of the
