@@ -87,6 +87,27 @@ runs next to them); peak RSS 1.70-1.75 GB both. Left (cProfile, 15 CPU s, 28 s w
 engine ~7.7 s wall (the status writes by key ~4, the faded-history scan ~1.6), the report
 ~5.9 (four lists of 1-2M names and pairs), the bulk moves' dicts of 1M ids ~3, candidates
 and the faded-history split ~4, the record ~1.8, the cache and derived state ~1.5.
+
+Then c85586e against unit hashes searched in hash order, table pieces weighed by their bytes
+(a field's piece holds twice the rows: each piece is a scan of the whole table), HAS_ENTRY's
+ownership compared with the histories as they are read (not by a second join), text columns
+escaped only where they hold a quote or backslash, and a history batch hashed without a copy:
+`gem.open` then `audit(full=True)` on copies of a memory of 100k topics without the updates
+(1M fields, 1.01M entries), base and new alternating, audit CPU s (wall s): at load 7-11,
+25.89 -> 21.23 and 26.52 -> 20.31; at load 5-7, 15.79 -> 13.39 (24.0 -> 23.7) and
+17.05 -> 13.48 (20.4 -> 17.3); with the ids handed to the lookups as Arrow, at load 5-7,
+16.90 -> 14.28 and 17.18 -> 14.01: 0.77x-0.85x. Peak RSS 1.53-1.59 GB both. 10k topics, 3
+rounds: at load 9-11, medians 2.21 -> 1.94 CPU s; at load 6, 1.59 -> 1.34 (0.84x), peak RSS
+~520 -> ~500 MB. The same CPU work costs ~1.6x more at load 10 than at load 6.
+Left at 100k (py-spy, both threads, 13.8 CPU s): the fold of the log's columns 13% (most of
+it one dictionary of the 3.2M keys the log names), sha256 and its loop 13%, the engine's
+conversion to Arrow 12% and its reads 10% (the join of fields to entries most: a scan of the
+Entry table costs more, ~0.3 s a piece for the scan whatever the range), the row texts' joins
+(Arrow's binary_join_element_wise of ~50 parts a row, ~1.6 us a row) 10%, the rows' lookups
+in the log's columns 9%, the log's per-record arrays 6% and its JSON 5%, the column texts 4%,
+the sieve 4%. Peak RSS: open ~300 MB, the log's read +650 MB (the pool holds the log's
+pages), its columns' fold +550 MB (the dictionary's memo table ~230 MB; kept by the
+allocator after).
 """
 from __future__ import annotations
 

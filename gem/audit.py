@@ -435,7 +435,8 @@ def _full(engine: "Engine", progress: Progress | None,
             progress("audit log", scan.checked, n_records)
         units.finish()
         attester = audit_units.UnitAttester(units)
-        fields, entries, found_in = audit_tables.check_histories(tx, attester, n_fields, progress)
+        fields, entries, found_in, misowned = audit_tables.check_histories(tx, attester, n_fields,
+                                                                           progress)
         found += found_in
         if entries != n_entries:
             found.append(("C4", None, f"{n_entries - entries} entries are not in any field's history"))
@@ -449,9 +450,10 @@ def _full(engine: "Engine", progress: Progress | None,
         orphans = observations - queries.count_rels(tx, "CORROBORATES")
         if orphans:
             found.append(("C4", None, f"{orphans} observations are not attached to an entry"))
-        for rel in OWNED:
+        for rel in OWNED:  # an entry's holder came with its history
             found += [("C4", child, f"held by {holder} ({rel}) but names {owner} as its owner")
-                      for child, owner, holder in queries.misowned(tx, rel)]
+                      for child, owner, holder in (misowned if rel == "HAS_ENTRY" else
+                                                   queries.misowned(tx, rel))]
         episodes = EpisodeLinks()
         found += conditions.c4_episodes(episodes.seen(queries.stream_rows(tx, "Episode")))
         found += conditions.c3_trajectory(queries.updates_of_extended_topics(tx),

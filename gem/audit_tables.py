@@ -28,14 +28,22 @@ if TYPE_CHECKING:
 _JUDGED = sorted(history_rules.JUDGED | conditions.C4_ENTRY_COLUMNS)
 
 
-def check_histories(tx: Any, attester: "UnitAttester", n_fields: int,
-                    progress: Progress | None) -> tuple[int, int, list[tuple[str, str | None, str]]]:
+def check_histories(tx: Any, attester: "UnitAttester", n_fields: int, progress: Progress | None
+                    ) -> tuple[int, int, list[tuple[str, str | None, str]], list[tuple[str, str, str]]]:
     """Every field's history, read as Arrow batches: C1, C2 and C4 by the rules themselves
     only on the histories the column sieve names, and each entry hashed against what its last
-    writer attested. Returns (fields, entries read, what was found)."""
+    writer attested. Returns (fields, entries read, what was found, and (entry, field_id,
+    holder) of each entry held by a field its row does not name, by entry: what
+    `queries.misowned(tx, "HAS_ENTRY")` gives, read here with the histories, not by a second
+    join of every field to its entries)."""
     found: list[tuple[str, str | None, str]] = []
+    misowned: list[tuple[str, str, str]] = []
     fields = entries = 0
     for batch in read_ahead(history_batches(tx)):
+        held = np.flatnonzero(_flags(pc.not_equal(batch.column("field_id"), batch.column(HOLDER))))
+        if len(held):
+            odd = batch.take(held)
+            misowned += zip(*(column_values(odd, c) for c in ("id", "field_id", HOLDER)))
         # C1, C2 and C4 by the rules themselves only on the histories the sieve names
         bounds = history_columns.groups(batch, HOLDER)
         suspect = history_columns.suspects(batch, bounds)
@@ -45,16 +53,18 @@ def check_histories(tx: Any, attester: "UnitAttester", n_fields: int,
             found += conditions.history_violations(holders[start].as_py(), batch_rows(
                 batch.slice(start, end - start), _JUDGED))
         keys = column_values(batch, "id")
-        codes = attester.units.codes(keys)
+        codes = attester.units.codes(keys, batch.column("id"))
         fresh = attester.fresh(keys, codes)  # an entry in two histories is one row
-        hashed = digests("Entry", batch.drop_columns([HOLDER]).take(fresh))
+        entries_of = batch.drop_columns([HOLDER])
+        hashed = digests("Entry", entries_of if len(fresh) == batch.num_rows else
+                         entries_of.take(fresh))  # (fresh rows are in order: all of them, or some)
         fresh_keys = [keys[i] for i in fresh.tolist()]
         attester.found += [("state", fresh_keys[i], message) for i, message in
                            attester.judge(fresh_keys, codes[fresh], hashed)]
         before, fields, entries = fields, fields + len(bounds) - 1, entries + batch.num_rows
         if progress is not None and fields // 10_000 > before // 10_000:
             progress("audit histories", fields, n_fields)
-    return fields, entries, found
+    return fields, entries, found, sorted(misowned)
 
 
 def read_ahead(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
@@ -116,6 +126,11 @@ def check_batch(attester: "UnitAttester", table: str, batch: pa.Table, keys: lis
     return sorted(out, key=lambda found: found[0])
 
 
+def _flags(values: Any) -> np.ndarray:
+    """True where a boolean column is (null is False: a comparison with a null is no match)."""
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def _valid(values: Any) -> np.ndarray:
     return np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
@@ -164,7 +179,7 @@ def attest_table(tx: Any, table: str, attester: "UnitAttester", done: int,
     salient = table in ("Topic", "Field", "Episode")
     for batch in read_ahead(row_batches(tx, table)):
         keys = column_values(batch, "id")
-        codes = units.codes(keys)
+        codes = units.codes(keys, batch.column("id"))
         if table == "Entry":  # hashed with its history; in no history, hashed here
             fresh = attester.fresh(keys, codes)
             done += batch.num_rows - len(fresh)

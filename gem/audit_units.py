@@ -183,16 +183,23 @@ class LogUnits:
         self._shared = {keys[int(r)].as_py(): int(r) for r in self._order[rows].tolist()}
         self._shared_hashes = np.unique(self._hashes[rows])
 
-    def codes(self, keys: list[str]) -> np.ndarray:
-        """The row of each unit (`unnamed` for a unit the log never named)."""
+    def codes(self, keys: list[str], texts: pa.Array | pa.ChunkedArray | None = None) -> np.ndarray:
+        """The row of each unit (`unnamed` for a unit the log never named); `texts`, the keys as
+        Arrow already (a batch's column), spares making them again."""
         n, m = len(keys), self.unnamed
         if not m or not n:
             return np.full(n, m, dtype=np.int64)
         hashes = np.fromiter(map(_hash, keys), dtype=np.int64, count=n)
-        at = np.minimum(np.searchsorted(self._hashes, hashes), m - 1)
-        rows = self._order[at]
-        named = (self._hashes[at] == hashes) & _flags(pc.equal(self.keys.take(pa.array(rows)),
-                                                               pa.array(keys, pa.string())))
+        # searched in hash order: each search starts where the one before ended, and the paths
+        # of neighbours share cache lines (a batch's 65k searches in random order, each ~20
+        # cache misses into 2M hashes, were a tenth of the full audit)
+        order = np.argsort(hashes)
+        ordered = hashes[order]
+        at = np.minimum(np.searchsorted(self._hashes, ordered), m - 1)
+        rows, same = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
+        rows[order], same[order] = self._order[at], self._hashes[at] == ordered
+        named = same & _flags(pc.equal(self.keys.take(pa.array(rows)),
+                                       pa.array(keys, pa.string()) if texts is None else texts))
         codes = np.where(named, rows, m)
         if self._shared:  # the first unit of a shared hash was tried: the dict knows them all
             for i in np.flatnonzero(np.isin(hashes, self._shared_hashes)).tolist():

@@ -81,7 +81,8 @@ def suspects(batch: pa.Table, bounds: np.ndarray) -> np.ndarray:
     # C2 and C4: what an entry names as its successor is an entry of its history, and not older
     named = ~_empty(col["superseded_by"])
     bad |= current & named
-    if pc.count_distinct(col["id"]).as_py() != n:  # an entry twice: the rules decide
+    # an entry twice: the rules decide (unique costs a third of count_distinct)
+    if len(pc.unique(col["id"])) != n:
         return np.ones(len(starts), dtype=bool)
     where = np.asarray(pc.fill_null(pc.index_in(col["superseded_by"], value_set=col["id"]), -1)
                        .to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import pyarrow as pa
 from hypothesis import given, settings, strategies as st
 
 import gem
@@ -47,6 +48,10 @@ def _agree(records, salience_seq):
         columns.take(seq, writes, moves, salience)
     columns.finish()
     assert columns.codes(["t9", "t999"]).tolist() == [columns.unnamed] * 2  # named by no record
+    # a batch's id column handed in as Arrow finds the same rows
+    asked = [*UNITS, "t9"]
+    assert columns.codes(asked, pa.chunked_array([pa.array(asked)])).tolist() == \
+        columns.codes(asked).tolist()
     for unit, row in zip(UNITS, columns.codes(UNITS).tolist()):
         written = dicts.latest.get(unit)
         assert (None if columns.write_seq[row] < 0 else

@@ -8,7 +8,8 @@ range of a key at a time, in the one read transaction of their caller: node offs
 table's rows (`offset(id(n))`, in stored order), sequence numbers for the log (in log order).
 A range filter does not spare the engine the scan (kuzu 0.11.3 and LadybugDB read every
 returned column of every row, then filter: ~0.2-0.4 s per piece at 400k-1M rows), so pieces
-are as large as the pool allows: a sixteenth of it each. FalkorDB has no buffer pool (and no
+are as large as the pool allows: a sixteenth of it each (an Arrow piece's rows weighed by
+their bytes: `VALUE_BYTES`). FalkorDB has no buffer pool (and no
 `offset`): it reads in one statement.
 """
 from __future__ import annotations
@@ -26,6 +27,13 @@ from .forms import _falkor
 POOL_SHARE = 16
 UNSIZED_POOL = 1 << 30
 ROW_BYTES = 1024
+# What the pool holds of a returned value beyond its text: an Arrow piece's own bytes are its
+# texts, and the engine keeps a fixed slot per value besides (strings and lists 16 bytes, held
+# twice while the piece is converted). An entry of 24 columns (~220 bytes of Arrow) comes to
+# ~1 KB; a field of 11 (~90) to ~440, so a field's piece can hold twice as many rows: each piece
+# is one more scan of the whole table (the range filters after reading), and a full audit at 1M
+# fields read them in 16.
+VALUE_BYTES = 32
 
 
 def piece_bytes_of(pool: int | None) -> int:
@@ -38,8 +46,9 @@ def piece_bytes(tx: Tx) -> int:
 
 def _spans(tx: Tx, table: str) -> Iterator[tuple[int, int]]:
     """Ranges [lo, hi) of node offsets of `table`, each as large as the rows the one before
-    brought allow (the caller sends how many it brought): a range's span adapts to the rows
-    (a history's entries come with its field), at most doubling from one to the next."""
+    brought allow (the caller sends how many it brought, or their bytes as rows of ROW_BYTES):
+    a range's span adapts to the rows (a history's entries come with its field), at most
+    doubling from one to the next."""
     top = tx.scalar(f"MATCH (n:{table}) RETURN max(offset(id(n)))")
     if top is None:
         return
@@ -81,7 +90,14 @@ def table_batches(tx: Tx, table: str, query: str, var: str) -> Iterator[Any]:
     while span is not None:
         batch = tx.arrow(text, {"lo": span[0], "hi": span[1]})
         yield batch
-        span = _next(spans, batch.num_rows)
+        span = _next(spans, _weight(batch))
+
+
+def _weight(batch: Any) -> int:
+    """A piece's rows counted as rows of ROW_BYTES each in the pool: what the next span's
+    size is judged by."""
+    held = batch.nbytes + VALUE_BYTES * batch.num_columns * batch.num_rows
+    return -(-held // ROW_BYTES)
 
 
 def _next(spans: Any, rows: int) -> tuple[int, int] | None:
