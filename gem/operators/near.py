@@ -81,13 +81,13 @@ def nearest(t: Transition, near: tuple[float, float, float],
     eligible: dict[str, float] = {}
     salience: dict[str, float] = {}
     units = list(found)
-    for unit, (status, topic_status, now) in zip(units, derived.unit_states(units, t.now,
-                                                                             t.half_life)):
+    for unit, (status, topic_status, salience_now) in zip(
+            units, derived.unit_states(units, t.now, t.half_life)):
         if status is None:
             continue
         if include_archived or (status != "hidden" and topic_status != "archived"):
             eligible[unit] = found[unit]
-            salience[unit] = now
+            salience[unit] = salience_now
     ordered = sorted(eligible, key=lambda u: (eligible[u], -salience[u], u))
     return [(u, round(1.0 / (1.0 + eligible[u]), 9)) for u in ordered[:k]], len(ordered) > k
 
