@@ -67,6 +67,9 @@ def test_packed_ids_answer_as_a_list_and_a_dict_through_writes(seed, saved_keys)
                 t.ids.pop()
         probe = rnd.choice(ids + ["absent", "t1/deadlinf"])
         assert p.row_of.get(probe) == model.row_of.get(probe)
+        if step % 10 == 0:  # a query's candidates, looked up at once
+            probes = rnd.sample(ids, 4) + ["absent", probe, "", f"new{step - 3}/é"]
+            assert p.rows_of(probes) == [model.row_of.get(x) for x in probes]
         assert (probe in p.row_of) == (probe in model.row_of)
         row = rnd.randrange(len(model.ids)) if len(model.ids) else None
         if row is not None:
@@ -173,3 +176,13 @@ def test_many_reads_decode_every_id_once_and_then_read_plain(monkeypatch):
     assert not p.packed_now
     assert [view[r] for r in range(0, len(ids), 5)] == ids[::5]
     assert rows.get(ids[-1]) == len(ids) - 1 and rows.get("absent") is None
+
+
+def test_ids_looked_up_at_once_past_the_budget_are_decoded_once_and_read_plain():
+    ids = [f"t{n}/f{n % 7}" for n in range(2 * PackedIds.READS_PACKED)]
+    p = _packed(ids, blanks=False, saved_keys=True)
+    few = [ids[5], "absent", ids[77]]
+    assert p.rows_of(few) == [5, None, 77] and p.packed_now
+    many = ids[::-1] + ["absent"]
+    assert p.rows_of(many) == list(range(len(ids)))[::-1] + [None]
+    assert not p.packed_now

@@ -10,7 +10,7 @@ import pytest
 
 import gem
 from conftest import ENGINE
-from gem.store import open_store, queries
+from gem.store import graph, open_store, queries
 from gem.store.schema import SCHEMA_VERSION
 from servers import HANG  # a guard against hangs only (tests/servers.py)
 
@@ -337,6 +337,47 @@ def test_every_statement_form_of_a_one_hop_read_returns_the_same_rows(db_path, c
         assert sum(len(v) for v in baseline["HAS_ENTRY"].values()) == 634
         assert len(baseline["edges"]) >= 3
         assert read(FORMS[ENGINE][form]) == baseline
+
+
+@pytest.mark.skipif(ENGINE != "kuzu", reason="kuzu's statement forms")
+def test_a_field_asked_for_alone_of_its_topic_has_its_entries_read_by_its_own_key(
+        db_path, clock, monkeypatch):
+    """Read through its topic, a field's entries cost the topic's other fields' too (a
+    free-text query reads its top fields' histories, mostly one field a topic): a topic with
+    one field asked for is read by the field's key, one with several through the topic, and
+    both return what reading every topic's fields through it does."""
+    with gem.open(db_path, clock=clock, engine=ENGINE) as mem:
+        mem.ingest([gem.Fact(f"Topic {i}", f"f{j}", f"v{i}.{j}") for i in range(6)
+                    for j in range(3)])
+        clock.advance(days=1)
+        mem.ingest([gem.Fact(f"Topic {i}", "f0", f"w{i}") for i in range(6)])
+        store = mem._engine.store
+        with store.reading() as tx:
+            fields = sorted(r[0] for r in tx.run("MATCH (f:Field) RETURN f.id"))
+        by_topic: dict[str, list[str]] = {}
+        for fid in fields:
+            by_topic.setdefault(fid.split("/", 1)[0], []).append(fid)
+        tids = sorted(by_topic)
+        asked = [by_topic[tid][0] for tid in tids[:4]] + by_topic[tids[4]][:2]
+        monkeypatch.setattr(queries.reads, "KUZU_CHILD_ROWS_PER_TOPIC_READ", 1)
+
+        def read(per_topic_from: int) -> tuple[list[tuple[str, str]], list[str]]:
+            ran: list[str] = []
+            run = graph.Tx.run
+            with monkeypatch.context() as patch:
+                patch.setattr(queries.reads, "KUZU_FIELDS_PER_TOPIC_READ", per_topic_from)
+                patch.setattr(graph.Tx, "run", lambda self, q, p=None: ran.append(q) or run(self, q, p))
+                with store.reading() as tx:
+                    found = [(parent, row["id"]) for parent, row in
+                             queries.read_children(tx, "HAS_ENTRY", asked)]
+            return sorted(found, key=lambda x: x[0]), ran
+
+        found, ran = read(queries.reads.KUZU_FIELDS_PER_TOPIC_READ)
+        assert sum("p.id = $id" in q for q in ran) == 4
+        assert sum("Topic {id: $t}" in q for q in ran) == 1
+        through_topics, ran = read(1)
+        assert all("Topic {id: $t}" in q for q in ran) and len(ran) == 5
+        assert found == through_topics and len(found) == 11
 
 
 def test_a_faded_history_read_returns_what_filtering_the_whole_history_does(db_path, clock):

@@ -27,6 +27,15 @@ if TYPE_CHECKING:
     from ..state.transition import Transition
 
 
+def _salience(table: SalienceTable, row: int | None, now: float, half_life: float) -> float:
+    """Committed salience now of a unit at `row` of `table` (0 if it has none)."""
+    if row is None:
+        return 0.0
+    age = now - float(table.last[row])
+    age = 0.0 if math.isnan(age) else max(age, 0.0)
+    return -math.expm1(-max(float(table.strength[row]), 0.0)) * 2.0 ** (-age / half_life)
+
+
 class ScopeState:
     """What gem derives from the units of one scope. Nothing here depends on another scope, so
     what a tenant sees (rankings, document frequencies, title matches, ids, salience, C5) is
@@ -321,19 +330,37 @@ class ScopeState:
     def unit_salience(self, key: str, now: datetime, half_life: timedelta) -> float:
         """A field's or an episode's committed salience now (0 if unknown)."""
         table = self.episodes if unit_table(key) == "Episode" else self.fields
-        row = table.row_of.get(key)
-        if row is None:
-            return 0.0
-        age = seconds(now) - float(table.last[row])
-        age = 0.0 if math.isnan(age) else max(age, 0.0)
-        return -math.expm1(-max(float(table.strength[row]), 0.0)) * \
-            2.0 ** (-age / half_life.total_seconds())
+        return _salience(table, table.row_of.get(key), seconds(now), half_life.total_seconds())
 
     def unit_status(self, key: str) -> tuple[str | None, str | None]:
         """(the unit's ladder status, its topic's status; None for an episode)."""
         if unit_table(key) == "Episode":
             return self.episodes.status_of(key), None
         return self.fields.status_of(key), self.topics.status_of(key.split("/", 1)[0])
+
+    def unit_states(self, keys: Sequence[str], now: datetime, half_life: timedelta
+                    ) -> list[tuple[str | None, str | None, float]]:
+        """`unit_status` and `unit_salience` of each key, the rows of all of them found at
+        once (a free-text query's hundred candidates)."""
+        fids = [k for k in keys if unit_table(k) != "Episode"]
+        eids = [k for k in keys if unit_table(k) == "Episode"]
+        tids = list(dict.fromkeys(f.split("/", 1)[0] for f in fids))
+        rows = {**dict(zip(fids, self.fields.rows_of(fids))),
+                **dict(zip(eids, self.episodes.rows_of(eids)))}
+        topic_rows = dict(zip(tids, self.topics.rows_of(tids)))
+        now_s, half = seconds(now), half_life.total_seconds()
+        out = []
+        for key in keys:
+            row = rows[key]
+            if unit_table(key) == "Episode":
+                table, topic_status = self.episodes, None
+            else:
+                table, trow = self.fields, topic_rows[key.split("/", 1)[0]]
+                topic_status = None if trow is None else \
+                    self.topics.names[int(self.topics.status[trow])]
+            status = None if row is None else table.names[int(table.status[row])]
+            out.append((status, topic_status, _salience(table, row, now_s, half)))
+        return out
 
     def least_relevant_fields(self, n: int, exclude: set[str], now: datetime,
                               half_life: timedelta,

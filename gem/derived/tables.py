@@ -149,6 +149,10 @@ class SalienceTable:
         row = self.row_of.get(key)
         return None if row is None else self.names[int(self.status[row])]
 
+    def rows_of(self, keys: list[str]) -> list[int | None]:
+        """Each key's row (None: not here), looked up at once."""
+        return self._keys.rows_of(keys)
+
     def remove(self, key: str) -> None:
         """Forget a unit (erasure). Its row stays, empty and matched by no status, so the rows
         of the others (and fields' owner rows) do not move."""

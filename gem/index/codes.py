@@ -92,7 +92,7 @@ class SignCodes:
         if first == qw.shape[0]:
             return _nearest(d, pool)
         rows = _nearest(d, max(4 * pool, int(self.FIRST_SHARE * n)))
-        rest = _distance(self.words[first:, rows], qw[first:])
+        rest = _distance(self.words[first:], qw[first:], rows)
         rest += d[rows]
         return rows[_nearest(rest, pool)]
 
@@ -101,16 +101,22 @@ class SignCodes:
         return self.words.nbytes
 
 
-def _distance(words: np.ndarray, qw: np.ndarray) -> np.ndarray:
-    """Hamming distances of each column of `words` to the query words: uint8 up to 3 words
-    (at most 192), uint16 above. Temporaries are reused word after word: at 1M rows a fresh
-    8 MB array a word cost page faults worth as much as the XOR."""
-    n = words.shape[1]
+def _distance(words: np.ndarray, qw: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Hamming distances of each column of `words` (of columns `rows`, if given) to the query
+    words: uint8 up to 3 words (at most 192), uint16 above. Temporaries are reused word after
+    word: at 1M rows a fresh 8 MB array a word cost page faults worth as much as the XOR; and
+    the rows are taken a word at a time into them (gathering all words of 80k rows at 1M cost
+    more than their distances)."""
+    n = words.shape[1] if rows is None else rows.shape[0]
     d = np.zeros(n, dtype=np.uint8 if words.shape[0] <= 3 else np.uint16)
     x = np.empty(n, dtype=np.uint64)
     bits = np.empty(n, dtype=np.uint8)
     for j in range(words.shape[0]):
-        np.bitwise_xor(words[j], qw[j], out=x)
+        if rows is None:
+            np.bitwise_xor(words[j], qw[j], out=x)
+        else:
+            np.take(words[j], rows, out=x)
+            np.bitwise_xor(x, qw[j], out=x)
         _count_into(x, bits)
         np.add(d, bits, out=d)
     return d

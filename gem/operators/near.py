@@ -79,13 +79,15 @@ def nearest(t: Transition, near: tuple[float, float, float],
     derived = t.committed
     found = in_window(t, within(t, near, as_of), between)
     eligible: dict[str, float] = {}
-    for unit, km in found.items():
-        status, topic_status = derived.unit_status(unit)
+    salience: dict[str, float] = {}
+    units = list(found)
+    for unit, (status, topic_status, salience_now) in zip(
+            units, derived.unit_states(units, t.now, t.half_life)):
         if status is None:
             continue
         if include_archived or (status != "hidden" and topic_status != "archived"):
-            eligible[unit] = km
-    salience = {u: derived.unit_salience(u, t.now, t.half_life) for u in eligible}
+            eligible[unit] = found[unit]
+            salience[unit] = salience_now
     ordered = sorted(eligible, key=lambda u: (eligible[u], -salience[u], u))
     return [(u, round(1.0 / (1.0 + eligible[u]), 9)) for u in ordered[:k]], len(ordered) > k
 

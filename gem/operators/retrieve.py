@@ -254,8 +254,9 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
     cosine = dict(dense)
 
     eligible: list[tuple[str, float, str | None]] = []
-    for unit in dict.fromkeys([u for u, _, _ in lexical] + [u for u, _ in dense]):
-        status, topic_status = derived.unit_status(unit)
+    found = list(dict.fromkeys([u for u, _, _ in lexical] + [u for u, _ in dense]))
+    states = dict(zip(found, derived.unit_states(found, t.now, t.half_life)))
+    for unit, (status, topic_status, _) in states.items():
         if status is None:
             continue
         relevance = round(0.5 * coverage.get(unit, 0.0) + 0.5 * max(cosine.get(unit, 0.0), 0.0), 9)
@@ -271,7 +272,7 @@ def rank_units(t: Transition, query: str, k: int, include_archived: bool,
                              and topic_status is None else None))
     if not eligible:
         return [], False
-    salience = {u: derived.unit_salience(u, t.now, t.half_life) for u, _, _ in eligible}
+    salience = {u: states[u][2] for u, _, _ in eligible}
     by_salience = sorted(salience, key=lambda u: (-salience[u], u))
     salience_rank = {u: i for i, u in enumerate(by_salience)}
 
