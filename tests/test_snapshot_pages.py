@@ -49,3 +49,39 @@ def test_a_damaged_snapshot_is_still_refused(tmp_path):
         f.truncate(os.path.getsize(path) - 3)
     with pytest.raises(SnapshotError):
         read_snapshot_file(path, "test")
+
+
+def test_loading_a_vector_index_reads_neither_its_rows_nor_its_codes(tmp_path):
+    from gem.index import VectorIndex
+    rng = np.random.default_rng(3)
+    n, dim = 60_000, 256
+    ix = VectorIndex(dim, approximate_above=20_000)
+    m = np.zeros((n, dim), dtype=np.float32)
+    cols = rng.integers(0, dim, size=(n, 30))
+    np.put_along_axis(m, cols, rng.random((n, 30), dtype=np.float32) + 0.1, axis=1)
+    ix.upsert_many([f"u{i}" for i in range(n)], m)
+    path = str(tmp_path / "units.snap")
+    ix.save(path, {"seq": 1})
+    loaded, _ = VectorIndex.load(path)
+    # 13 MB of codes and entries: what is resident is the ids' offsets and the row counts
+    assert _resident_kb(os.path.realpath(path)) < (os.path.getsize(path) // 1024) // 8
+    q = m[17] + 0.01
+    assert loaded.search(q, 10) == ix.search(q, 10)
+
+
+@pytest.mark.parametrize("dim, column", [(8, 8), (300, 300), (300, -1)])
+def test_packed_vector_columns_past_the_last_are_refused(tmp_path, dim, column):
+    from gem.errors import SnapshotError
+    from gem.index import VectorIndex
+    ix = VectorIndex(dim, approximate_above=None)
+    ix.upsert_many(["a", "b"], np.eye(dim)[:2])
+    path = str(tmp_path / "v.snap")
+    ix.save(path, {"seq": 1})
+    stamp, meta, arrays = read_snapshot_file(path, "vector")
+    broken = {k: np.array(v) for k, v in arrays.items()}
+    if column < 0:
+        broken["columns"] = broken["columns"].astype(np.int32)
+    broken["columns"][1] = column
+    write_snapshot_file(tmp_path / "bad.snap", "vector", stamp, meta, broken)
+    with pytest.raises(SnapshotError, match="do not fit"):
+        VectorIndex.load(tmp_path / "bad.snap")
