@@ -85,3 +85,33 @@ def test_packed_vector_columns_past_the_last_are_refused(tmp_path, dim, column):
     write_snapshot_file(tmp_path / "bad.snap", "vector", stamp, meta, broken)
     with pytest.raises(SnapshotError, match="do not fit"):
         VectorIndex.load(tmp_path / "bad.snap")
+
+
+@pytest.mark.parametrize("write", ["upsert", "upsert_many", "remove"])
+def test_a_loaded_vector_index_lets_go_of_its_file_at_its_first_write(tmp_path, write):
+    from gem.index import VectorIndex
+    rng = np.random.default_rng(5)
+    n, dim = 30_000, 256
+    m = np.zeros((n, dim), dtype=np.float32)
+    np.put_along_axis(m, rng.integers(0, dim, size=(n, 30)), 1.0, axis=1)
+    ids = [f"u{i}" for i in range(n)]
+    built = VectorIndex(dim, approximate_above=20_000)
+    built.upsert_many(ids, m)
+    path = str(tmp_path / "units.snap")
+    built.save(path, {"seq": 1})
+    loaded, _ = VectorIndex.load(path)
+    for q in m[:40]:  # reads rows and codes through the mapping
+        assert loaded.search(q, 10) == built.search(q, 10)
+    assert _resident_kb(os.path.realpath(path)) > 1024
+    for ix in (loaded, built):
+        if write == "upsert":
+            ix.upsert("u3", m[4])
+        elif write == "upsert_many":
+            ix.upsert_many(["new", "u5"], m[6:8])
+        else:
+            ix.remove("u7")
+    assert _resident_kb(os.path.realpath(path)) == 0  # the mapping is gone with its last view
+    for q in m[:40]:
+        assert loaded.search(q, 10) == built.search(q, 10)
+    assert sorted(loaded) == sorted(built)
+    assert all(loaded.get(d).tobytes() == built.get(d).tobytes() for d in ("u3", "u5", "u8"))

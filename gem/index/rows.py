@@ -48,6 +48,10 @@ class DenseRows:
             grown[: self.m.shape[0]] = self.m
             self.m = grown
 
+    def own(self) -> None:
+        """A copy of the matrix (a loaded one is a view of its snapshot's mapping)."""
+        self.m = self.m.copy()
+
     def set(self, rows: np.ndarray, block: np.ndarray) -> None:
         self.m[rows] = block
 
@@ -103,6 +107,12 @@ class SparseRows:
                                                               dtype=np.int64)])
             self.count = np.concatenate([self.count, np.zeros(capacity - self.count.shape[0],
                                                               dtype=np.int32)])
+
+    def own(self) -> None:
+        """Copies of the entries, with room to grow (a loaded row set's are views of its
+        snapshot's mapping)."""
+        self.columns = _grown(self.columns, self.columns.shape[0] + 1)
+        self.values = _grown(self.values, self.values.shape[0] + 1)
 
     @property
     def entries(self) -> int:

@@ -163,6 +163,7 @@ class VectorIndex:
         self._n = 0
         self._keys = PackedIds("a vector snapshot")
         self._codes: SignCodes | None = None
+        self._mapped = False  # whether rows, codes or ids are still views of a snapshot file
 
     def __len__(self) -> int:
         return self._n
@@ -225,11 +226,29 @@ class VectorIndex:
                 rows_store.compact(self._n)
 
     # ------------------------------------------------------------------ writes
+    def _own(self) -> None:
+        """Before the first write to an index loaded from a snapshot: copies of what it still
+        reads from the file's mapping (rows, codes, ids), so that the mapping goes with them.
+        A page of a mapping, once read, stays in the process's RSS while any view of the
+        mapping lives, and a write copies the rows anyway (they grow): at 100k topics 287 MB
+        of the unit vector file stayed resident beside their copies."""
+        if not self._mapped:
+            return
+        self._mapped = False
+        self._rows.own()
+        if self._codes is not None:
+            self._codes.reserve(capacity_for(self._codes.words.shape[1],
+                                             self._codes.words.shape[1] + 1))
+        if self._keys.packed_now:
+            blob, offsets = self._keys.packed()
+            self._keys.adopt_packed(blob.copy(), offsets.copy(), self._n)
+
     def upsert(self, doc_id: str, vec) -> None:
         check_doc_id(doc_id)
         v = self._as_unit_rows(vec, "vector")
         if v.shape[0] != 1:
             raise InvalidInput("upsert takes one vector; use upsert_many for several")
+        self._own()
         row = self._row_of.get(doc_id)
         if row is None:
             self._reserve(self._n + 1)
@@ -249,6 +268,8 @@ class VectorIndex:
         m = self._as_unit_rows(vecs, "vectors") if ids else np.zeros((0, self.dim), np.float32)
         if m.shape[0] != len(ids):
             raise InvalidInput(f"{len(ids)} ids but {m.shape[0]} vectors")
+        if ids:
+            self._own()
         if len(set(ids)) != len(ids):
             # Later duplicates win, as with repeated upsert() calls.
             last = {d: i for i, d in enumerate(ids)}
@@ -271,6 +292,8 @@ class VectorIndex:
 
     def remove(self, doc_id: str) -> None:
         """Forget doc_id (absent ids are ignored); the last row moves into its place."""
+        if self._mapped and doc_id in self._row_of:
+            self._own()
         row = self._row_of.pop(doc_id, None)
         if row is None:
             return

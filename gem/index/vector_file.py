@@ -109,6 +109,7 @@ def load(cls: Any, path: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
             if n < ix._cap:
                 codes.words[:, :n] = words
             ix._codes = codes
+        ix._mapped = True
         with single_threaded():
             ix._maybe_encode()
     except SnapshotError:
