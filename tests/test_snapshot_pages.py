@@ -115,3 +115,20 @@ def test_a_loaded_vector_index_lets_go_of_its_file_at_its_first_write(tmp_path, 
         assert loaded.search(q, 10) == built.search(q, 10)
     assert sorted(loaded) == sorted(built)
     assert all(loaded.get(d).tobytes() == built.get(d).tobytes() for d in ("u3", "u5", "u8"))
+
+
+def test_a_loaded_lexical_index_keeps_nothing_of_its_file_mapped(tmp_path):
+    """Its postings are copied into a segment as they are read; its ids are copied too, or
+    they would keep every page of the file the load read resident."""
+    import gc
+
+    from gem.index import LexicalIndex
+    ix = LexicalIndex(0.9, 0.4, analyzer="search")
+    for i in range(20_000):
+        ix.upsert(f"t{i}/f{i % 7}", f"value {i} of field {i % 7} budget review {i * 31 % 977}")
+    path = str(tmp_path / "units.snap")
+    ix.save(path, {"seq": 1})
+    loaded, _ = LexicalIndex.load(path)
+    gc.collect()
+    assert _resident_kb(os.path.realpath(path)) == 0
+    assert loaded.search("budget 42", 10) == ix.search("budget 42", 10)
