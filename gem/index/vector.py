@@ -235,10 +235,13 @@ class VectorIndex:
         if not self._mapped:
             return
         self._mapped = False
+        # room for a sixteenth more rows, not the quarter a growth adds (at 100k topics a
+        # quarter of the rows and codes is 70 MB before any row needs it)
+        self._cap = max(self._cap, self._n + max(16, self._n // 16))
+        self._rows.reserve(self._cap)
         self._rows.own()
         if self._codes is not None:
-            self._codes.reserve(capacity_for(self._codes.words.shape[1],
-                                             self._codes.words.shape[1] + 1))
+            self._codes.reserve(self._cap)
         if self._keys.packed_now:
             blob, offsets = self._keys.packed()
             self._keys.adopt_packed(blob.copy(), offsets.copy(), self._n)
