@@ -61,8 +61,7 @@ def test_an_adopted_snapshot_is_read_as_saved_and_saved_again_with_what_was_writ
     rnd = random.Random(seed)
     model = [_text(rnd) for _ in range(400)]
     saved = _saved(model)
-    column = TextColumn("test")
-    column.adopt(*saved)
+    column = TextColumn.adopted(*saved, "test")
     assert [column[r] for r in range(len(model))] == model
     assert all(a is b for a, b in zip(column.packed()[:2], saved[:2]))  # unchanged: as read
     _same(column.packed(), saved)
@@ -75,15 +74,14 @@ def test_an_adopted_snapshot_is_read_as_saved_and_saved_again_with_what_was_writ
         column[row] = model[row]
     assert [column[r] for r in range(len(model))] == model
     _same(column.packed(), _saved(model))
-    again = TextColumn("test")
-    again.adopt(*column.packed())
+    again = TextColumn.adopted(*column.packed(), "test")
     assert [again[r] for r in range(len(model))] == model
 
 
 def test_a_snapshot_whose_rows_disagree_is_refused():
     blob, offsets, has = _saved(["a", "b"])
     with pytest.raises(SnapshotError):
-        TextColumn("test").adopt(blob, offsets, has[:1])
+        TextColumn.adopted(blob, offsets, has[:1], "test")
 
 
 def test_unit_documents_hold_their_bytes_not_an_object_per_unit():

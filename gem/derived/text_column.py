@@ -34,15 +34,18 @@ class TextColumn:
         self.start = np.full(16, _NONE, dtype=np.int64)
         self.size = np.zeros(16, dtype=np.int32)
 
-    def adopt(self, blob: np.ndarray, offsets: np.ndarray, has: np.ndarray) -> None:
-        """Take a snapshot's texts (`packed`'s arrays), read from its blob when asked for."""
-        base = PackedStrings(blob, offsets, self.what)
+    @classmethod
+    def adopted(cls, blob: np.ndarray, offsets: np.ndarray, has: np.ndarray,
+                what: str) -> "TextColumn":
+        """A snapshot's texts (`packed`'s arrays), each read from its blob when asked for."""
+        base = PackedStrings(blob, offsets, what)
         if has.shape != (base.n,):
-            raise SnapshotError(f"{self.what}: its rows disagree")
-        self.__init__(self.what)  # type: ignore[misc]
-        self.base, self.n = base, base.n
-        self.start = np.where(has != 0, _BASE, _NONE).astype(np.int64)
-        self.size = np.zeros(base.n, dtype=np.int32)
+            raise SnapshotError(f"{what}: its rows disagree")
+        column = cls(what)
+        column.base, column.n = base, base.n
+        column.start = np.where(has != 0, _BASE, _NONE).astype(np.int64)
+        column.size = np.zeros(base.n, dtype=np.int32)
+        return column
 
     def __len__(self) -> int:
         return self.n

@@ -63,9 +63,8 @@ class UnitColumns:
         """Take a snapshot's columns by row (`by_row`), written with the lexical index: the
         texts stay packed until read; SnapshotError unless as many rows have one as the index
         has units."""
-        texts = TextColumn(what)
         has = arrays["docs_has"]
-        texts.adopt(arrays["docs_utf8"], arrays["docs_offsets"], has)
+        texts = TextColumn.adopted(arrays["docs_utf8"], arrays["docs_offsets"], has, what)
         valid = arrays["valid"]
         if valid.shape != (texts.n,) or int(np.count_nonzero(has)) != len(self.lexical.rows):
             raise SnapshotError(f"{what}: the unit documents and the unit index disagree")
