@@ -9,7 +9,7 @@ import pytest
 
 from gem.errors import SnapshotError
 from gem.index import packed
-from gem.index.packed import PackedIds, PackedTexts, encode_strings, id_keys
+from gem.index.packed import PackedIds, encode_strings, id_keys
 
 IDS = ["t1/deadline", "t1/owner", "", "t2/größe", "e17", "acme:t3/日本語", "t4/\ud800 lone",
        "t5/a field whose name is much longer than twenty-four bytes", "x", "t6/" + "y" * 40,
@@ -118,21 +118,6 @@ def test_saved_keys_that_cannot_be_their_ids_keys_are_refused():
         assert p.ids[1] == "b"
         with pytest.raises(SnapshotError):
             p.row_of.get("c")
-
-
-def test_packed_texts_read_and_write_by_row():
-    texts = ["Alice: the deadline moved", "", "größe 3", "日本語"]
-    blob, offsets = encode_strings(texts)
-    has = np.array([1, 0, 1, 1], dtype=np.uint8)
-    column = PackedTexts(blob, offsets, has, "test")
-    assert [column[r] for r in range(4)] == [texts[0], None, texts[2], texts[3]]
-    assert column.packed() == (blob, offsets, has)  # unchanged: as it was read
-    column[1] = "new"
-    column.extend([None, "tail"])
-    assert [column[r] for r in range(6)] == [texts[0], "new", texts[2], texts[3], None, "tail"]
-    blob2, offsets2, has2 = column.packed()
-    again = PackedTexts(blob2, offsets2, has2, "test")
-    assert [again[r] for r in range(6)] == [column[r] for r in range(6)]
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -2,8 +2,9 @@
 
 Every unit with a document has one entry in the unit layer's lexical index, and that entry's
 row stays put until the unit is rewritten or removed: the documents and valid times are kept
-by that row (a list of str and a float64 array) instead of two dicts keyed by unit id. At 10k
-topics the two dicts and their float objects held ~12 of the 18.7 MB of this part.
+by that row (texts as UTF-8 in one buffer, gem/derived/text_column.py, and a float64 array)
+instead of two dicts keyed by unit id. At 10k topics the two dicts and their float objects held
+~12 of the 18.7 MB of this part, and a list of 100k str 9 MB more.
 """
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from ..errors import SnapshotError
-from ..index import LexicalIndex, encode_strings
-from ..index.packed import PackedTexts, decoded
+from ..index import LexicalIndex
+from ..index.packed import decoded
+from .text_column import TextColumn
 
 T = TypeVar("T")
 
@@ -24,15 +26,14 @@ class UnitColumns:
 
     def __init__(self, lexical: LexicalIndex) -> None:
         self.lexical = lexical
-        # a loaded snapshot's texts stay packed, each decoded when read (a query reads its hits')
-        self.texts: list[str | None] | PackedTexts = []
+        # each decoded when read (a query reads its hits'); a loaded snapshot's stay in its file
+        self.texts = TextColumn("the unit documents")
         self.times = np.zeros(0, dtype=np.float64)
         self.docs: Mapping[str, str] = _Column(self, "texts")
         self.valid: Mapping[str, float] = _Column(self, "times")
 
     def _room(self, row: int) -> None:
-        if row >= len(self.texts):
-            self.texts.extend([None] * (row + 1 - len(self.texts)))
+        self.texts.grow(row + 1)
         if row >= self.times.shape[0]:
             grown = np.zeros(max(16, row + 1, self.times.shape[0] * 5 // 4), dtype=np.float64)
             grown[: self.times.shape[0]] = self.times
@@ -54,11 +55,7 @@ class UnitColumns:
         """The columns by row, as a snapshot holds them (what `load_by_row` takes): texts as
         UTF-8 and offsets, which rows have one, valid times."""
         n = len(self.texts)
-        if isinstance(self.texts, PackedTexts):
-            blob, offsets, has = self.texts.packed()
-        else:
-            blob, offsets = encode_strings([t or "" for t in self.texts])
-            has = np.asarray([t is not None for t in self.texts], dtype=np.uint8)
+        blob, offsets, has = self.texts.packed()
         return {"docs_utf8": blob, "docs_offsets": offsets, "docs_has": has,
                 "valid": self.times[:n].copy()}
 
@@ -66,9 +63,10 @@ class UnitColumns:
         """Take a snapshot's columns by row (`by_row`), written with the lexical index: the
         texts stay packed until read; SnapshotError unless as many rows have one as the index
         has units."""
-        texts = PackedTexts(arrays["docs_utf8"], arrays["docs_offsets"], arrays["docs_has"], what)
+        has = arrays["docs_has"]
+        texts = TextColumn.adopted(arrays["docs_utf8"], arrays["docs_offsets"], has, what)
         valid = arrays["valid"]
-        if valid.shape != (texts.n,) or int(np.count_nonzero(texts.has)) != len(self.lexical.rows):
+        if valid.shape != (texts.n,) or int(np.count_nonzero(has)) != len(self.lexical.rows):
             raise SnapshotError(f"{what}: the unit documents and the unit index disagree")
         self.texts, self.times = texts, valid
 

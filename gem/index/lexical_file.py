@@ -86,10 +86,14 @@ def load(cls: Any, path: str | os.PathLike) -> tuple[Any, dict[str, Any]]:
     try:
         ix = cls(meta["k1"], meta["b"], meta.get("analyzer", "tokens"))
         n_rows = int(meta["rows"])
-        # the ids stay packed: a query decodes those of its hits (gem/index/packed.py)
+        # the ids stay packed: a query decodes those of its hits (gem/index/packed.py); copies,
+        # as every other array is copied into the segment below: a view would keep the whole
+        # file mapped, and every page of it read here resident (121 MB at 100k topics)
         free = a["free_rows"].tolist()
         keys = PackedIds(f"lexical snapshot {str(path)!r}")
-        keys.adopt_packed(a["ids_utf8"], a["ids_offsets"], n_rows, a.get("ids_keys"), free)
+        saved_keys = a.get("ids_keys")
+        keys.adopt_packed(a["ids_utf8"].copy(), a["ids_offsets"].copy(), n_rows,
+                          None if saved_keys is None else saved_keys.copy(), free)
         ids = keys.ids
         terms = snapshot_strings(a, "terms")
         term_ptr, post_rows, post_tf = a["term_ptr"], a["post_rows"], a["post_tf"].astype(np.int32)

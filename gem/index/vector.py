@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from gem.errors import InvalidInput, SnapshotError
+from gem.errors import InvalidInput
 from gem.numeric import single_threaded
 
+from . import vector_file
 from .codes import SignCodes
 from .common import check_doc_id, check_k, ranked
 from .rows import DenseRows, SparseRows, capacity_for
-from .snapfile import PackedIds, read_snapshot_file, write_snapshot_file
+from .snapfile import PackedIds
 
 
 def _float32_slack(dim: int) -> float:
@@ -104,43 +105,6 @@ _BLOCK_ROWS = 16_384  # rows densified (or encoded) at a time: 16 MB at dim 256
 _PRODUCT_ELEMENTS = 1 << 22  # float32 scores held at once by blocked products (16 MB)
 
 
-def _packed_rows(m: np.ndarray) -> dict[str, np.ndarray]:
-    """A float32 matrix as it is saved: whole, or its non-zero entries row by row when that is
-    smaller (5 bytes a component, column and value, instead of 4 a column of the row)."""
-    n, dim = m.shape
-    rows = SparseRows(dim, n)
-    for a in range(0, n, _BLOCK_ROWS):
-        rows.set(np.arange(a, min(a + _BLOCK_ROWS, n)), m[a : a + _BLOCK_ROWS])
-    return _smaller(rows, n, m)
-
-
-def _smaller(rows: SparseRows, n: int, dense: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    if rows.entries * (rows.columns.itemsize + 4) + 4 * n >= n * rows.dim * 4:
-        return {"vectors": rows.dense(slice(0, n)) if dense is None else dense}
-    return rows.saved(n)
-
-
-def _loaded_rows(a: dict[str, np.ndarray], n: int, dim: int, capacity: int
-                 ) -> DenseRows | SparseRows:
-    """The rows `_packed_rows` saved, dense or sparse as they were saved."""
-    if "vectors" in a:
-        vectors = a["vectors"]
-        if vectors.shape != (n, dim):
-            raise ValueError("vector matrix and ids disagree")
-        dense = DenseRows(dim, 0)
-        # adopted, not copied, when it has room enough: the next insert grows it as any index
-        dense.m = vectors if n >= capacity else np.zeros((capacity, dim), dtype=np.float32)
-        if n < capacity:
-            dense.m[:n] = vectors
-        return dense
-    counts, columns, values = a["row_nonzeros"], a["columns"], a["values"]
-    if counts.shape != (n,) or columns.shape != values.shape or columns.ndim != 1 \
-            or values.dtype != np.float32 or int(counts.sum(dtype=np.int64)) != columns.shape[0] \
-            or (n and int(counts.min()) < 0) or (columns.shape[0] and int(columns.max()) >= dim):
-        raise ValueError("the packed vector rows do not fit the matrix")
-    return SparseRows.loaded(dim, counts.astype(np.int32), columns, values, max(n, capacity))
-
-
 class VectorIndex:
     """Cosine search over vectors kept exactly, as a float32 matrix or as their non-zero
     entries (gem/index/rows.py: whichever is smaller, decided as vectors arrive).
@@ -199,6 +163,7 @@ class VectorIndex:
         self._n = 0
         self._keys = PackedIds("a vector snapshot")
         self._codes: SignCodes | None = None
+        self._mapped = False  # whether rows, codes or ids are still views of a snapshot file
 
     def __len__(self) -> int:
         return self._n
@@ -261,11 +226,32 @@ class VectorIndex:
                 rows_store.compact(self._n)
 
     # ------------------------------------------------------------------ writes
+    def _own(self) -> None:
+        """Before the first write to an index loaded from a snapshot: copies of what it still
+        reads from the file's mapping (rows, codes, ids), so that the mapping goes with them.
+        A page of a mapping, once read, stays in the process's RSS while any view of the
+        mapping lives, and a write copies the rows anyway (they grow): at 100k topics 287 MB
+        of the unit vector file stayed resident beside their copies."""
+        if not self._mapped:
+            return
+        self._mapped = False
+        # room for a sixteenth more rows, not the quarter a growth adds (at 100k topics a
+        # quarter of the rows and codes is 70 MB before any row needs it)
+        self._cap = max(self._cap, self._n + max(16, self._n // 16))
+        self._rows.reserve(self._cap)
+        self._rows.own()
+        if self._codes is not None:
+            self._codes.reserve(self._cap)
+        if self._keys.packed_now:
+            blob, offsets = self._keys.packed()
+            self._keys.adopt_packed(blob.copy(), offsets.copy(), self._n)
+
     def upsert(self, doc_id: str, vec) -> None:
         check_doc_id(doc_id)
         v = self._as_unit_rows(vec, "vector")
         if v.shape[0] != 1:
             raise InvalidInput("upsert takes one vector; use upsert_many for several")
+        self._own()
         row = self._row_of.get(doc_id)
         if row is None:
             self._reserve(self._n + 1)
@@ -285,6 +271,8 @@ class VectorIndex:
         m = self._as_unit_rows(vecs, "vectors") if ids else np.zeros((0, self.dim), np.float32)
         if m.shape[0] != len(ids):
             raise InvalidInput(f"{len(ids)} ids but {m.shape[0]} vectors")
+        if ids:
+            self._own()
         if len(set(ids)) != len(ids):
             # Later duplicates win, as with repeated upsert() calls.
             last = {d: i for i, d in enumerate(ids)}
@@ -307,6 +295,8 @@ class VectorIndex:
 
     def remove(self, doc_id: str) -> None:
         """Forget doc_id (absent ids are ignored); the last row moves into its place."""
+        if self._mapped and doc_id in self._row_of:
+            self._own()
         row = self._row_of.pop(doc_id, None)
         if row is None:
             return
@@ -565,55 +555,10 @@ class VectorIndex:
         """Write this index to `path` (atomically), with the caller's JSON-able `stamp`.
 
         Codes are saved too (a loaded index need not recompute them: ~5 s at 1M rows)."""
-        n = self._n
-        ids_utf8, ids_offsets = self._keys.packed()
-        rows = self._rows
-        saved = _smaller(rows, n) if isinstance(rows, SparseRows) else _packed_rows(rows.m[:n])
-        arrays: dict[str, np.ndarray] = {"ids_utf8": ids_utf8, "ids_offsets": ids_offsets,
-                                         **saved}
-        meta: dict[str, Any] = {"dim": self.dim, "rows": n,
-                                "approximate_above": self.approximate_above,
-                                "code_bits": self.code_bits,
-                                "candidate_scale": self.candidate_scale,
-                                "candidate_share": self.candidate_share}
-        if self._codes is not None:
-            arrays["codes"] = self._codes.words[:, :n].view(np.int64)  # same bits
-        write_snapshot_file(path, "vector", stamp, meta, arrays)
+        vector_file.save(self, path, stamp)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> tuple[VectorIndex, dict[str, Any]]:
-        """(index, stamp) from a file written by save(); SnapshotError if it is unusable.
-
-        A file written before sign codes (with float sketches) is read: its sketches are
-        ignored and codes are made from the rows. One written before candidate_scale (whose
-        candidate_share was the old default, 2% of the rows re-scored) gets today's defaults."""
-        stamp, meta, a = read_snapshot_file(path, "vector")
-        try:
-            ix = cls(int(meta["dim"]), approximate_above=meta["approximate_above"],
-                     code_bits=int(meta.get("code_bits", 512)),
-                     **({"candidate_scale": meta["candidate_scale"],
-                         "candidate_share": meta["candidate_share"]}
-                        if "candidate_scale" in meta else {}))
-            n = int(meta["rows"])
-            ix._keys.adopt_packed(a["ids_utf8"], a["ids_offsets"], n)
-            ix._cap = max(n, 16)
-            ix._rows = _loaded_rows(a, n, ix.dim, ix._cap)
-            ix._n = n
-            if "codes" in a:
-                words = a["codes"]
-                if words.dtype != np.int64 or words.shape != (ix.code_bits // 64, n):
-                    raise ValueError("codes do not match the vectors")
-                codes = SignCodes(ix.dim, ix.code_bits, 0)
-                words = words.view(np.uint64)
-                codes.words = words if n >= ix._cap else np.zeros((words.shape[0], ix._cap),
-                                                                  dtype=np.uint64)
-                if n < ix._cap:
-                    codes.words[:, :n] = words
-                ix._codes = codes
-            with single_threaded():
-                ix._maybe_encode()
-        except SnapshotError:
-            raise
-        except (KeyError, ValueError, TypeError, InvalidInput) as e:
-            raise SnapshotError(f"snapshot {str(path)!r} is inconsistent: {e}") from e
-        return ix, stamp
+        """(index, stamp) from a file written by save(); SnapshotError if it is unusable
+        (gem/index/vector_file.py)."""
+        return vector_file.load(cls, path)
