@@ -23,6 +23,15 @@ def _salience(table: SalienceTable, row: int | None, now: float, half_life: floa
     return -math.expm1(-max(float(table.strength[row]), 0.0)) * 2.0 ** (-age / half_life)
 
 
+def _ids_where(table: SalienceTable, statuses: frozenset[str], below: float | None,
+               now: datetime, half_life: timedelta) -> list[str]:
+    """The ids of `table`'s units in `statuses`, and with a salience now below `below`."""
+    keep = table.mask(statuses)
+    if below is not None:
+        keep &= table.salience(now, half_life) < below + SALIENCE_SLACK
+    return table.ids_where(keep)
+
+
 class SalienceReads:
     """The reads of `ScopeState`'s salience tables (a mixin: the tables are its)."""
 
@@ -84,10 +93,7 @@ class SalienceReads:
 
     def topic_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
                         half_life: timedelta) -> list[str]:
-        keep = self.topics.mask(statuses)
-        if below is not None:
-            keep &= self.topics.salience(now, half_life) < below + SALIENCE_SLACK
-        return self.topics.ids_where(keep)
+        return _ids_where(self.topics, statuses, below, now, half_life)
 
     def active_field_count(self) -> int:
         if self._active_fields is None:
@@ -100,10 +106,7 @@ class SalienceReads:
 
     def episode_ids_where(self, statuses: frozenset[str], below: float | None, now: datetime,
                           half_life: timedelta) -> list[str]:
-        keep = self.episodes.mask(statuses)
-        if below is not None:
-            keep &= self.episodes.salience(now, half_life) < below + SALIENCE_SLACK
-        return self.episodes.ids_where(keep)
+        return _ids_where(self.episodes, statuses, below, now, half_life)
 
     def unit_columns(self, table: str, ids: Sequence[str], now: datetime, half_life: timedelta,
                      by_label: dict[str, timedelta | None] | None = None
