@@ -24,7 +24,7 @@ from .operators.common import add_edge
 from .operators.resolution import Directory
 from .pipeline import run_policies
 from .state.transition import Transition
-from .store import queries
+from .store import allocator, queries
 from .places import checked_near
 
 if TYPE_CHECKING:  # only for annotations: gem.memory imports this module
@@ -198,6 +198,7 @@ def forget(mem: "Memory", *, actor: str, progress: Progress | None) -> dict[str,
                   "level_ids": list(chain.from_iterable(
                       zip(units, repeat(level)) for level, units in by_level))}
         del by_level
+    allocator.give_back()  # the transition's rows, moves and record: 0.4 GB at 100k topics
     return report
 
 

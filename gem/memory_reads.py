@@ -22,7 +22,7 @@ from .operators import views
 from .operators.common import field_evidence, field_named
 from .reliability import evidence_states
 from .state.transition import Transition
-from .store import queries
+from .store import allocator, queries
 from .units import is_episode
 
 if TYPE_CHECKING:  # only for annotations: gem.memory imports this module
@@ -157,6 +157,8 @@ def audit(mem: "Memory", *, full: bool, progress: Progress | None,
                 with engine.store.lock:
                     report = audit_mod.merge(report, name, audit_mod.audit(
                         engine, full=full, progress=progress))
+    if full:
+        allocator.give_back()  # the columns of every row and record it read
     return report
 
 

@@ -24,8 +24,11 @@ environment's MALLOC_PERTURB_ wins, as for the arenas. Cost, side by side on the
 VM (3k and 10k topics, 3 fields each): batches, retrievals and compaction within noise; peak
 RSS +3 to +14 MB at 3k, 553-561 MB either way at 10k.
 
-Not done here, measured: malloc_trim after large commits gave back ~20 MB at 10k topics but
-took 1-2 s a call on that heap (it walks every free chunk), a quarter more time for batches.
+After a pass over the whole memory (a forgetting pass, a full audit) `give_back` returns what
+malloc holds free to the system (malloc_trim): at 100k topics, 2,171 -> 1,757 MB after a pass
+of 2.1M ladder moves and 2,680 -> 2,341 MB after the full audit, 0.03 s a call. Not after
+every commit: after large batches it gave back ~20 MB at 10k topics but took 1-2 s a call on
+that heap (it walks every free chunk), a quarter more time for batches.
 """
 from __future__ import annotations
 
@@ -82,3 +85,10 @@ def clear_blocks() -> None:
             return
         _LIBC.mallopt(_M_PERTURB, PERTURB)
         _cleared = True
+
+
+def give_back() -> None:
+    """Return to the system the memory malloc holds free (glibc's malloc_trim: the tops of its
+    heaps and every whole free page in them), after a pass that freed a lot of it."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
