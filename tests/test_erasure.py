@@ -89,7 +89,6 @@ def test_verifying_an_erasure_reads_the_snapshot_tables_string_columns(db_path, 
 
 
 def test_erasing_what_one_source_said_restores_the_history_rules(seeded, clock):
-    seeded.ingest(gem.Fact("Bob", "team", "green", source="chat"))  # corroborates green
     receipt = seeded.erase("Bob", "team", source="hr", reason="hr system retracted")
     view = seeded.inspect("Bob", "team")
     assert view.value == "blue"                                     # hr's green is gone...
@@ -101,6 +100,22 @@ def test_erasing_what_one_source_said_restores_the_history_rules(seeded, clock):
     everywhere = seeded.erase("Bob", source="hr", reason="all of hr's")
     assert seeded.inspect("Bob").fields.keys() == {"team"}          # ssn came only from hr
     assert seeded.verify_erasure(everywhere).ok
+    consistent(seeded)
+
+
+def test_what_another_source_said_of_the_same_value_survives_erasing_one_source(seeded, clock):
+    clock.advance(hours=1)
+    seeded.ingest(gem.Fact("Bob", "team", "green", source="chat", ref="msg-7"))  # chat says it too
+    receipt = seeded.erase("Bob", "team", source="hr", reason="hr system retracted")
+    history = seeded.history("Bob", "team")
+    # green stays, as chat's statement (its time and ref), with nothing of hr's
+    assert [(h.value, h.status, h.provenance.source, h.provenance.ref) for h in history] == \
+        [("blue", "superseded", "chat", None), ("green", "current", "chat", "msg-7")]
+    green = history[1]
+    assert green.valid_at == green.recorded_at == clock.now and green.observations == []
+    assert receipt.entries == [] and len(receipt.observations) == 1  # chat's, now the entry's
+    assert seeded.verify_erasure(receipt).ok
+    assert "hr" not in {h.provenance.source for h in history}
     consistent(seeded)
 
 

@@ -190,9 +190,23 @@ ISSUE = {"seed": 25, "batches": [[FactSpec(0, 0, 0, None, None), FactSpec(1, 1, 
          "links": [(0, 1, "extension")], "episodes": [], "erasures": [("field", 0)]}
 
 
+# found by CI: one batch has a topic's shared field said with the same value by two sources;
+# erasing one source took the other's statement with it (the entry went with its observations)
+SECOND_SOURCE = {"seed": 0, "batches": [[FactSpec(2, None, None, None, None)],
+                                        [FactSpec(2, None, None, None, None),
+                                         FactSpec(2, None, None, 0, None)]],
+                 "links": [], "episodes": [], "erasures": [("source", 0), ("source", 2)]}
+SECOND_SOURCE_FIELD = {"seed": 88, "batches": [[FactSpec(2, 1, 6, None, 0)],
+                                               [FactSpec(2, 2, None, None, None),
+                                                FactSpec(2, 2, None, 1, 1)]],
+                       "links": [], "episodes": [1, 0], "erasures": [("source", 1), ("field", 2)]}
+
+
 @settings(max_examples=int(os.environ.get("GEM_ERASURE_EXAMPLES", "20")), **PROFILE)
 @given(h=history)
 @example(h=ISSUE)
+@example(h=SECOND_SOURCE)
+@example(h=SECOND_SOURCE_FIELD)
 def test_nothing_erased_is_left_in_the_files_the_snapshot_or_an_export(h):
     _run(h)
 

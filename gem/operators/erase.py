@@ -199,9 +199,12 @@ def _erase_said_by(t: Transition, tid: str, fid: str, source: str,
     content: list[Any] = []
     for e in list(t.entries(fid)):
         if e["source"] == source:
-            content.append(_entry_content(t, e))
-            _erase_entry(t, fid, e["id"], erased)
-            continue
+            heir = _heir(t, e, source)
+            if heir is None:
+                content.append(_entry_content(t, e))
+                _erase_entry(t, fid, e["id"], erased)
+                continue
+            content.append(_pass_on(t, e, heir, erased))
         for obs in list(t.observations(e["id"])):
             if obs["source"] == source:
                 content.append({"observation": obs["id"], "of": e["id"], "source": source,
@@ -238,6 +241,38 @@ def _erase_said_by(t: Transition, tid: str, fid: str, source: str,
             t.link_successor(e, best)
     t.touch_field(fid, tid)
     return content
+
+
+def _heir(t: Transition, e: Row, source: str) -> Row | None:
+    """The first restatement of an entry's value by another source, with the entry's polarity:
+    the statement that keeps the value when `source`'s own goes (None: the entry goes). Another
+    source that said the same thing said it too, and erasing one source must not erase it."""
+    if history.is_retraction(e):
+        return None
+    others = [o for o in t.observations(e["id"])
+              if o["source"] != source and o["polarity"] == e["polarity"]]
+    return min(others, key=lambda o: (o["recorded_at"], o["seq"]), default=None)
+
+
+def _pass_on(t: Transition, e: Row, heir: Row, erased: dict[str, list[Any]]) -> dict[str, Any]:
+    """The entry becomes `heir`'s statement: its provenance and times are the observation's,
+    which goes (its statement is now the entry's own). What the erased source added to the
+    entry goes with its provenance: where it said it was (one place per entry, so whose it
+    was is not known) and its episode. Labels stay: a label says what the value is, whoever
+    states it. Returns the erased statement's content."""
+    out: dict[str, Any] = {"entry": e["id"], "source": e["source"], "ref": e["ref"],
+                           "restated_by": heir["id"]}
+    changes: dict[str, Any] = {k: heir[k] for k in ("source", "actor", "ref", "confidence",
+                                                    "valid_at", "recorded_at")}
+    if e.get("place_lat") is not None:
+        out["place"] = [e["place_lat"], e["place_lon"], e["place_name"]]
+        changes.update(place_lat=None, place_lon=None, place_name=None)
+    if e["ref"] != heir["ref"]:
+        erased["cited"].append(e["ref"])
+    t.delete("Observation", heir["id"], e["id"])
+    erased["observations"].append(heir["id"])
+    t.update("Entry", e["id"], **changes)
+    return out
 
 
 # ---------------------------------------------------------------------- episodes
