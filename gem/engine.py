@@ -271,7 +271,7 @@ class Engine:
         them, at the same time; each run drops at least one more fact, so this ends. On a
         store other processes write, it runs on the state caught up with their commits, and
         again (whole) if one of them committed to the same scope before its flush."""
-        with self.store.lock, paused_gc():
+        with self.deriver.in_use(), self.store.lock, paused_gc():
             self.store.check_open()
             started = time.perf_counter()
             dropped: dict[int, dict[str, Any]] = {}
@@ -416,7 +416,7 @@ class Engine:
     def read(self, fn: Callable[[Transition], Any], scope: str = "default") -> Any:
         """A side-effect-free read of the committed state of a scope: no salience change, not
         an interaction, nothing logged."""
-        with self.store.lock, single_threaded(), paused_gc():
+        with self.deriver.in_use(), self.store.lock, single_threaded(), paused_gc():
             self.store.check_open()
             attempt = 0
             while True:

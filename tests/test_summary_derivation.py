@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pytest
 
@@ -49,6 +50,23 @@ def test_the_worker_derives_the_summaries_commits_made_stale(tmp_path, clock):
         assert "revised twice" in scope.summaries[tid]
         assert "value 5.2" not in scope.summaries[mem.inspect("Topic 5").id]
         assert derived_disagreements(mem) == []
+
+
+def test_summaries_wait_until_the_memory_is_left_alone(tmp_path, clock, monkeypatch):
+    """A summaries step holds the lock and shares the GIL: while a read or a transition runs or
+    waits for the lock, the worker derives none (on a slow machine the pause may just not be
+    seen; it cannot fail there)."""
+    steps = []
+    step = Deriver._summaries_step
+    monkeypatch.setattr(Deriver, "_summaries_step",
+                        lambda self, *args: steps.append(1) or step(self, *args))
+    with gem.open(str(tmp_path / "db"), clock=clock, engine=ENGINE) as mem:
+        with mem._engine.deriver.in_use():  # a reader taking its time
+            varied(mem, clock)
+            time.sleep(0.5)
+            assert steps == [] and not no_stale_summaries(mem)
+        wait_for(lambda: no_stale_summaries(mem), what="the worker to derive the summaries")
+        assert steps and derived_disagreements(mem) == []
 
 
 def test_a_rebuilt_memory_has_its_summaries_derived_by_ranges_as_a_refresh_by_key_gives(

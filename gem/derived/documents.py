@@ -74,8 +74,11 @@ def scanned_summaries(tx: Any, lo: int, hi: int, summarizer: Summarizer,
     range (`queries.summary_values`): what `summaries_of` gives them, field by field (a field's
     latest current entry, nothing if that is a retraction), in the order of the fields'
     creation (a topic's child list)."""
-    topics, values = queries.summary_values(tx, lo, hi)
-    topics = [(tid, scope, title) for tid, scope, title in topics if wanted(scope, tid)]
+    topics = [(tid, scope, title) for tid, scope, title in queries.topics_in_range(tx, lo, hi)
+              if wanted(scope, tid)]
+    if not topics:  # (a range a previous pass, or readers, made fresh: its values unread)
+        return {}
+    values = queries.summary_values(tx, lo, hi)
     keep = {tid for tid, _, _ in topics}
     latest: dict[tuple[str, str], tuple[Any, int, str]] = {}
     for tid, name, created, seq, value in values:

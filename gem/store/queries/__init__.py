@@ -25,7 +25,7 @@ from .log import (ensure_schema, add_missing_columns, create_tables, meta_get, m
     details_mentioning, latest_counters, highest_ids, episode_ids_from, stream_episodes,
     latest_episodes_of, touches, salience_since, stream_log, read_records, redact_records, log_records, transition_count,
     stored_policies, put_policies)
-from .scans import (scan, current_values, topic_offset_end, summary_values, placed_units, citing_entries, placed_entries, scan_edges,
+from .scans import (scan, current_values, topic_offset_end, topics_in_range, summary_values, placed_units, citing_entries, placed_entries, scan_edges,
     scan_owned, count, count_rels, misowned, status_counts, active_fields_by_scope, entry_counts,
     updates_of_extended_topics, flags_by_transition, conflicting_fields,
     stream_rows, stream_rels, count_owned, negative_strengths, stream_scan)
@@ -37,7 +37,7 @@ __all__ = ['read_rows', 'read_children', 'read_faded_history', 'read_edges', 'ed
            'transitions', 'details_mentioning', 'latest_counters', 'highest_ids',
            'episode_ids_from', 'stream_episodes', 'latest_episodes_of', 'touches', 'stream_log', 'read_records',
            'redact_records', 'log_records', 'transition_count', 'stored_policies', 'put_policies',
-           'scan', 'current_values', 'topic_offset_end', 'summary_values', 'placed_units', 'citing_entries', 'placed_entries',
+           'scan', 'current_values', 'topic_offset_end', 'topics_in_range', 'summary_values', 'placed_units', 'citing_entries', 'placed_entries',
            'scan_edges', 'scan_owned', 'count', 'count_rels', 'misowned', 'status_counts',
            'active_fields_by_scope', 'entry_counts', 'updates_of_extended_topics',
            'flags_by_transition', 'conflicting_fields', 'stream_rows',

@@ -40,23 +40,26 @@ def topic_offset_end(tx: Tx) -> int:
     return 0 if top is None else int(top) + 1
 
 
-def summary_values(tx: Tx, lo: int, hi: int
-                   ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, Any, int, str]]]:
+def topics_in_range(tx: Tx, lo: int, hi: int) -> list[tuple[str, str, str]]:
+    """(topic id, scope, title) of the topics at node offsets [lo, hi). Not for FalkorDB (no
+    node offsets)."""
+    return [tuple(r) for r in tx.run(  # type: ignore[misc]
+        f"MATCH (t:Topic) {_RANGED} RETURN t.id, t.scope, t.title", {"lo": lo, "hi": hi})]
+
+
+def summary_values(tx: Tx, lo: int, hi: int) -> list[tuple[str, str, Any, int, str]]:
     """What the summaries of the topics at node offsets [lo, hi) are made of, each topic
-    whole: (topic id, scope, title) of each, and (topic id, field name, field created_at, entry
-    seq, value JSON) of every current entry of their visible fields. Two statements from the
-    topics' side of the range (kuzu masks the field and entry scans by the topics in range):
-    at 100k topics ~0.1 s of CPU per thousand topics, where reading topics by key costs 2-25 ms
-    each. Not for FalkorDB (no node offsets)."""
-    ranged = "WHERE offset(id(t)) >= $lo AND offset(id(t)) < $hi"
-    params = {"lo": lo, "hi": hi}
-    topics = [tuple(r) for r in tx.run(f"MATCH (t:Topic) {ranged} RETURN t.id, t.scope, t.title",
-                                       params)]
-    values = [tuple(r) for r in tx.stream(
-        f"MATCH (t:Topic)-[:HAS_FIELD]->(f:Field)-[:HAS_ENTRY]->(e:Entry) {ranged} "
+    whole: (topic id, field name, field created_at, entry seq, value JSON) of every current
+    entry of their visible fields, from the topics' side of the range (kuzu masks the field and
+    entry scans by the topics in range): at 100k topics ~0.1 s of CPU per thousand topics,
+    where reading topics by key costs 2-25 ms each. Not for FalkorDB (no node offsets)."""
+    return [tuple(r) for r in tx.stream(  # type: ignore[misc]
+        f"MATCH (t:Topic)-[:HAS_FIELD]->(f:Field)-[:HAS_ENTRY]->(e:Entry) {_RANGED} "
         "AND f.status <> 'hidden' AND e.status = 'current' "
-        "RETURN t.id, f.name, f.created_at, e.seq, e.value", params)]
-    return topics, values  # type: ignore[return-value]
+        "RETURN t.id, f.name, f.created_at, e.seq, e.value", {"lo": lo, "hi": hi})]
+
+
+_RANGED = "WHERE offset(id(t)) >= $lo AND offset(id(t)) < $hi"
 
 
 def stream_scan(tx: Tx, table: str, columns: Sequence[str], by_seq: bool = False) -> Iterator[Row]:
