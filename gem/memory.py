@@ -216,7 +216,8 @@ class Memory:
     def erase(self, topic: str, field: str | None = None, *, source: str | None = None,
               reason: str, actor: str = "api") -> ErasureReceipt:
         """Erase, for privacy: a topic; one `field` of it; or, with `source`, what that source
-        said in the topic (or in that field). The one destructive operator (forgetting never
+        said in the topic (or in that field; a value another source stated too stays, as that
+        source's statement). The one destructive operator (forgetting never
         destroys): one transition removes the values, observations, index entries, summaries
         and salience of what is erased, recomputes what remains, redacts the log records that
         touched the topic and writes a tombstone. The episodes that said what is erased go
