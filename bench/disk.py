@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 
-from common import Clock, disk_bytes, side_by_side
+from common import Clock, disk_bytes, exit_status, side_by_side
 from scale import new_facts, single_facts, update_facts
 
 
@@ -257,7 +257,7 @@ def main() -> int:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     print(table(results))
-    return 0
+    return exit_status(results, args.engines.split(","))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import os
 import sys
 import tempfile
 
-from common import Clock, RawTwin, Recorder, ms, side_by_side, timed
+from common import Clock, RawTwin, Recorder, exit_status, ms, side_by_side, timed
 
 
 def child(engine: str, topics: int, rounds: int) -> dict:
@@ -110,8 +110,9 @@ def main() -> int:
         print(json.dumps(child(args.child, topics, rounds)))
         return 0
     extra = ["--topics", str(topics), "--rounds", str(rounds)]
-    print(table(side_by_side(__file__, extra, tuple(args.engines.split(",")))))
-    return 0
+    results = side_by_side(__file__, extra, tuple(args.engines.split(",")))
+    print(table(results))
+    return exit_status(results, args.engines.split(","))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import tempfile
 import time
 
 from common import (GOVERNANCE_STAGES, Clock, EngineTime, RawTwin, Recorder, StageTime, disk_bytes,
+                    exit_status,
                     ms, rss_mb, rss_now_mb, side_by_side, timed)
 
 
@@ -391,14 +392,14 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(args.child, sizes, args.fields, args.updates)))
         return 0
+    runs = (*filter(None, args.engines.split(",")), *peers)
     results = side_by_side(__file__, ["--sizes", args.sizes, "--fields", str(args.fields),
-                                      "--updates", str(args.updates), "--peers", args.peers],
-                           (*filter(None, args.engines.split(",")), *peers))
+                                      "--updates", str(args.updates), "--peers", args.peers], runs)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     print(table(results))
-    return 0
+    return exit_status(results, runs)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from common import Clock, ENV, ms, side_by_side, timed  # noqa: F401  (ENV: children's BLAS)
+from common import Clock, ENV, exit_status, ms, side_by_side, timed  # noqa: F401  (ENV: children's BLAS)
 
 WORDS = ("alpha", "budget", "launch", "design", "review", "hiring", "roadmap", "pricing",
          "audit", "migration", "onboarding", "security", "analytics", "support", "research")
@@ -159,10 +159,11 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(args.child, args.topics, args.big, args.singles)))
         return 0
-    print(table(side_by_side(__file__, ["--topics", str(args.topics), "--big", str(args.big),
-                                        "--singles", str(args.singles)],
-                             tuple(args.engines.split(",")))))
-    return 0
+    results = side_by_side(__file__, ["--topics", str(args.topics), "--big", str(args.big),
+                                      "--singles", str(args.singles)],
+                           tuple(args.engines.split(",")))
+    print(table(results))
+    return exit_status(results, args.engines.split(","))
 
 
 if __name__ == "__main__":

@@ -78,3 +78,14 @@ def test_scale_table_says_a_missing_peer_is_not_installed(monkeypatch):
     assert "2.0x" in next(line for line in lines if "first / later p50" in line)
     # what a peer has no equivalent of (structured, raw twin, forgetting) is a dash
     assert next(line for line in lines if line.startswith("structured")).split()[-2:] == ["-", "-"]
+
+
+def test_a_benchmark_whose_engine_run_failed_exits_non_zero(monkeypatch):
+    """side_by_side leaves a failed run out so the others still print; the benchmark's exit
+    status still says so (a tiny run above would otherwise pass with its gem column missing)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    from common import exit_status
+
+    assert exit_status({"kuzu": {}, "ladybug": {}}, ["kuzu", "ladybug"]) == 0
+    assert exit_status({"kuzu": {}, "mem0": {"missing": True}}, ["kuzu", "mem0"]) == 0
+    assert exit_status({"ladybug": {}}, ["kuzu", "ladybug"]) == 1
