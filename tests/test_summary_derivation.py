@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 
 import pytest
 
@@ -54,16 +53,22 @@ def test_the_worker_derives_the_summaries_commits_made_stale(tmp_path, clock):
 
 def test_summaries_wait_until_the_memory_is_left_alone(tmp_path, clock, monkeypatch):
     """A summaries step holds the lock and shares the GIL: while a read or a transition runs or
-    waits for the lock, the worker derives none (on a slow machine the pause may just not be
-    seen; it cannot fail there)."""
-    steps = []
-    step = Deriver._summaries_step
+    waits for the lock, the worker derives none (it is seen looking and being told to wait)."""
+    steps, told_to_wait = [], []
+    step, quiet_in = Deriver._summaries_step, Deriver._quiet_in
     monkeypatch.setattr(Deriver, "_summaries_step",
                         lambda self, *args: steps.append(1) or step(self, *args))
+
+    def counted(self):
+        wait = quiet_in(self)
+        if wait:
+            told_to_wait.append(wait)
+        return wait
+    monkeypatch.setattr(Deriver, "_quiet_in", counted)
     with gem.open(str(tmp_path / "db"), clock=clock, engine=ENGINE) as mem:
         with mem._engine.deriver.in_use():  # a reader taking its time
             varied(mem, clock)
-            time.sleep(0.5)
+            wait_for(lambda: len(told_to_wait) >= 3, what="the worker to look for quiet")
             assert steps == [] and not no_stale_summaries(mem)
         wait_for(lambda: no_stale_summaries(mem), what="the worker to derive the summaries")
         assert steps and derived_disagreements(mem) == []
